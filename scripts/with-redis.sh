@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs "$@" with REDIS_URL pointing at a Redis that answers:
+# $REDIS_URL if set, else 127.0.0.1:6379, else a private redis-server on a
+# free port (started here, stopped by pid on exit).
+set -euo pipefail
+
+answers() { redis-cli -u "$1" ping 2>/dev/null | grep -q PONG; }
+
+if [ -n "${REDIS_URL:-}" ] && answers "$REDIS_URL"; then
+  exec "$@"
+fi
+if command -v redis-cli >/dev/null && answers redis://127.0.0.1:6379; then
+  REDIS_URL=redis://127.0.0.1:6379 exec "$@"
+fi
+if ! command -v redis-server >/dev/null; then
+  if [ "${CI:-}" = "true" ] && command -v apt-get >/dev/null; then
+    apt-get install -y -qq redis-server >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq redis-server)
+  else
+    echo "No Redis answers and redis-server is not installed: install it (apt-get install redis-server) or set REDIS_URL." >&2
+    exit 1
+  fi
+fi
+port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+dir=$(mktemp -d)
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+trap 'kill "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 1 100); do answers "redis://127.0.0.1:$port" && break; sleep 0.05; done
+echo "Started a private redis-server on 127.0.0.1:$port" >&2
+REDIS_URL="redis://127.0.0.1:$port" "$@"

@@ -1,0 +1,38 @@
+import type { DeferralStore } from '../deferral-store';
+import type { Dispatcher } from '../dispatch';
+import { readyJobId, type DispatchJobData } from '../job-data';
+import { stageId } from '../stage-ref';
+import type { EnqueueResult, StageRef } from '../types';
+
+/**
+ * Adds a dispatch job for a stage unless it has one waiting, running or
+ * deferred. A deferred stage costs one read-only round trip and no write.
+ * Concurrent enqueues of one stage meet at BullMQ's deduplication key
+ * `de:<stageId>`, held by the stage's job until it finishes.
+ */
+export async function enqueueStage<P>(
+  store: DeferralStore,
+  dispatcher: Dispatcher<P>,
+  ref: StageRef,
+  payload: P,
+  call: { buildId?: string },
+): Promise<EnqueueResult> {
+  const sid = stageId(ref);
+  const probe = await store.probe(sid);
+  if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
+  if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
+  if (probe.kind === 'pending' && !(await store.dropLicenceIfOrphan(probe.licence))) {
+    return { added: false, reason: 'pending', jobId: probe.licence.replace(/!$/, '') };
+  }
+  const data: DispatchJobData<P> = {
+    v: 1,
+    scope: [...ref.scope],
+    stage: ref.stage,
+    payload,
+    ...(call.buildId === undefined ? {} : { buildId: call.buildId }),
+  };
+  const jobId = readyJobId(sid);
+  const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
+  const added = job.id === jobId;
+  return { added, reason: added ? null : 'pending', jobId: job.id as string };
+}

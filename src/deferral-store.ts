@@ -1,0 +1,253 @@
+import { Job, type Queue } from 'bullmq';
+import * as lua from './lua/scripts';
+import { stageIdOfJobId } from './stage-ref';
+
+/**
+ * The engine's Redis state for one queue. Every key lives under
+ * `<prefix>:<queueName>:`, like BullMQ's own:
+ *
+ *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
+ *   sd:inflight:<stageId>  in-flight dispatch lock: value = token
+ *   sd:licences            sorted set of wake-up ids, one per stage at most
+ *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
+ */
+// ioredis commands defined below; the client is BullMQ's adapter around ioredis.
+type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
+  defineCommand(name: string, def: { numberOfKeys?: number; lua: string }): void;
+  multi(): Multi;
+  pipeline(): Multi;
+};
+type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[Error | null, unknown][] | null> };
+
+const COMMANDS = {
+  sdBegin: { keys: 3, lua: lua.BEGIN },
+  sdDefer: { keys: 4, lua: lua.DEFER },
+  sdRelease: { keys: 2, lua: lua.RELEASE },
+  sdExtend: { keys: 1, lua: lua.EXTEND },
+  sdProbe: { keys: 3, lua: lua.PROBE },
+  sdCancel: { keys: 4, lua: lua.CANCEL },
+  // variable key count: the first argument is the number of keys
+  sdClear: { keys: undefined, lua: lua.CLEAR },
+} as const;
+
+export type BeginOutcome =
+  | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
+  | { kind: 'in_flight' }
+  | { kind: 'stale' }
+  | { kind: 'locked'; licence: string | null };
+
+export type ProbeOutcome =
+  | { kind: 'deferred'; remainingMs: number }
+  | { kind: 'in_flight' }
+  | { kind: 'pending'; licence: string }
+  | { kind: 'none' };
+
+/** How many licences one clear script call handles. */
+const CLEAR_BATCH = 500;
+
+export class DeferralStore {
+  private readonly base: string;
+  private clientPromise: Promise<Client> | undefined;
+
+  constructor(readonly queue: Queue) {
+    this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
+  }
+
+  markerKey(sid: string): string {
+    return `${this.base}sd:deferred:${sid}`;
+  }
+  lockKey(sid: string): string {
+    return `${this.base}sd:inflight:${sid}`;
+  }
+  get indexKey(): string {
+    return `${this.base}sd:licences`;
+  }
+  dedupKey(sid: string): string {
+    return `${this.base}de:${sid}`;
+  }
+  jobKey(jobId: string): string {
+    return `${this.base}${jobId}`;
+  }
+
+  client(): Promise<Client> {
+    this.clientPromise ??= (async () => {
+      const client = (await this.queue.getBackend().client) as unknown as Client;
+      for (const [name, def] of Object.entries(COMMANDS)) {
+        if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
+      }
+      return client;
+    })();
+    return this.clientPromise;
+  }
+
+  async begin(sid: string, token: string, lockMs: number, ownJobId: string, isWakeUp: boolean): Promise<BeginOutcome> {
+    const c = await this.client();
+    const r = (await c.sdBegin!(
+      this.markerKey(sid),
+      this.lockKey(sid),
+      this.indexKey,
+      sid,
+      token,
+      lockMs,
+      ownJobId,
+      isWakeUp ? '1' : '0',
+    )) as [number, string?, number?];
+    switch (r[0]) {
+      case 1:
+        return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
+      case 2:
+        return { kind: 'in_flight' };
+      case 3:
+        return { kind: 'stale' };
+      default:
+        return { kind: 'locked', licence: r[1] ? r[1] : null };
+    }
+  }
+
+  /**
+   * Records a deferral and adds its wake-up in one MULTI: the marker, the
+   * licence and the delayed job exist together or not at all. When the
+   * dispatch was cancelled (or lost its lock) meanwhile, the wake-up just
+   * added is removed again; if that removal is lost to a crash, the wake-up
+   * holds no licence and does nothing when it runs.
+   */
+  async defer(
+    sid: string,
+    token: string,
+    wakeUp: Job,
+    windowMs: number,
+    logLine: string,
+  ): Promise<{ recorded: boolean; cancelled: boolean; revoked: string[] }> {
+    const c = await this.client();
+    const multi = c.multi();
+    multi.sdDefer!(
+      this.lockKey(sid),
+      this.markerKey(sid),
+      this.indexKey,
+      `${this.jobKey(wakeUp.id as string)}:logs`,
+      sid,
+      token,
+      wakeUp.id,
+      windowMs,
+      logLine,
+    );
+    await wakeUp.addJob(multi as never);
+    const results = await multi.exec();
+    if (!results) throw new Error('Deferral transaction was discarded');
+    for (const [err] of results) if (err) throw err;
+    const r = results[0]![1] as [number, ...(string | number)[]];
+    if (r[0] === 1) return { recorded: true, cancelled: false, revoked: r.slice(1) as string[] };
+    await this.removeJobs([wakeUp.id as string]);
+    return { recorded: false, cancelled: r[1] === 1, revoked: [] };
+  }
+
+  async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
+    const c = await this.client();
+    const r = (await c.sdRelease!(this.lockKey(sid), this.indexKey, sid, token, revoke ? '1' : '0')) as [
+      number,
+      ...string[],
+    ];
+    return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
+  }
+
+  async extend(sid: string, token: string, lockMs: number): Promise<boolean> {
+    const c = await this.client();
+    return (await c.sdExtend!(this.lockKey(sid), token, lockMs)) === 1;
+  }
+
+  async probe(sid: string): Promise<ProbeOutcome> {
+    const c = await this.client();
+    const r = (await c.sdProbe!(this.markerKey(sid), this.lockKey(sid), this.indexKey, sid)) as [number, unknown?];
+    switch (r[0]) {
+      case 1:
+        return { kind: 'deferred', remainingMs: Math.max(0, Number(r[1])) };
+      case 2:
+        return { kind: 'in_flight' };
+      case 3:
+        return { kind: 'pending', licence: r[1] as string };
+      default:
+        return { kind: 'none' };
+    }
+  }
+
+  async isDeferred(sid: string): Promise<boolean> {
+    const c = await this.client();
+    return (await c.exists!(this.markerKey(sid))) === 1;
+  }
+
+  /** Drops a licence whose wake-up job no longer exists (removed by hand). Returns true if dropped. */
+  async dropLicenceIfOrphan(licence: string): Promise<boolean> {
+    const c = await this.client();
+    const id = licence.endsWith('!') ? licence.slice(0, -1) : licence;
+    if ((await c.exists!(this.jobKey(id))) === 1) return false;
+    await c.zrem!(this.indexKey, licence);
+    return true;
+  }
+
+  async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
+    const c = await this.client();
+    const r = (await c.sdCancel!(
+      this.markerKey(sid),
+      this.lockKey(sid),
+      this.indexKey,
+      this.dedupKey(sid),
+      sid,
+    )) as [number, number, string, ...string[]];
+    const ids = (r.slice(3) as string[]).map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    if (r[2]) ids.push(r[2]);
+    const removedJobs = await this.removeJobs(ids);
+    return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
+  }
+
+  /** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
+  async licencesIn(prefix: string): Promise<string[]> {
+    const c = await this.client();
+    return (await c.zrangebylex!(this.indexKey, `[${prefix}`, `[${prefix}\xff`)) as string[];
+  }
+
+  /** Ends every deferral in the scope prefix; their wake-ups are promoted to run now. Returns the count. */
+  async clear(prefix: string): Promise<string[]> {
+    const licences = await this.licencesIn(prefix);
+    const c = await this.client();
+    const cleared: string[] = [];
+    for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
+      const batch = licences.slice(i, i + CLEAR_BATCH);
+      const keys = [this.indexKey];
+      for (const lic of batch) {
+        const id = lic.endsWith('!') ? lic.slice(0, -1) : lic;
+        keys.push(this.markerKey(stageIdOfJobId(id)), this.jobKey(id));
+      }
+      const ids = (await c.sdClear!(keys.length, ...keys, ...batch)) as string[];
+      cleared.push(...ids);
+    }
+    await Promise.all(cleared.map((id) => this.queue.getBackend().promote(id).catch(() => undefined)));
+    return cleared;
+  }
+
+  /** Removes jobs by id, best effort: a job that is active (locked) stays, and does nothing without its licence. */
+  async removeJobs(ids: readonly string[]): Promise<number> {
+    const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
+    return codes.filter((code) => code === 1).length;
+  }
+
+  /** Marker value, remaining ms and job data of each licence (one pipeline). */
+  async inspect(licences: readonly string[]): Promise<{ id: string; marker: string | null; pttl: number; data: string | null }[]> {
+    if (licences.length === 0) return [];
+    const c = await this.client();
+    const p = c.pipeline();
+    const ids = licences.map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    for (const id of ids) {
+      const m = this.markerKey(stageIdOfJobId(id));
+      p.get!(m).pttl!(m).hget!(this.jobKey(id), 'data');
+    }
+    const res = (await p.exec()) ?? [];
+    return ids.map((id, i) => ({
+      id,
+      marker: (res[3 * i]?.[1] as string | null) ?? null,
+      pttl: Number(res[3 * i + 1]?.[1] ?? -2),
+      data: (res[3 * i + 2]?.[1] as string | null) ?? null,
+    }));
+  }
+}
+
+export { Job };

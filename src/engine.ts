@@ -1,0 +1,157 @@
+import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
+import { DeferralStore } from './deferral-store';
+import { Dispatcher } from './dispatch';
+import { EngineClosedError } from './errors';
+import { createProcessor } from './bullmq/processor';
+import { enqueueStage } from './bullmq/producer';
+import { parseLicence, type DispatchJobData } from './job-data';
+import { resolveOptions, type DispatchEngineOptions } from './options';
+import { parseStageId, scopePath, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
+import type { DeferredStage, DispatchResult, EnqueueResult, OutcomeClass, StageRef } from './types';
+
+export interface CancelResult {
+  /** The stage had an open deferral, now ended. */
+  hadDeferral: boolean;
+  /** A dispatch was in flight; its late result will not re-create a deferral. */
+  inFlight: boolean;
+  /** Wake-up or waiting dispatch jobs removed. */
+  removedJobs: number;
+  reason: string;
+}
+
+export interface DispatchEngine<P = unknown> {
+  /** Dispatches a stage now, unless it is deferred or already in flight. */
+  dispatchStage(ref: StageRef, payload: P, opts?: { buildId?: string; force?: boolean }): Promise<DispatchResult>;
+  isStageDeferred(ref: StageRef): Promise<boolean>;
+  /** The Redis key whose existence is the stage's deferral (TTL = the remaining window). */
+  deferredStageKey(ref: StageRef): string;
+  /** Ends the stage's deferral, removes its wake-up, and disarms a dispatch in flight. */
+  cancelActiveDispatch(ref: StageRef, reason?: string): Promise<CancelResult>;
+  /** Ends every deferral in the scope; those stages are dispatched once, now. Returns the count. */
+  clearDeferrals(scopePrefix: readonly string[]): Promise<number>;
+  listDeferred(scopePrefix?: readonly string[]): Promise<DeferredStage[]>;
+  /** Adds a dispatch job for the stage unless it has one waiting, running or deferred. */
+  enqueue(ref: StageRef, payload: P, opts?: { buildId?: string }): Promise<EnqueueResult>;
+  /** A BullMQ processor for your own Worker on `queueName` (with the same prefix). */
+  readonly processor: Processor;
+  /** A Worker on the dispatch queue, closed by `close()`. */
+  createWorker(opts?: Omit<WorkerOptions, 'connection' | 'prefix'>): Worker;
+  /** The engine's BullMQ Queue. */
+  readonly queue: Queue;
+  close(): Promise<void>;
+}
+
+/** Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`. */
+export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
+  const opts = resolveOptions(options);
+  const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
+  const store = new DeferralStore(queue);
+  const closing = new AbortController();
+  const dispatcher = new Dispatcher<P>(opts, store, queue, closing.signal);
+  const workers: Worker[] = [];
+  const ownedConnections: OwnedClient[] = [];
+  let closed = false;
+
+  const open = () => {
+    if (closed) throw new EngineClosedError();
+  };
+
+  const engine: DispatchEngine<P> = {
+    queue,
+    processor: createProcessor(dispatcher, opts),
+
+    async dispatchStage(ref, payload, call = {}) {
+      open();
+      const attempt = await dispatcher.attempt(ref, stageId(ref), payload, call);
+      if (attempt.error !== undefined) throw attempt.error;
+      return attempt.result;
+    },
+
+    async isStageDeferred(ref) {
+      open();
+      return store.isDeferred(stageId(ref));
+    },
+
+    deferredStageKey(ref) {
+      return store.markerKey(stageId(ref));
+    },
+
+    async cancelActiveDispatch(ref, reason = 'cancelled') {
+      open();
+      const r = await store.cancel(stageId(ref));
+      return { ...r, reason };
+    },
+
+    async clearDeferrals(scope) {
+      open();
+      return (await store.clear(scopePrefix(scope))).length;
+    },
+
+    async listDeferred(scope) {
+      open();
+      const prefix = scope === undefined || scope.length === 0 ? '' : `${scopePath(scope, 'scopePrefix', 1).join('/')}/`;
+      const rows = await store.inspect(await store.licencesIn(prefix));
+      const out: DeferredStage[] = [];
+      for (const row of rows) {
+        if (row.marker !== row.id || row.pttl < 0) continue;
+        const lic = parseLicence(row.id);
+        if (!lic) continue;
+        const data = row.data ? (JSON.parse(row.data) as Partial<DispatchJobData>) : {};
+        out.push({
+          ref: parseStageId(stageIdOfJobId(row.id)),
+          reason: data.reason ?? 'unknown',
+          class: (data.class ?? lic.cls) as OutcomeClass,
+          until: Date.now() + row.pttl,
+          deferrals: data.deferrals ?? lic.chain[lic.cls],
+          wakeUpJobId: row.id,
+        });
+      }
+      return out;
+    },
+
+    async enqueue(ref, payload, call = {}) {
+      open();
+      return enqueueStage(store, dispatcher, ref, payload, call);
+    },
+
+    createWorker(workerOpts = {}) {
+      open();
+      const { connection, owned } = workerConnection(opts.connection);
+      if (owned) ownedConnections.push(owned);
+      const worker = new Worker(opts.queueName, engine.processor, {
+        ...workerOpts,
+        connection,
+        prefix: opts.prefix,
+      });
+      workers.push(worker);
+      return worker;
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      closing.abort(new EngineClosedError());
+      await Promise.all(workers.map((w) => w.close()));
+      await queue.close();
+      await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+  return engine;
+}
+
+/**
+ * A Worker needs `maxRetriesPerRequest: null`. Options get it set; a client
+ * the user passed in is duplicated with it (the duplicate is ours to close).
+ */
+type OwnedClient = { quit(): Promise<unknown>; disconnect(): void };
+
+function workerConnection(connection: ConnectionOptions): { connection: ConnectionOptions; owned?: OwnedClient } {
+  const client = connection as { duplicate?: (...args: unknown[]) => OwnedClient; isCluster?: boolean; options?: Record<string, unknown> };
+  if (typeof client.duplicate !== 'function') {
+    return { connection: { ...(connection as object), maxRetriesPerRequest: null } as ConnectionOptions };
+  }
+  const owned = client.isCluster
+    ? client.duplicate(undefined, { redisOptions: { ...((client.options?.redisOptions as object) ?? {}), maxRetriesPerRequest: null } })
+    : client.duplicate({ maxRetriesPerRequest: null });
+  return { connection: owned as unknown as ConnectionOptions, owned };
+}

@@ -1,0 +1,104 @@
+import type { StageRef } from './types';
+
+/** Stable error codes; branch on `error.code`, never on the message. */
+export type StageDeferralErrorCode =
+  | 'INVALID_STAGE_REF'
+  | 'INVALID_OPTIONS'
+  | 'INVALID_JOB_DATA'
+  | 'INVALID_EXECUTOR_RESULT'
+  | 'DISPATCH_FAILED'
+  | 'DEFERRAL_LIMIT'
+  | 'ENGINE_CLOSED';
+
+/** Base class of every error this library throws. */
+export class StageDeferralError extends Error {
+  readonly code: StageDeferralErrorCode;
+
+  constructor(code: StageDeferralErrorCode, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A `StageRef` that cannot be encoded: empty, too deep, too long, not a string. */
+export class InvalidStageRefError extends StageDeferralError {
+  constructor(message: string) {
+    super('INVALID_STAGE_REF', message);
+  }
+}
+
+/** Engine options that fail validation (e.g. a window out of range). */
+export class InvalidOptionsError extends StageDeferralError {
+  constructor(message: string) {
+    super('INVALID_OPTIONS', message);
+  }
+}
+
+/** A dispatch job whose data is not what this library wrote. Unrecoverable. */
+export class InvalidJobDataError extends StageDeferralError {
+  readonly jobId: string | undefined;
+
+  constructor(message: string, jobId?: string) {
+    super('INVALID_JOB_DATA', message);
+    this.jobId = jobId;
+  }
+}
+
+/** The executor resolved with something that is not an `ExecutorResult`. */
+export class InvalidExecutorResultError extends StageDeferralError {
+  constructor(message: string) {
+    super('INVALID_EXECUTOR_RESULT', message);
+  }
+}
+
+/**
+ * Thrown by the processor for a non-deferrable outcome, so BullMQ's attempts
+ * and backoff apply. `reason` is the outcome the executor reported.
+ */
+export class DispatchFailedError extends StageDeferralError {
+  readonly ref: StageRef;
+  readonly reason: string;
+
+  constructor(ref: StageRef, reason: string) {
+    super('DISPATCH_FAILED', `Dispatch of ${describeRef(ref)} sent nothing: ${reason} (not deferrable)`);
+    this.ref = ref;
+    this.reason = reason;
+  }
+}
+
+/**
+ * A stage was deferred for capacity more times in a row than allowed.
+ * The job fails with it (no further retries); retry it by hand from Bull Board.
+ */
+export class DeferralLimitError extends StageDeferralError {
+  readonly ref: StageRef;
+  readonly reason: string;
+  readonly deferrals: number;
+
+  constructor(ref: StageRef, reason: string, deferrals: number) {
+    super(
+      'DEFERRAL_LIMIT',
+      `Stage ${describeRef(ref)} was deferred ${deferrals} times in a row for ${reason}; giving up (retry the job by hand)`,
+    );
+    this.ref = ref;
+    this.reason = reason;
+    this.deferrals = deferrals;
+  }
+}
+
+/** A method was called after `close()`. */
+export class EngineClosedError extends StageDeferralError {
+  constructor() {
+    super('ENGINE_CLOSED', 'The dispatch engine is closed');
+  }
+}
+
+/** Type guard: any error raised by this library. */
+export function isStageDeferralError(value: unknown): value is StageDeferralError {
+  return value instanceof StageDeferralError;
+}
+
+export function describeRef(ref: StageRef): string {
+  return `${JSON.stringify(ref.scope)}/${JSON.stringify(ref.stage)}`;
+}

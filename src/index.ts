@@ -1,0 +1,40 @@
+export { createDispatchEngine } from './engine';
+export type { CancelResult, DispatchEngine } from './engine';
+export type { DispatchEngineOptions } from './options';
+export {
+  CAPACITY_OUTCOMES,
+  IDEMPOTENT_OUTCOMES,
+  DEFERRED_STAGE_TTL_S,
+  DEFERRED_IDEMPOTENT_TTL_S,
+  isCapacityOutcome,
+  isIdempotentOutcome,
+  isDeferrableOutcome,
+  outcomeClass,
+  deferralWindowFor,
+  classifyNotSentReasons,
+} from './outcomes';
+export { stageId, parseStageId, MAX_SCOPE_SEGMENTS, MAX_STAGE_ID_LENGTH } from './stage-ref';
+export {
+  StageDeferralError,
+  InvalidStageRefError,
+  InvalidOptionsError,
+  InvalidJobDataError,
+  InvalidExecutorResultError,
+  DispatchFailedError,
+  DeferralLimitError,
+  EngineClosedError,
+  isStageDeferralError,
+} from './errors';
+export type { StageDeferralErrorCode } from './errors';
+export type {
+  StageRef,
+  ExecutorResult,
+  Executor,
+  DispatchContext,
+  DispatchResult,
+  DeferralJournalEvent,
+  DeferredStage,
+  EnqueueResult,
+  OutcomeClass,
+} from './types';
+export type { DispatchJobData } from './job-data';

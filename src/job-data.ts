@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { InvalidJobDataError } from './errors';
+import { formatZodError } from './options';
+import type { OutcomeClass, StageRef } from './types';
+
+/**
+ * The data of a dispatch job. A wake-up job also shows, for Bull Board, why
+ * and until when its stage is deferred.
+ */
+export interface DispatchJobData<P = unknown> {
+  v: 1;
+  scope: string[];
+  stage: string;
+  payload: P;
+  buildId?: string;
+  wakeUp?: true;
+  reason?: string;
+  class?: OutcomeClass;
+  /** ISO time at which the window ends. */
+  until?: string;
+  /** Deferrals of `class` in a row, this one included. */
+  deferrals?: number;
+}
+
+const schema = z.object({
+  v: z.literal(1),
+  scope: z.array(z.string()),
+  stage: z.string(),
+  payload: z.unknown(),
+  buildId: z.string().optional(),
+  wakeUp: z.literal(true).optional(),
+  reason: z.string().optional(),
+  class: z.enum(['capacity', 'idempotent']).optional(),
+  until: z.string().optional(),
+  deferrals: z.number().optional(),
+});
+
+export function parseJobData(data: unknown, jobId: string | undefined): DispatchJobData {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) {
+    throw new InvalidJobDataError(`Malformed dispatch job ${jobId ?? '?'}: ${formatZodError(parsed.error, data)}`, jobId);
+  }
+  return parsed.data as DispatchJobData;
+}
+
+/** What a stage's chain of deferrals has consumed so far. Reset by success, cancel and clear. */
+export interface ChainState {
+  capacity: number;
+  idempotent: number;
+  /** Real failures consumed from the retry budget by earlier jobs of the chain. */
+  failures: number;
+}
+
+export const FRESH_CHAIN: ChainState = Object.freeze({ capacity: 0, idempotent: 0, failures: 0 });
+
+const RAND = 4;
+
+function nonce(): string {
+  const n = randomBytes(4).readUInt32BE(0) % 36 ** RAND;
+  return n.toString(36).padStart(RAND, '0');
+}
+
+const CLASS_TAG = { capacity: 'cap', idempotent: 'idem' } as const;
+
+/**
+ * A wake-up job id:
+ * `<stageId>@<cap|idem>.<capacity deferrals>.<idempotent deferrals>.<failures>.<until base36><nonce>`,
+ * e.g. `book-1/ch-2/sc-7/image@cap.3.0.0.mj3k2x1a7f2b`. It names the stage,
+ * the class of the deferral, the chain state and the window's end, and is
+ * unique per deferral. Valid for BullMQ: it contains `@`, never `:`.
+ */
+export function wakeUpJobId(sid: string, cls: OutcomeClass, chain: ChainState, until: number): string {
+  const t = `${until.toString(36)}${nonce()}`;
+  return `${sid}@${CLASS_TAG[cls]}.${chain.capacity}.${chain.idempotent}.${chain.failures}.${t}`;
+}
+
+/** The id of a job added by `enqueue`. */
+export function readyJobId(sid: string): string {
+  return `${sid}@r.${Date.now().toString(36)}${nonce()}`;
+}
+
+const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)!?$/;
+
+export interface Licence {
+  cls: OutcomeClass;
+  chain: ChainState;
+  /** Epoch ms at which the window ends. */
+  until: number;
+  /** Cleared by the user: the chain starts fresh. */
+  fresh: boolean;
+}
+
+/** What a licence (a wake-up id, maybe ending in `!`) encodes; `null` if it is not one. */
+export function parseLicence(licence: string): Licence | null {
+  const m = WAKE_UP_SUFFIX.exec(licence);
+  if (!m) return null;
+  const fresh = licence.endsWith('!');
+  const chain = fresh ? FRESH_CHAIN : { capacity: Number(m[2]), idempotent: Number(m[3]), failures: Number(m[4]) };
+  return {
+    cls: m[1] === 'cap' ? 'capacity' : 'idempotent',
+    chain,
+    until: parseInt((m[5] as string).slice(0, -RAND), 36),
+    fresh,
+  };
+}
+
+export function refOf(data: DispatchJobData): StageRef {
+  return { scope: data.scope, stage: data.stage };
+}

@@ -1,0 +1,136 @@
+import type { ConnectionOptions } from 'bullmq';
+import { z } from 'zod';
+import { InvalidOptionsError } from './errors';
+import { DEFERRED_IDEMPOTENT_TTL_S, DEFERRED_STAGE_TTL_S } from './outcomes';
+import type { DeferralJournalEvent, DispatchContext, Executor, StageRef } from './types';
+
+/** Options of `createDispatchEngine`. */
+export interface DispatchEngineOptions<P = unknown> {
+  /** An ioredis client (or Cluster) or connection options, as BullMQ takes them. Never closed by the engine when it is a client. */
+  connection: ConnectionOptions;
+  /** BullMQ queue name. Default `'stage-dispatch'`. */
+  queueName?: string;
+  /** BullMQ prefix; every key the engine writes starts with it. Default `'bull'`. Use `'{name}'` on a Redis Cluster. */
+  prefix?: string;
+  /** Tries to send a stage's jobs downstream. */
+  executor: Executor<P>;
+  /** Returns the stage to PENDING in the host; called once per attempt that sent nothing. */
+  rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
+  /** Host event journal; one `stage_deferred` event per deferral. */
+  journal?: (ref: StageRef, event: DeferralJournalEvent) => Promise<unknown>;
+  windows?: {
+    /** Capacity window, seconds, 0.05..600. Default `DEFERRED_STAGE_TTL_S` (30). */
+    capacitySeconds?: number;
+    /** Idempotent window, seconds, 0.05..86400. Default `DEFERRED_IDEMPOTENT_TTL_S` (300). */
+    idempotentSeconds?: number;
+    /**
+     * Fraction 0..0.5 by which a window is shortened at random, so stages deferred
+     * together do not wake together. Default 0.2 (windows spread over 80..100 %).
+     */
+    jitter?: number;
+  };
+  /** Budget for real failures per stage (BullMQ attempts/backoff). Default 3 attempts, exponential 1 s. */
+  retry?: {
+    attempts?: number;
+    backoff?: { type: 'fixed' | 'exponential'; delay: number };
+  };
+  /** Bounds on deferrals in a row per class. */
+  limits?: {
+    /** After this many capacity deferrals in a row the job fails with `DeferralLimitError`. Default 120 (1 h at 30 s). */
+    maxCapacityDeferrals?: number;
+    /** After this many idempotent deferrals in a row the stage completes as already done. Default 3. */
+    maxIdempotentDeferrals?: number;
+  };
+  /** In-flight dispatch lock, ms; renewed every third of it while the executor runs. Default 30000. */
+  lockMs?: number;
+  /** How long the processor delays a job that found a dispatch of its stage in flight, ms. Default 1000. */
+  inFlightRetryMs?: number;
+  /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
+  jobLog?: boolean;
+}
+
+const positiveInt = (max: number) => z.number().int().min(1).max(max);
+
+const schema = z.object({
+  connection: z.custom<ConnectionOptions>((v) => typeof v === 'object' && v !== null, 'an ioredis client or options'),
+  queueName: z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((s) => !s.includes(':'), 'must not contain `:`')
+    .default('stage-dispatch'),
+  prefix: z.string().min(1).max(200).default('bull'),
+  executor: z.custom<Executor>((v) => typeof v === 'function', 'a function'),
+  rollback: z.custom<NonNullable<DispatchEngineOptions['rollback']>>((v) => typeof v === 'function', 'a function').optional(),
+  journal: z.custom<NonNullable<DispatchEngineOptions['journal']>>((v) => typeof v === 'function', 'a function').optional(),
+  windows: z
+    .object({
+      capacitySeconds: z.number().min(0.05).max(600).default(DEFERRED_STAGE_TTL_S),
+      idempotentSeconds: z.number().min(0.05).max(86_400).default(DEFERRED_IDEMPOTENT_TTL_S),
+      jitter: z.number().min(0).max(0.5).default(0.2),
+    })
+    .strict()
+    .default({ capacitySeconds: DEFERRED_STAGE_TTL_S, idempotentSeconds: DEFERRED_IDEMPOTENT_TTL_S, jitter: 0.2 }),
+  retry: z
+    .object({
+      attempts: positiveInt(1000).default(3),
+      backoff: z
+        .object({ type: z.enum(['fixed', 'exponential']), delay: z.number().int().min(0).max(86_400_000) })
+        .strict()
+        .default({ type: 'exponential', delay: 1000 }),
+    })
+    .strict()
+    .default({ attempts: 3, backoff: { type: 'exponential', delay: 1000 } }),
+  limits: z
+    .object({
+      maxCapacityDeferrals: positiveInt(1_000_000).default(120),
+      maxIdempotentDeferrals: positiveInt(1_000_000).default(3),
+    })
+    .strict()
+    .default({ maxCapacityDeferrals: 120, maxIdempotentDeferrals: 3 }),
+  lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+  inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
+  jobLog: z.boolean().default(true),
+});
+
+export type ResolvedOptions<P = unknown> = z.output<typeof schema> & {
+  executor: Executor<P>;
+};
+
+/** Validates options once, at the boundary; throws `InvalidOptionsError` naming the field. */
+export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOptions<P> {
+  const parsed = schema.safeParse(options ?? {});
+  if (!parsed.success) throw new InvalidOptionsError(formatZodError(parsed.error, options));
+  return parsed.data as ResolvedOptions<P>;
+}
+
+/** "Expected `windows.capacitySeconds` to be ..., got 0" from the first issue. */
+export function formatZodError(error: z.ZodError, input: unknown): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.map(String).join('.');
+      const got = valueAt(input, issue.path);
+      return `Expected \`${path || 'options'}\`: ${issue.message}, got ${describe(got)}`;
+    })
+    .join('; ');
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = input;
+  for (const key of path) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (value === undefined) return 'undefined';
+  try {
+    const text = JSON.stringify(value);
+    return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  } catch {
+    return typeof value;
+  }
+}

@@ -1,0 +1,90 @@
+import { InvalidStageRefError } from './errors';
+import type { StageRef } from './types';
+
+/** At most this many scope segments. */
+export const MAX_SCOPE_SEGMENTS = 8;
+/**
+ * Upper bound on a stage id's encoded length (the percent-encoded path the
+ * keys and job ids are built from). One UTF-16 unit can encode to up to 9
+ * characters, so the bound is on the encoded form, not the input.
+ */
+export const MAX_STAGE_ID_LENGTH = 512;
+
+/**
+ * Encodes one segment so that the result never contains `/`, `@`, `:`, `{`,
+ * `}`, `|` or `%`-ambiguity: `encodeURIComponent` escapes all of them, keeps
+ * ASCII letters and digits readable, and is a bijection on well-formed Unicode.
+ */
+function encodeSegment(segment: string, what: string): string {
+  try {
+    return encodeURIComponent(segment);
+  } catch {
+    throw new InvalidStageRefError(`Expected ${what} to be well-formed Unicode, got a lone surrogate`);
+  }
+}
+
+function checkSegment(value: unknown, what: string): string {
+  if (typeof value !== 'string') {
+    throw new InvalidStageRefError(`Expected ${what} to be a string, got ${value === null ? 'null' : typeof value}`);
+  }
+  if (value.length === 0) throw new InvalidStageRefError(`Expected ${what} to be non-empty`);
+  return encodeSegment(value, what);
+}
+
+/**
+ * Validates a ref and returns its stage id: the encoded scope segments and
+ * stage joined by `/` (`book-1/ch-2/sc-7/image`). Distinct refs give distinct
+ * ids (each segment encodes injectively and never contains `/`), and a scope
+ * prefix of segments is a string prefix ending in `/`. Throws
+ * `InvalidStageRefError` for bad input.
+ */
+export function stageId(ref: StageRef): string {
+  if (typeof ref !== 'object' || ref === null) {
+    throw new InvalidStageRefError('Expected a stage ref `{ scope: string[], stage: string }`');
+  }
+  const parts = [...scopePath(ref.scope, 'scope', 1), checkSegment(ref.stage, '`stage`')];
+  const id = parts.join('/');
+  if (id.length > MAX_STAGE_ID_LENGTH) {
+    throw new InvalidStageRefError(
+      `Expected the encoded stage id to be at most ${MAX_STAGE_ID_LENGTH} characters, got ${id.length}`,
+    );
+  }
+  return id;
+}
+
+/**
+ * Validates a scope (or scope prefix) and returns its encoded segments.
+ * `min` is 1 for a stage's scope, and for a scope prefix given to clear/list.
+ */
+export function scopePath(scope: unknown, what: string, min: number): string[] {
+  if (!Array.isArray(scope)) throw new InvalidStageRefError(`Expected \`${what}\` to be an array of strings`);
+  if (scope.length < min || scope.length > MAX_SCOPE_SEGMENTS) {
+    throw new InvalidStageRefError(
+      `Expected \`${what}\` to have ${min} to ${MAX_SCOPE_SEGMENTS} segments, got ${scope.length}`,
+    );
+  }
+  return scope.map((segment: unknown, i) => checkSegment(segment, `\`${what}[${i}]\``));
+}
+
+/** The string every stage id inside `scope` starts with (`book/` for `['book']`). */
+export function scopePrefix(scope: readonly string[]): string {
+  const path = scopePath(scope, 'scope', 1);
+  const prefix = `${path.join('/')}/`;
+  if (prefix.length > MAX_STAGE_ID_LENGTH) {
+    throw new InvalidStageRefError(`Expected the encoded scope to be at most ${MAX_STAGE_ID_LENGTH} characters`);
+  }
+  return prefix;
+}
+
+/** Inverse of `stageId`. */
+export function parseStageId(id: string): StageRef {
+  const parts = id.split('/').map((part) => decodeURIComponent(part));
+  const stage = parts.pop() as string;
+  return { scope: parts, stage };
+}
+
+/** The stage id a job id (`<stageId>@<suffix>`) belongs to. */
+export function stageIdOfJobId(jobId: string): string {
+  const at = jobId.indexOf('@');
+  return at < 0 ? jobId : jobId.slice(0, at);
+}

@@ -1,0 +1,99 @@
+/**
+ * Glossary (used the same way everywhere in this package):
+ *
+ * - stage: one unit of dispatch, `{ scope, stage }`.
+ * - scope: the owner path from outermost to innermost (book, chapter, scene).
+ * - executor: the host's function that tries to send a stage's jobs downstream.
+ * - outcome: the reason a dispatch sent nothing (`no_worker_available`, ...).
+ * - capacity: an outcome that means "nothing can take it now".
+ * - idempotent: an outcome that means "already done"; it must not spin either.
+ * - deferral: a stage whose outcome was deferrable, parked for a window.
+ * - window: how long a deferral lasts; while it is open, dispatching the stage
+ *   has no side effect at all.
+ * - marker: the Redis key whose existence is the deferral (TTL = window).
+ * - wake-up: the delayed BullMQ job that dispatches the stage again when the
+ *   window ends.
+ */
+
+/** One unit of dispatch. */
+export interface StageRef {
+  /** Owner path, outermost first: 1 to 8 non-empty segments, any Unicode. */
+  scope: readonly string[];
+  /** The stage kind, e.g. `image` or `video`. Non-empty, any Unicode. */
+  stage: string;
+}
+
+/** What the host's executor returns for one dispatch attempt. */
+export interface ExecutorResult {
+  dispatched: boolean;
+  /** Jobs sent downstream. */
+  jobs: number;
+  /** Why nothing was sent (`null` when dispatched). */
+  reason: string | null;
+  retryable?: boolean;
+  /** Counts of not-sent reasons of this attempt; the dominant one is reported. */
+  notSent?: Map<string, number>;
+}
+
+export type OutcomeClass = 'capacity' | 'idempotent';
+
+/** Context handed to the executor, `rollback` and `journal`. */
+export interface DispatchContext {
+  buildId: string | undefined;
+  force: boolean;
+  /** Aborted when the engine closes or the dispatch lock is lost. */
+  signal: AbortSignal;
+}
+
+export type Executor<P = unknown> = (ref: StageRef, payload: P, ctx: DispatchContext) => Promise<ExecutorResult>;
+
+/** Journal events: one per deferral, from the attempt that created it. */
+export interface DeferralJournalEvent {
+  type: 'stage_deferred';
+  reason: string;
+  class: OutcomeClass;
+  /** Epoch ms at which the window ends. */
+  until: number;
+  /** Deferrals of this class in a row, this one included. */
+  deferrals: number;
+  wakeUpJobId: string;
+}
+
+export interface DispatchResult {
+  dispatched: boolean;
+  reason: string | null;
+  retryable: boolean;
+  /** Present and true when the call was suppressed by an open deferral. */
+  deferred?: boolean;
+  /** Epoch ms at which the deferral ends (suppressed calls, and new deferrals). */
+  until?: number;
+  /** The executor's result (with `retryable: true` for a deferrable outcome). */
+  result?: ExecutorResult;
+  /** True when a cancel arrived while this dispatch was in flight. */
+  cancelled?: boolean;
+  /** True when the idempotent deferral limit ended the stage as already done. */
+  completed?: boolean;
+  /** True when the capacity deferral limit was reached: a terminal failure. */
+  limitReached?: boolean;
+}
+
+export interface DeferredStage {
+  ref: StageRef;
+  reason: string;
+  class: OutcomeClass;
+  /** Epoch ms. */
+  until: number;
+  /** Deferrals of this class in a row. */
+  deferrals: number;
+  wakeUpJobId: string;
+}
+
+export interface EnqueueResult {
+  /** True when a new dispatch job was added. */
+  added: boolean;
+  /** Why nothing was added: `deferred`, `dispatch_in_flight`, `pending`. */
+  reason: 'deferred' | 'dispatch_in_flight' | 'pending' | null;
+  /** The stage's job id (the new one, or the one already pending). */
+  jobId?: string;
+  until?: number;
+}
