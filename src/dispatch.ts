@@ -70,6 +70,7 @@ export class Dispatcher<P> {
       return { kind: 'stale', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'stale_wake_up', retryable: false } };
     }
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
+    await opts.faultHook?.('lock-taken', ref);
     const ctx = this.context(call);
     const stopHeartbeat = this.heartbeat(sid, token, ctx.controller);
 
@@ -83,9 +84,11 @@ export class Dispatcher<P> {
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
     stopHeartbeat();
+    await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
       const released = await store.release(sid, token, true);
+      await opts.faultHook?.('released', ref);
       await this.removeRevoked(released.revoked, job);
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
     }
@@ -99,6 +102,7 @@ export class Dispatcher<P> {
       const result = { dispatched: false, reason, retryable: true, result: raw };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
+    await opts.faultHook?.('rolled-back', ref);
 
     const cls = outcomeClass(reason);
     if (!cls) {
@@ -160,6 +164,7 @@ export class Dispatcher<P> {
     if (!recorded.recorded) {
       return { kind: 'cancelled', chain, result: { ...result, cancelled: recorded.cancelled || undefined } };
     }
+    await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
     await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
     return { kind: 'deferred', chain: next, result: { ...result, until } };

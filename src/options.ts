@@ -47,7 +47,20 @@ export interface DispatchEngineOptions<P = unknown> {
   inFlightRetryMs?: number;
   /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
   jobLog?: boolean;
+  /**
+   * For fault-injection tests only: called at each crash point of an attempt
+   * (a test may kill the process there). Not part of the stable API.
+   */
+  faultHook?: (point: FaultPoint, ref: StageRef) => void | Promise<void>;
 }
+
+/** Crash points of one dispatch attempt, in order. */
+export type FaultPoint =
+  | 'lock-taken'
+  | 'executor-answered'
+  | 'rolled-back'
+  | 'deferral-recorded'
+  | 'released';
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
@@ -91,6 +104,7 @@ const schema = z.object({
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
   jobLog: z.boolean().default(true),
+  faultHook: z.custom<NonNullable<DispatchEngineOptions['faultHook']>>((v) => typeof v === 'function', 'a function').optional(),
 });
 
 export type ResolvedOptions<P = unknown> = z.output<typeof schema> & {
