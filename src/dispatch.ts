@@ -102,8 +102,7 @@ export class Dispatcher<P> {
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
     }
 
-    const dominant = raw.notSent && raw.notSent.size > 0 ? classifyNotSentReasons(raw.notSent) : null;
-    const reason = dominant ?? raw.reason ?? 'no_jobs_sent';
+    const reason = reportedReason(raw);
     try {
       await opts.rollback?.(ref, reason, ctx.ctx);
     } catch (error) {
@@ -227,3 +226,18 @@ export class Dispatcher<P> {
     return () => clearInterval(timer);
   }
 }
+
+/**
+ * The reason an attempt reports: with a non-empty `notSent`, its dominant
+ * reason when all are deferrable, else its most frequent non-deferrable one
+ * (a real failure wins); without, the executor's `reason`.
+ */
+function reportedReason(raw: ExecutorResult): string {
+  const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
+  if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';
+  const dominant = classifyNotSentReasons(new Map(counted));
+  if (dominant) return dominant;
+  const failures = counted.filter(([r]) => outcomeClass(r) === null).sort((a, b) => b[1] - a[1]);
+  return failures[0]![0];
+}
+
