@@ -1,4 +1,4 @@
-import { harness, notSent, SENT, teardown, dirty } from './helpers/engine';
+import { harness, notSent, SENT, teardown, snapshot, expectUnwritten } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
 afterEach(teardown);
@@ -74,13 +74,13 @@ describe('clause 2: while deferred, dispatchStage has no side effect at all', ()
     const h = harness();
     h.executor.script(image, notSent('no_worker_available'));
     const first = await h.engine.dispatchStage(image, {});
-    const writes = await dirty(h.redis);
+    const before = await snapshot(h.redis, h.prefix);
     for (const force of [false, true]) {
       const r = await h.engine.dispatchStage(image, {}, { force });
       expect(r).toMatchObject({ dispatched: false, reason: 'deferred_capacity', retryable: true, deferred: true });
       expect(Math.abs((r.until ?? 0) - (first.until ?? 0))).toBeLessThan(1000);
     }
-    expect(await dirty(h.redis)).toBe(writes);
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
     expect(h.executor.calls).toHaveLength(1);
     expect(h.rollbacks).toHaveLength(1);
     expect(h.journal).toHaveLength(1);

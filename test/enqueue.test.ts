@@ -1,4 +1,4 @@
-import { harness, notSent, teardown, dirty } from './helpers/engine';
+import { harness, notSent, teardown, snapshot, expectUnwritten } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
 afterEach(teardown);
@@ -18,13 +18,13 @@ describe('clause 12: enqueue adds nothing while the stage has a job waiting, run
     const h = harness();
     h.executor.script(a, notSent('no_worker_available'));
     const d = await h.engine.dispatchStage(a, {});
-    const writes = await dirty(h.redis);
+    const before = await snapshot(h.redis, h.prefix);
     for (let i = 0; i < 100; i++) {
       const r = await h.engine.enqueue(a, {});
       expect(r).toMatchObject({ added: false, reason: 'deferred' });
       expect(Math.abs((r.until ?? 0) - (d.until ?? 0))).toBeLessThan(1000);
     }
-    expect(await dirty(h.redis)).toBe(writes);
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
     expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 0, delayed: 1 });
   });
 

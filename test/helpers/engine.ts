@@ -1,6 +1,6 @@
 import type IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine, type DispatchEngineOptions, type ExecutorResult, type StageRef } from '../../src';
-import { client, closeClients, dropPrefix, isolated, redisOptions } from './redis';
+import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from './redis';
 
 export const SENT: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
 export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): ExecutorResult => ({
@@ -88,10 +88,28 @@ export async function teardown(): Promise<void> {
   await closeClients();
 }
 
-/** Write counter of the server (keys changed since the last save). */
-export async function dirty(redis: IORedis): Promise<number> {
-  const info = await redis.info('persistence');
-  return Number(/rdb_changes_since_last_save:(\d+)/.exec(info)?.[1]);
+/**
+ * Everything under the prefix: each key's serialized value and TTL. Two equal
+ * snapshots (TTLs only counting down) mean nothing under the prefix was
+ * written in between. (The server-wide write counter cannot be used: other
+ * test files write to the same Redis in parallel.)
+ */
+export async function snapshot(redis: IORedis, prefix: string): Promise<Map<string, { dump: string; pttl: number }>> {
+  const out = new Map<string, { dump: string; pttl: number }>();
+  for (const key of await keysUnder(redis, prefix)) {
+    const [dump, pttl] = await Promise.all([redis.dumpBuffer(key), redis.pttl(key)]);
+    out.set(key, { dump: dump ? dump.toString('hex') : '', pttl });
+  }
+  return out;
+}
+
+export function expectUnwritten(before: Map<string, { dump: string; pttl: number }>, after: Map<string, { dump: string; pttl: number }>): void {
+  expect([...after.keys()]).toEqual([...before.keys()]);
+  for (const [key, was] of before) {
+    const now = after.get(key)!;
+    expect({ key, dump: now.dump }).toEqual({ key, dump: was.dump });
+    expect(now.pttl).toBeLessThanOrEqual(was.pttl);
+  }
 }
 
 /** Moves the stage's wake-up job to wait now, as if its window had ended (the marker is left alone). */
