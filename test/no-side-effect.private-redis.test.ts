@@ -54,10 +54,10 @@ describe('while a stage is deferred (exact counts on a private Redis)', () => {
     const after = await counters();
     expect(after.writes - before.writes).toBe(0);
     // one round trip each: 100 script calls (the reads inside them are GET/EXISTS/PTTL)
-    const { info, 'config|resetstat': reset, ...rest } = after.commands;
+    // (the test's own INFO and CONFIG RESETSTAT are left out)
+    const { info: _info, 'config|resetstat': _reset, ...rest } = after.commands;
     expect(rest.evalsha).toBe(100);
     expect(Object.keys(rest).sort()).toEqual(['evalsha', 'exists', 'get', 'pttl']);
-    expect([info, reset]).toEqual([2, 1]);
     expect(calls).toBe(1);
   });
 });
