@@ -57,7 +57,8 @@ export class Dispatcher<P> {
     job?: JobContext,
   ): Promise<Attempt> {
     const { store, opts } = this;
-    const token = randomUUID();
+    // `<job id>\n<random>`: a redelivered job recognises its crashed attempt's lock.
+    const token = `${job?.id ?? ''}\n${randomUUID()}`;
     const begun = await store.begin(sid, token, opts.lockMs, job?.id ?? '', job?.isWakeUp ?? false);
     if (begun.kind === 'deferred') {
       const lic = parseLicence(begun.wakeUpJobId);
@@ -68,6 +69,9 @@ export class Dispatcher<P> {
     }
     if (begun.kind === 'in_flight') {
       return { kind: 'in_flight', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'dispatch_in_flight', retryable: true } };
+    }
+    if (begun.kind === 'cancelled') {
+      return { kind: 'cancelled', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'cancelled', retryable: false, cancelled: true } };
     }
     if (begun.kind === 'stale') {
       return { kind: 'stale', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'stale_wake_up', retryable: false } };
