@@ -1,5 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
+import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 
 /**
@@ -26,6 +27,7 @@ const COMMANDS = {
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
+  sdFail: { keys: 1, lua: lua.FAIL },
   // variable key count: the first argument is the number of keys
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
@@ -153,6 +155,12 @@ export class DeferralStore {
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
   }
 
+  /** Marks the wake-up's licence as failed for good (`?`): enqueue may add a job; a retry by hand may run it. */
+  async markFailed(sid: string, jobId: string): Promise<void> {
+    const c = await this.client();
+    await c.sdFail!(this.indexKey, sid, jobId);
+  }
+
   async extend(sid: string, token: string, lockMs: number): Promise<boolean> {
     const c = await this.client();
     return (await c.sdExtend!(this.lockKey(sid), token, lockMs)) === 1;
@@ -178,13 +186,20 @@ export class DeferralStore {
     return (await c.exists!(this.markerKey(sid))) === 1;
   }
 
-  /** Drops a licence whose wake-up job no longer exists (removed by hand). Returns true if dropped. */
-  async dropLicenceIfOrphan(licence: string): Promise<boolean> {
-    const c = await this.client();
-    const id = licence.endsWith('!') ? licence.slice(0, -1) : licence;
-    if ((await c.exists!(this.jobKey(id))) === 1) return false;
-    await c.zrem!(this.indexKey, licence);
-    return true;
+  /**
+   * Whether a licence still stands for a pending wake-up. A licence whose job
+   * was removed by hand is dropped; one whose job failed for good (a BullMQ
+   * failure the engine did not see, e.g. stalled too often) is not pending.
+   */
+  async licenceIsLive(licence: string): Promise<boolean> {
+    const id = jobIdOfLicence(licence);
+    const state = await this.queue.getJobState(id);
+    if (state === 'unknown') {
+      const c = await this.client();
+      await c.zrem!(this.indexKey, licence);
+      return false;
+    }
+    return state !== 'failed' && state !== 'completed';
   }
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
@@ -196,7 +211,8 @@ export class DeferralStore {
       this.dedupKey(sid),
       sid,
     )) as [number, number, string, ...string[]];
-    const ids = (r.slice(3) as string[]).map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
+    const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
     if (r[2]) ids.push(r[2]);
     const removedJobs = await this.removeJobs(ids);
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
@@ -217,7 +233,7 @@ export class DeferralStore {
       const batch = licences.slice(i, i + CLEAR_BATCH);
       const keys = [this.indexKey];
       for (const lic of batch) {
-        const id = lic.endsWith('!') ? lic.slice(0, -1) : lic;
+        const id = jobIdOfLicence(lic);
         keys.push(this.markerKey(stageIdOfJobId(id)), this.jobKey(id));
       }
       const ids = (await c.sdClear!(keys.length, ...keys, ...batch)) as string[];
@@ -238,7 +254,7 @@ export class DeferralStore {
     if (licences.length === 0) return [];
     const c = await this.client();
     const p = c.pipeline();
-    const ids = licences.map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    const ids = licences.map(jobIdOfLicence);
     for (const id of ids) {
       const m = this.markerKey(stageIdOfJobId(id));
       p.get!(m).pttl!(m).hget!(this.jobKey(id), 'data');

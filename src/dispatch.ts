@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
 import { InvalidExecutorResultError } from './errors';
-import { FRESH_CHAIN, parseLicence, wakeUpJobId, type ChainState, type DispatchJobData } from './job-data';
+import { FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState, type DispatchJobData } from './job-data';
 import type { ResolvedOptions } from './options';
 import { formatZodError } from './options';
 import { classifyNotSentReasons, outcomeClass } from './outcomes';
@@ -144,11 +144,14 @@ export class Dispatcher<P> {
     const deferrals = chain[cls] + 1;
     const limit = cls === 'capacity' ? opts.limits.maxCapacityDeferrals : opts.limits.maxIdempotentDeferrals;
     if (deferrals > limit) {
-      // Bounded: the chain ends here, either as a terminal failure or as done.
-      const released = await store.release(sid, token, true);
-      await this.removeRevoked(released.revoked, job);
+      // Bounded: the chain ends here, as done (idempotent) or as a terminal failure (capacity).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      if (cls === 'idempotent') return { kind: 'done', chain, result: { ...result, completed: true } };
+      if (cls === 'idempotent') {
+        const released = await store.release(sid, token, true);
+        await this.removeRevoked(released.revoked, job);
+        return { kind: 'done', chain, result: { ...result, completed: true } };
+      }
+      await store.release(sid, token, false);
       return { kind: 'limit', chain: { ...chain, capacity: deferrals }, result: { ...result, limitReached: true } };
     }
 
@@ -197,7 +200,7 @@ export class Dispatcher<P> {
 
   /** Revoked wake-ups are removed; the running job itself completes on its own. */
   private async removeRevoked(revoked: string[], job: JobContext | undefined): Promise<void> {
-    const ids = revoked.map((l) => (l.endsWith('!') ? l.slice(0, -1) : l)).filter((id) => id !== job?.id);
+    const ids = revoked.map(jobIdOfLicence).filter((id) => id !== job?.id);
     if (ids.length > 0) await this.store.removeJobs(ids);
   }
 

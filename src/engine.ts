@@ -65,7 +65,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
   const engine: DispatchEngine<P> = {
     queue,
-    processor: createProcessor(dispatcher, opts),
+    processor: createProcessor(dispatcher, store, opts),
 
     on(name, listener) {
       events.on(name, listener);

@@ -1,6 +1,6 @@
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher } from '../dispatch';
-import { readyJobId, type DispatchJobData } from '../job-data';
+import { jobIdOfLicence, readyJobId, type DispatchJobData } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
 
@@ -21,8 +21,8 @@ export async function enqueueStage<P>(
   const probe = await store.probe(sid);
   if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
-  if (probe.kind === 'pending' && !(await store.dropLicenceIfOrphan(probe.licence))) {
-    return { added: false, reason: 'pending', jobId: probe.licence.replace(/!$/, '') };
+  if (probe.kind === 'pending' && (await store.licenceIsLive(probe.licence))) {
+    return { added: false, reason: 'pending', jobId: jobIdOfLicence(probe.licence) };
   }
   const data: DispatchJobData<P> = {
     v: 1,

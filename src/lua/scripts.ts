@@ -6,8 +6,9 @@
  * window); L = the stage's in-flight lock (value: a token, or `x` + token once
  * cancelled); IDX = the queue's licence index, a sorted set (all scores 0) of
  * wake-up job ids `<stageId>@<suffix>`, at most one per stage, optionally
- * ending in `!` (cleared: the chain starts fresh). A wake-up job that is not
- * the stage's licence does nothing when it runs.
+ * ending in `!` (cleared: the chain starts fresh) or `?` (its job failed for
+ * good; a retry by hand may run it). A wake-up job that is not the stage's
+ * licence does nothing when it runs.
  */
 
 /** Lua snippet: the licence members of stage ARGV[1] in IDX (KEYS[idx]). */
@@ -41,7 +42,7 @@ if l then
   if string.sub(l, 1, #own) ~= own then return {2} end
 end
 local lic = ${licences('KEYS[3]')}[1]
-if ARGV[5] == '1' and lic ~= ARGV[4] and lic ~= ARGV[4] .. '!' then return {3} end
+if ARGV[5] == '1' and lic ~= ARGV[4] and lic ~= ARGV[4] .. '!' and lic ~= ARGV[4] .. '?' then return {3} end
 if m then redis.call('DEL', KEYS[1]) end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 return {0, lic or ''}
@@ -113,7 +114,7 @@ export const PROBE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
 local lic = ${licences('KEYS[3]')}[1]
-if lic then return {3, lic} end
+if lic and string.sub(lic, -1) ~= '?' then return {3, lic} end
 return {0}
 `;
 
@@ -161,4 +162,19 @@ for i, lic in ipairs(ARGV) do
   end
 end
 return cleared
+`;
+
+/**
+ * fail: the wake-up's job failed for good; its licence gets the mark `?`, so
+ * nothing of the stage counts as pending and a retry by hand may still run it.
+ * KEYS: 1 IDX   ARGV: 1 stageId, 2 the failed job's id
+ */
+export const FAIL = `
+for _, lic in ipairs(${licences('KEYS[1]')}) do
+  if lic == ARGV[2] or lic == ARGV[2] .. '!' then
+    redis.call('ZREM', KEYS[1], lic)
+    redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
+  end
+end
+return 1
 `;
