@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Job, type Queue } from 'bullmq';
+import { Job, UnrecoverableError, type Queue } from 'bullmq';
 import { z } from 'zod';
 import type { DeferralStore } from './deferral-store';
 import { InvalidExecutorResultError } from './errors';
@@ -70,6 +70,12 @@ export class Dispatcher<P> {
       return { kind: 'stale', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'stale_wake_up', retryable: false } };
     }
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
+    // A wake-up's last real failure ends the chain: its licence (begin checked
+    // it is this job's) must not outlive it, or the failed job would block
+    // every later enqueue of the stage.
+    const lastFailure = (error?: unknown) =>
+      job?.isWakeUp === true &&
+      (chain.failures + job.attemptsMade + 1 >= opts.retry.attempts || error instanceof UnrecoverableError);
     await opts.faultHook?.('lock-taken', ref);
     const ctx = this.context(call);
     const stopHeartbeat = this.heartbeat(sid, token, ctx.controller);
@@ -79,7 +85,7 @@ export class Dispatcher<P> {
       raw = this.validate(await opts.executor(ref, payload, ctx.ctx));
     } catch (error) {
       stopHeartbeat();
-      const released = await store.release(sid, token, false);
+      const released = await store.release(sid, token, lastFailure(error));
       const result = { dispatched: false, reason: 'executor_error', retryable: true };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
@@ -98,7 +104,7 @@ export class Dispatcher<P> {
     try {
       await opts.rollback?.(ref, reason, ctx.ctx);
     } catch (error) {
-      const released = await store.release(sid, token, false);
+      const released = await store.release(sid, token, lastFailure(error));
       const result = { dispatched: false, reason, retryable: true, result: raw };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
@@ -106,7 +112,7 @@ export class Dispatcher<P> {
 
     const cls = outcomeClass(reason);
     if (!cls) {
-      const released = await store.release(sid, token, false);
+      const released = await store.release(sid, token, lastFailure());
       const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
       if (released.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
       return { kind: 'failed', chain, result };
