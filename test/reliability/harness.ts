@@ -132,3 +132,14 @@ export function latch<T = void>(): { promise: Promise<T>; open: (v: T) => void }
   const promise = new Promise<T>((r) => (open = r));
   return { promise, open };
 }
+
+/** Engine options shared by the fleet's parent (enqueue, cancel) and its worker processes. */
+export const FLEET_ENGINE_OPTIONS = {
+  windows: { capacitySeconds: 0.2, idempotentSeconds: 0.1, jitter: 0.5 },
+  // budgets large enough that no stage of the fleet tests ends other than dispatched or cancelled
+  retry: { attempts: 1000, backoff: { type: 'fixed' as const, delay: 20 } },
+  limits: { maxCapacityDeferrals: 100_000, maxIdempotentDeferrals: 100_000 },
+  lockMs: 1000,
+  inFlightRetryMs: 100,
+  jobLog: false,
+};
