@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
 import { InvalidExecutorResultError } from './errors';
-import { FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState, type DispatchJobData } from './job-data';
+import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
 import { formatZodError } from './options';
 import { classifyNotSentReasons, outcomeClass } from './outcomes';
@@ -160,18 +160,7 @@ export class Dispatcher<P> {
     const until = Date.now() + windowMs;
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + (job?.attemptsMade ?? 0) };
     const id = wakeUpJobId(sid, cls, next, until);
-    const data: DispatchJobData<P> = {
-      v: 1,
-      scope: [...ref.scope],
-      stage: ref.stage,
-      payload,
-      ...(call.buildId === undefined ? {} : { buildId: call.buildId }),
-      wakeUp: true,
-      reason,
-      class: cls,
-      until: new Date(until).toISOString(),
-      deferrals,
-    };
+    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, until: new Date(until).toISOString(), deferrals });
     const wakeUp = new Job(this.queue, ref.stage, data, this.jobOptions({ delay: windowMs }), id);
     const log = opts.jobLog
       ? `${new Date().toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`

@@ -36,6 +36,23 @@ const schema = z.object({
   deferrals: z.number().optional(),
 });
 
+/** The data of a dispatch job for a stage; a wake-up adds why and until when. */
+export function dispatchJobData<P>(
+  ref: StageRef,
+  payload: P,
+  buildId: string | undefined,
+  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'until' | 'deferrals'>,
+): DispatchJobData<P> {
+  return {
+    v: 1,
+    scope: [...ref.scope],
+    stage: ref.stage,
+    payload,
+    ...(buildId === undefined ? {} : { buildId }),
+    ...(deferral ? { wakeUp: true as const, ...deferral } : {}),
+  };
+}
+
 export function parseJobData(data: unknown, jobId: string | undefined): DispatchJobData {
   const parsed = schema.safeParse(data);
   if (!parsed.success) {

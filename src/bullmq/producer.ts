@@ -1,6 +1,6 @@
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher } from '../dispatch';
-import { jobIdOfLicence, readyJobId, type DispatchJobData } from '../job-data';
+import { dispatchJobData, jobIdOfLicence, readyJobId } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
 
@@ -24,13 +24,7 @@ export async function enqueueStage<P>(
   if (probe.kind === 'pending' && (await store.licenceIsLive(probe.licence))) {
     return { added: false, reason: 'pending', jobId: jobIdOfLicence(probe.licence) };
   }
-  const data: DispatchJobData<P> = {
-    v: 1,
-    scope: [...ref.scope],
-    stage: ref.stage,
-    payload,
-    ...(call.buildId === undefined ? {} : { buildId: call.buildId }),
-  };
+  const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
   const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
   const added = job.id === jobId;
