@@ -21,14 +21,13 @@ type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
 type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[Error | null, unknown][] | null> };
 
 const COMMANDS = {
-  sdBegin: { keys: 3, lua: lua.BEGIN },
+  // variable key count: the first argument is the number of keys
+  sdBatch: { keys: undefined, lua: lua.BATCH },
   sdDefer: { keys: 4, lua: lua.DEFER },
-  sdRelease: { keys: 2, lua: lua.RELEASE },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
   sdFail: { keys: 1, lua: lua.FAIL },
-  // variable key count: the first argument is the number of keys
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
 
@@ -47,10 +46,21 @@ export type ProbeOutcome =
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
+/** How many begin/release operations one batch script call handles. */
+const MAX_BATCH = 256;
+
+interface Op {
+  keys: string[];
+  args: (string | number)[];
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
 
 export class DeferralStore {
   private readonly base: string;
   private clientPromise: Promise<Client> | undefined;
+  private queued: Op[] = [];
+  private flushScheduled = false;
 
   constructor(readonly queue: Queue) {
     this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
@@ -84,16 +94,9 @@ export class DeferralStore {
   }
 
   async begin(sid: string, token: string, lockMs: number, ownJobId: string, isWakeUp: boolean): Promise<BeginOutcome> {
-    const c = await this.client();
-    const r = (await c.sdBegin!(
-      this.markerKey(sid),
-      this.lockKey(sid),
-      this.indexKey,
-      sid,
-      token,
-      lockMs,
-      ownJobId,
-      isWakeUp ? '1' : '0',
+    const r = (await this.batched(
+      [this.markerKey(sid), this.lockKey(sid)],
+      ['b', sid, token, lockMs, ownJobId, isWakeUp ? '1' : '0'],
     )) as [number, string?, number?];
     switch (r[0]) {
       case 1:
@@ -106,6 +109,42 @@ export class DeferralStore {
         return { kind: 'cancelled' };
       default:
         return { kind: 'locked', licence: r[1] ? r[1] : null };
+    }
+  }
+
+  /**
+   * Queues a begin or release operation; everything queued in one turn of the
+   * event loop goes to Redis as one `BATCH` script call, in order.
+   */
+  private batched(keys: string[], args: (string | number)[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ keys, args, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const ops = this.queued;
+    this.queued = [];
+    this.flushScheduled = false;
+    for (let i = 0; i < ops.length; i += MAX_BATCH) {
+      const chunk = ops.slice(i, i + MAX_BATCH);
+      const keys = [this.indexKey];
+      const args: (string | number)[] = [chunk.length];
+      for (const op of chunk) {
+        keys.push(...op.keys);
+        args.push(...op.args);
+      }
+      try {
+        const c = await this.client();
+        const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
+        chunk.forEach((op, j) => op.resolve(replies[j]));
+      } catch (error) {
+        for (const op of chunk) op.reject(error);
+      }
     }
   }
 
@@ -147,11 +186,7 @@ export class DeferralStore {
   }
 
   async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const c = await this.client();
-    const r = (await c.sdRelease!(this.lockKey(sid), this.indexKey, sid, token, revoke ? '1' : '0')) as [
-      number,
-      ...string[],
-    ];
+    const r = (await this.batched([this.lockKey(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [number, ...string[]];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
   }
 
