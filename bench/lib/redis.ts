@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ConnectionOptions } from 'bullmq';
 import IORedis, { type RedisOptions } from 'ioredis';
 
 /** Connection options for `REDIS_URL` (set by scripts/with-redis.sh), else 127.0.0.1:6379. */
@@ -10,8 +11,8 @@ export function redisOptions(): RedisOptions {
 }
 
 /** Options BullMQ Workers accept (they refuse a client without `maxRetriesPerRequest: null`). */
-export function bullConnection(): RedisOptions {
-  return { ...redisOptions(), maxRetriesPerRequest: null };
+export function bullConnection(): ConnectionOptions {
+  return { ...redisOptions(), maxRetriesPerRequest: null } as ConnectionOptions;
 }
 
 const open = new Set<IORedis>();

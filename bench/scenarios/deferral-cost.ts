@@ -27,7 +27,7 @@ export async function deferralCost(ctx: BenchContext): Promise<ScenarioResult> {
       await dropPrefix(redis, prefix);
     }
   });
-  const m = (v: Variant, k: keyof PerJob) => median(runs[v].map((r) => r[k]));
+  const m = (v: Variant, k: 'roundTrips' | 'commands' | 'writes') => median(runs[v].map((r) => r[k]));
   const extraRt = m('plugin-defer', 'roundTrips') - m('raw-complete', 'roundTrips');
   const extraCmd = m('plugin-defer', 'commands') - m('raw-complete', 'commands');
   log(`deferral: +${extraRt.toFixed(2)} round trips, +${extraCmd.toFixed(1)} commands per deferral`);
