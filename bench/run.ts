@@ -1,6 +1,7 @@
 /**
  * The benchmark: `npm run bench` (full) or `npm run bench -- --quick`.
- * `--only=memory,churn` runs some scenarios. Needs a Redis to itself: the
+ * `--only=memory,churn` runs some scenarios; `--autopipeline` turns on ioredis
+ * auto-pipelining for the BullMQ and engine connections of both sides. Needs a Redis to itself: the
  * command and write counters (INFO commandstats, CONFIG RESETSTAT, the dirty
  * counter) and the memory figures are server-wide.
  */
@@ -50,6 +51,8 @@ async function main(): Promise<void> {
   const names = only ?? Object.keys(SCENARIOS);
   for (const n of names) if (!SCENARIOS[n]) throw new Error(`Unknown scenario ${n}; known: ${Object.keys(SCENARIOS).join(', ')}`);
   const ctx: BenchContext = { quick, n: (full, small) => (quick ? small : full) };
+  // ioredis auto-pipelining for every client the scenarios open (both sides of each comparison).
+  if (args.includes('--autopipeline')) process.env.BENCH_AUTOPIPELINE = '1';
 
   const redis = client();
   const server = parseInfo(await redis.info('server'));
@@ -57,6 +60,7 @@ async function main(): Promise<void> {
   const env = {
     date: new Date().toISOString(),
     mode: quick ? 'quick' : 'full',
+    autopipeline: args.includes('--autopipeline'),
     commit: gitCommit(),
     node: process.version,
     redis: server.redis_version,

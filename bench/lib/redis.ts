@@ -12,7 +12,7 @@ export function redisOptions(): RedisOptions {
 
 /** Options BullMQ Workers accept (they refuse a client without `maxRetriesPerRequest: null`). */
 export function bullConnection(): ConnectionOptions {
-  return { ...redisOptions(), maxRetriesPerRequest: null } as ConnectionOptions;
+  return { ...redisOptions(), maxRetriesPerRequest: null, ...(process.env.BENCH_AUTOPIPELINE ? { enableAutoPipelining: true } : {}) } as ConnectionOptions;
 }
 
 const open = new Set<IORedis>();

@@ -31,7 +31,7 @@ interface Counts {
  */
 export async function churn(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
-  const stages = refs('book', ctx.n(1000, 500));
+  const stages = refs('book', ctx.n(1000, 300));
   const ticks = 12;
   const runs = await interleave(ctx.n(2, 1), ['naive', 'plugin', 'plugin-until'] as Variant[], async (variant) => {
     const prefix = benchPrefix(`churn-${variant}`);

@@ -13,8 +13,8 @@ import { interleave, log, median } from '../lib/stats';
  */
 export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
-  const inScope = ctx.n(10_000, 1_000);
-  const levels = [0, ctx.n(10_000, 1_000), ctx.n(100_000, 5_000)];
+  const inScope = ctx.n(10_000, 500);
+  const levels = [0, ctx.n(10_000, 500), ctx.n(100_000, 3_000)];
   const payload = { n: 1 };
   const queues = levels.map((outside) => ({ outside, prefix: benchPrefix(`clear-${outside}`) }));
   const engines = queues.map((q) => engine(q.prefix));

@@ -20,7 +20,7 @@ export async function happyPath(ctx: BenchContext): Promise<ScenarioResult> {
   const details: Record<string, unknown> = {};
   const rounds = ctx.n(5, 3);
   for (const concurrency of [1, 10, 50]) {
-    const jobs = concurrency === 1 ? ctx.n(4000, 1000) : ctx.n(15000, 3000);
+    const jobs = concurrency === 1 ? ctx.n(4000, 600) : ctx.n(15000, 2000);
     const runs = await interleave(rounds, ['raw', 'plugin'] as Variant[], async (variant) => {
       const prefix = benchPrefix(`happy-${variant}`);
       try {

@@ -18,7 +18,7 @@ type Variant = 'jitter-default' | 'jitter-0';
  */
 export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
-  const count = ctx.n(10_000, 2_000);
+  const count = ctx.n(10_000, 1_000);
   const windowMs = 30_000;
   const runs = await interleave(ctx.n(2, 1), ['jitter-default', 'jitter-0'] as Variant[], async (variant) => {
     const prefix = benchPrefix(`herd-${variant}`);

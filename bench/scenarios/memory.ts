@@ -24,7 +24,7 @@ export function payload200(): { blob: string } {
  */
 export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
-  const count = ctx.n(100_000, 5_000);
+  const count = ctx.n(100_000, 3_000);
   const runs = await interleave(ctx.n(1, 1), ['bare', 'plugin-log', 'plugin-nolog'] as Variant[], async (variant) => {
     const prefix = benchPrefix(`mem-${variant}`);
     try {

@@ -14,7 +14,7 @@ export async function tickStorm(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
   const prefix = benchPrefix('storm');
   const stageCount = 1000;
-  const ticks = ctx.n(100, 20);
+  const ticks = ctx.n(100, 12);
   const stages = refs('book', stageCount);
   let executorCalls = 0;
   const e = engine(prefix, {
