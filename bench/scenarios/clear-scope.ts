@@ -23,7 +23,7 @@ export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
       if (q.outside > 0) await deferAll(engines[i]!, refs('other', q.outside), payload, 128);
     }
     const variants = queues.map((_, i) => i);
-    const runs = await interleave(ctx.n(3, 2), variants.map(String), async (v, round) => {
+    const runs = await interleave(ctx.n(5, 2), variants.map(String), async (v, round) => {
       const e = engines[Number(v)]!;
       const scope = `in-${round}`;
       await deferAll(e, refs(scope, inScope), payload, 128);

@@ -5,7 +5,7 @@ import { benchPrefix, bullConnection, client, dropPrefix, usedMemory } from '../
 import { deferAll, engine, refs } from '../lib/stages';
 import { interleave, log, median } from '../lib/stats';
 
-type Variant = 'bare' | 'plugin-log' | 'plugin-nolog';
+type Variant = 'bare' | 'bare-dedup' | 'plugin-log' | 'plugin-nolog';
 
 /** A JSON payload of exactly 200 bytes. */
 export function payload200(): { blob: string } {
@@ -20,12 +20,15 @@ export function payload200(): { blob: string } {
  * item = INFO memory `used_memory` delta ÷ N, each variant on its own prefix,
  * keys dropped in between. The plugin is measured with `jobLog: true` (the
  * default: one log line per deferral) and `false`. A sample of stages is
- * broken down with MEMORY USAGE per key.
+ * broken down with MEMORY USAGE per key. For reference only, `bare-dedup` is
+ * what raw BullMQ needs for one wake-up per stage: a delayed job with a
+ * stage-named job id and a deduplication key.
  */
 export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
   const count = ctx.n(100_000, 3_000);
-  const runs = await interleave(ctx.n(1, 1), ['bare', 'plugin-log', 'plugin-nolog'] as Variant[], async (variant) => {
+  const variants: Variant[] = ['bare', 'bare-dedup', 'plugin-log', 'plugin-nolog'];
+  const runs = await interleave(ctx.n(1, 1), variants, async (variant) => {
     const prefix = benchPrefix(`mem-${variant}`);
     try {
       return await measure(redis, variant, prefix, count);
@@ -49,6 +52,16 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
       met: ratio <= 1.25,
     });
   }
+  const dedup = median(runs['bare-dedup'].map((r) => r.bytesPerItem));
+  rows.push({
+    scenario: 'memory',
+    measure: 'reference: raw BullMQ delayed job with a stage-named id and a deduplication key, bytes ÷ bare',
+    plugin: Math.round(dedup),
+    baseline: Math.round(bare),
+    ratio: dedup / bare,
+    target: '',
+    met: null,
+  });
   return { name: 'memory', rows, details: { count, payloadBytes: 200, runs } };
 }
 
@@ -57,11 +70,16 @@ async function measure(redis: IORedis, variant: Variant, prefix: string, count: 
   const before = await settledMemory(redis);
   const t0 = Date.now();
   let sample: Record<string, number> = {};
-  if (variant === 'bare') {
+  if (variant === 'bare' || variant === 'bare-dedup') {
     const queue = new Queue('q', { connection: bullConnection(), prefix });
+    const opts = (i: number) => {
+      if (variant === 'bare') return { delay: 600_000 };
+      const sid = `book-1/s${i}/image`;
+      return { delay: 600_000, jobId: `${sid}@w.${(Date.now() + 600_000).toString(36)}`, deduplication: { id: sid } };
+    };
     for (let i = 0; i < count; i += 1000) {
       const n = Math.min(1000, count - i);
-      await queue.addBulk(Array.from({ length: n }, () => ({ name: 'image', data: payload, opts: { delay: 600_000 } })));
+      await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: 'image', data: payload, opts: opts(i + k) })));
     }
     await queue.close();
     sample = await breakdown(redis, prefix, 'bare');
