@@ -1,10 +1,10 @@
 import { Queue, Worker } from 'bullmq';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, bullConnection, client, dropPrefix, RedisCounter, RoundTripCounter } from '../lib/redis';
-import { engine, NO_WORKER } from '../lib/stages';
+import { engine, NO_WORKER, SENT } from '../lib/stages';
 import { interleave, log, median } from '../lib/stats';
 
-type Variant = 'raw-complete' | 'plugin-defer';
+type Variant = 'raw-complete' | 'plugin-defer' | 'plugin-dispatch';
 
 /**
  * Cost of one deferral beyond a plain job completion. A concurrency-1 Worker
@@ -13,13 +13,14 @@ type Variant = 'raw-complete' | 'plugin-defer';
  * begin script, then one MULTI with the defer script and the wake-up's add,
  * then the job completes). Round trips are counted with MONITOR (a MULTI..EXEC
  * block is one), commands with INFO commandstats (Lua's inner calls included),
- * writes with Redis' dirty counter. Per job, then plugin - raw.
+ * writes with Redis' dirty counter. Per job, then plugin - raw. For reference,
+ * the same for jobs the plugin dispatches (executor answers `dispatched`).
  */
 export async function deferralCost(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
   const jobs = ctx.n(300, 100);
   const rounds = ctx.n(3, 2);
-  const runs = await interleave(rounds, ['raw-complete', 'plugin-defer'] as Variant[], async (variant) => {
+  const runs = await interleave(rounds, ['raw-complete', 'plugin-defer', 'plugin-dispatch'] as Variant[], async (variant) => {
     const prefix = benchPrefix(`defer-${variant}`);
     try {
       return await drainCounted(variant, prefix, jobs);
@@ -49,6 +50,14 @@ export async function deferralCost(ctx: BenchContext): Promise<ScenarioResult> {
     },
     {
       scenario: 'deferral',
+      measure: 'for reference: round trips / commands per job the plugin dispatches (happy path)',
+      plugin: `${round2(m('plugin-dispatch', 'roundTrips'))} / ${round2(m('plugin-dispatch', 'commands'))}`,
+      baseline: `${round2(m('raw-complete', 'roundTrips'))} / ${round2(m('raw-complete', 'commands'))}`,
+      target: '',
+      met: null,
+    },
+    {
+      scenario: 'deferral',
       measure: 'Redis commands per job (Lua inner calls included): deferral vs plain completion',
       plugin: round2(m('plugin-defer', 'commands')),
       baseline: round2(m('raw-complete', 'commands')),
@@ -71,7 +80,8 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 
 async function drainCounted(variant: Variant, prefix: string, count: number): Promise<PerJob> {
   const redis = client();
-  const e = variant === 'plugin-defer' ? engine(prefix, { executor: async () => NO_WORKER }) : undefined;
+  const executor = variant === 'plugin-defer' ? async () => NO_WORKER : async () => SENT;
+  const e = variant === 'raw-complete' ? undefined : engine(prefix, { executor });
   const queue = e?.queue ?? new Queue('q', { connection: bullConnection(), prefix });
   const payload = { n: 1 };
   const bulk = Array.from({ length: count }, (_, i) => ({

@@ -64,7 +64,7 @@ export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
   const spread = median(runs['jitter-default'].map((r) => r.spread));
   const spread0 = median(runs['jitter-0'].map((r) => r.spread));
   const span = median(runs['jitter-default'].map((r) => r.deferSpanMs));
-  const sameSecond = median(runs['jitter-default'].map((r) => r.sameSecondStages));
+  const sameSecond = Math.round(median(runs['jitter-default'].map((r) => r.sameSecondStages)));
   log(`herd: spread ${(spread * 100).toFixed(1)} % (jitter 0: ${(spread0 * 100).toFixed(1)} %), deferred in ${span} ms`);
   const rows: Row[] = [
     {
