@@ -1,0 +1,183 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Cluster } from 'ioredis';
+import { createDispatchEngine, type DispatchEngine } from '../../src';
+import { waitFor } from '../helpers/redis';
+import type { RedisClusterHarness } from './harness';
+import type { StagePayload, WorkerEvent, WorkerProcessConfig } from './worker-process';
+
+/**
+ * Runs a workload of stages over several queues on the cluster, worked by
+ * child processes, and checks what every stage went through from the calls
+ * and deferrals the processes report.
+ */
+
+export interface Workload {
+  stages: number;
+  processes: number;
+  concurrency: number;
+  queues: { prefix: string; queueName: string }[];
+  /** Stages answer capacity until a random moment within this many ms of the start. */
+  spreadMs: number;
+  capacitySeconds: number;
+  jitter: number;
+  lockMs: number;
+  /** Runs while the workload runs (e.g. kills a master); its result lands in `Report.during`. */
+  during?: (progress: () => { sent: number; calls: number }) => Promise<unknown>;
+  timeoutMs: number;
+}
+
+export interface Report {
+  stages: number;
+  processes: number;
+  calls: number;
+  deferrals: number;
+  /** Stages never dispatched. */
+  lost: string[];
+  /** Stages dispatched more than once. */
+  duplicated: string[];
+  /** Calls of a stage that started while another call of it was running. */
+  overlaps: string[];
+  /** Calls of a stage that started while a deferral of it, recorded before, was still open. */
+  insideWindow: string[];
+  /** Capacity answers that did not become exactly one deferral (a retry after an error). */
+  unrecordedDeferrals: number;
+  /** Executor calls per worker process. */
+  callsPerProcess: number[];
+  errors: string[];
+  during: unknown;
+  ms: number;
+}
+
+type Call = Extract<WorkerEvent, { type: 'call' }>;
+type Deferral = Extract<WorkerEvent, { type: 'deferred' }> & { at: number };
+
+/** A wake-up job is due at (construction time + window) >= `until`; allow for timer granularity. */
+const WINDOW_TOLERANCE_MS = 20;
+
+export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster, w: Workload): Promise<Report> {
+  const children: ChildProcess[] = [];
+  const calls: Call[] = [];
+  const deferrals: Deferral[] = [];
+  const errors: string[] = [];
+  const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
+    createDispatchEngine<StagePayload>({ connection: cluster, ...q, executor: async () => ({ dispatched: false, jobs: 0, reason: 'unused' }) }),
+  );
+  const started = Date.now();
+  try {
+    const config: WorkerProcessConfig = {
+      startupNodes: harness.startupNodes,
+      queues: w.queues,
+      concurrency: w.concurrency,
+      capacitySeconds: w.capacitySeconds,
+      jitter: w.jitter,
+      lockMs: w.lockMs,
+    };
+    let ready = 0;
+    for (let i = 0; i < w.processes; i++) {
+      const child = fork(resolve(__dirname, 'worker-process.ts'), [JSON.stringify(config)], {
+        execArgv: ['--import', 'tsx'],
+        cwd: resolve(__dirname, '../..'),
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      child.on('message', (e: WorkerEvent) => {
+        if (e.type === 'ready') ready++;
+        else if (e.type === 'call') calls.push(e);
+        else if (e.type === 'deferred') deferrals.push({ ...e, at: Date.now() });
+        else errors.push(e.message);
+      });
+      children.push(child);
+    }
+    await waitFor(() => ready === w.processes, `${w.processes} worker processes to be ready`, 60_000);
+
+    // stages spread round-robin over the queues; their capacity phase ends at a random moment
+    const t0 = Date.now();
+    const stages: { engine: DispatchEngine<StagePayload>; queue: string; scope: string[]; stage: string }[] = [];
+    for (let i = 0; i < w.stages; i++) {
+      const q = w.queues[i % w.queues.length]!;
+      stages.push({ engine: engines[i % engines.length]!, queue: `${q.prefix}:${q.queueName}`, scope: [`book-${i % 7}`, `ch-${i}`], stage: i % 2 ? 'image' : 'video' });
+    }
+    await Promise.all(
+      stages.map(async (s) => {
+        const r = await s.engine.enqueue({ scope: s.scope, stage: s.stage }, { readyAt: t0 + Math.random() * w.spreadMs });
+        if (!r.added) throw new Error(`stage ${s.scope.join('/')}/${s.stage} was not enqueued: ${r.reason}`);
+      }),
+    );
+    const keys = stages.map((s) => `${s.queue}|${s.scope.join('/')}/${s.stage}`);
+    const sentKeys = () => new Set(calls.filter((c) => c.sent).map((c) => `${c.queue}|${c.key}`));
+
+    const during = w.during ? await w.during(() => ({ sent: sentKeys().size, calls: calls.length })) : undefined;
+
+    // done: every stage sent, and no job left waiting, delayed or active in any queue
+    await waitFor(
+      async () => {
+        if (sentKeys().size < keys.length) return false;
+        for (const e of engines) {
+          const c = await e.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+          if (Object.values(c).some((n) => n > 0)) return false;
+        }
+        return true;
+      },
+      `every stage to be dispatched (sent ${sentKeys().size}/${keys.length})`,
+      w.timeoutMs,
+    );
+
+    const report = check(keys, calls, deferrals);
+    const callsPerProcess = children.map((c) => calls.filter((e) => e.pid === c.pid).length);
+    return { ...report, callsPerProcess, stages: w.stages, processes: w.processes, errors, during, ms: Date.now() - started };
+  } finally {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((done) => {
+            if (c.exitCode !== null || c.signalCode !== null) return done();
+            const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
+            c.once('exit', () => {
+              clearTimeout(timer);
+              done();
+            });
+            c.send({ type: 'stop' });
+          }),
+      ),
+    );
+    await Promise.all(engines.map((e) => e.close()));
+  }
+}
+
+function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
+  const byStage = new Map<string, { calls: Call[]; deferrals: Deferral[] }>(keys.map((k) => [k, { calls: [], deferrals: [] }]));
+  for (const c of calls) byStage.get(`${c.queue}|${c.key}`)?.calls.push(c);
+  for (const d of deferrals) byStage.get(`${d.queue}|${d.key}`)?.deferrals.push(d);
+  const lost: string[] = [];
+  const duplicated: string[] = [];
+  const overlaps: string[] = [];
+  const insideWindow: string[] = [];
+  let unrecordedDeferrals = 0;
+  for (const [key, s] of byStage) {
+    const cs = [...s.calls].sort((a, b) => a.start - b.start);
+    const sent = cs.filter((c) => c.sent).length;
+    if (sent === 0) lost.push(key);
+    if (sent > 1) duplicated.push(key);
+    for (let i = 1; i < cs.length; i++) if (cs[i]!.start < cs[i - 1]!.end) overlaps.push(`${key} @${cs[i]!.start}`);
+    for (const d of s.deferrals) {
+      // the capacity answer this deferral came from: the last one that ended before it was reported
+      const from = cs.filter((c) => !c.sent && c.end <= d.at).pop();
+      const after = from?.end ?? 0;
+      for (const c of cs) {
+        if (c.start > after && c.start < d.until - WINDOW_TOLERANCE_MS) insideWindow.push(`${key} ran ${d.until - c.start} ms early`);
+      }
+    }
+    unrecordedDeferrals += Math.abs(cs.filter((c) => !c.sent).length - s.deferrals.length);
+  }
+  return { calls: calls.length, deferrals: deferrals.length, lost, duplicated, overlaps, insideWindow, unrecordedDeferrals };
+}
+
+/** Writes the figures of a run to test/artifacts/ (git-ignored) for docs/scaling.md. */
+export function saveFigures(name: string, report: Report, extra: Record<string, unknown>): void {
+  const { errors, ...rest } = report;
+  const figures = { ...extra, ...rest, errorCount: errors.length, errorSample: errors.slice(0, 5) };
+  const dir = resolve(__dirname, '../artifacts');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(figures, null, 2)}\n`);
+}
