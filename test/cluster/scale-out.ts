@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Cluster } from 'ioredis';
-import { createDispatchEngine, type DispatchEngine } from '../../src';
+import { createDispatchEngine, stageId, type DispatchEngine } from '../../src';
 import { waitFor } from '../helpers/redis';
 import type { RedisClusterHarness } from './harness';
 import type { StagePayload, WorkerEvent, WorkerProcessConfig } from './worker-process';
@@ -43,6 +43,8 @@ export interface Report {
   insideWindow: string[];
   /** Capacity answers that did not become exactly one deferral (a retry after an error). */
   unrecordedDeferrals: number;
+  /** How the stages that were duplicated went, for a failure message. */
+  details: string[];
   /** Executor calls per worker process. */
   callsPerProcess: number[];
   errors: string[];
@@ -119,9 +121,11 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
         }
         return true;
       },
-      `every stage to be dispatched (sent ${sentKeys().size}/${keys.length})`,
+      'every stage to be dispatched',
       w.timeoutMs,
-    );
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await diagnose(cluster, engines, keys, sentKeys(), calls, errors)}`);
+    });
 
     const report = check(keys, calls, deferrals);
     const callsPerProcess = children.map((c) => calls.filter((e) => e.pid === c.pid).length);
@@ -145,6 +149,36 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   }
 }
 
+/** What is left of the stages that were not dispatched, for a failure message. */
+async function diagnose(
+  cluster: Cluster,
+  engines: DispatchEngine<StagePayload>[],
+  keys: string[],
+  sent: Set<string>,
+  calls: Call[],
+  errors: string[],
+): Promise<string> {
+  const lines: string[] = [];
+  for (const e of engines) {
+    const name = `${e.queue.opts.prefix}:${e.queue.name}`;
+    const missing = keys.filter((k) => k.startsWith(`${name}|`) && !sent.has(k));
+    const counts = await e.queue.getJobCounts().catch((x: Error) => x.message);
+    const deferred = await e.listDeferred().then((d) => d.length, (x: Error) => x.message);
+    lines.push(`${name}: missing ${missing.length}, counts ${JSON.stringify(counts)}, deferred ${deferred}`);
+    for (const k of missing.slice(0, 3)) {
+      const path = k.slice(name.length + 1).split('/');
+      const sid = stageId({ scope: path.slice(0, -1), stage: path[path.length - 1]! });
+      const licences = await cluster.zrangebylex(`${name}:sd:licences`, `[${sid}@`, `[${sid}@\xff`);
+      const jobs = await Promise.all(licences.map((l) => cluster.exists(`${name}:${l.replace(/!$/, '')}`)));
+      const seen = calls.filter((c) => `${c.queue}|${c.key}` === k).map((c) => (c.sent ? 'sent' : 'capacity'));
+      lines.push(`  ${k}: calls [${seen.join(',')}], licences ${JSON.stringify(licences)}, job exists ${JSON.stringify(jobs)}`);
+    }
+  }
+  const last = calls.reduce((m, c) => Math.max(m, c.end), 0);
+  lines.push(`last executor call ${Date.now() - last} ms ago; ${errors.length} worker errors, last: ${errors.slice(-3).join(' | ')}`);
+  return lines.join('\n');
+}
+
 function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
   const byStage = new Map<string, { calls: Call[]; deferrals: Deferral[] }>(keys.map((k) => [k, { calls: [], deferrals: [] }]));
   for (const c of calls) byStage.get(`${c.queue}|${c.key}`)?.calls.push(c);
@@ -154,11 +188,15 @@ function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
   const overlaps: string[] = [];
   const insideWindow: string[] = [];
   let unrecordedDeferrals = 0;
+  const details: string[] = [];
   for (const [key, s] of byStage) {
     const cs = [...s.calls].sort((a, b) => a.start - b.start);
     const sent = cs.filter((c) => c.sent).length;
     if (sent === 0) lost.push(key);
-    if (sent > 1) duplicated.push(key);
+    if (sent > 1) {
+      duplicated.push(key);
+      details.push(`${key}: ${cs.map((c) => `${c.sent ? 'sent' : 'cap'}@${c.start}[${c.pid}]`).join(' ')}; deferrals until ${s.deferrals.map((d) => d.until).join(',')}`);
+    }
     for (let i = 1; i < cs.length; i++) if (cs[i]!.start < cs[i - 1]!.end) overlaps.push(`${key} @${cs[i]!.start}`);
     for (const d of s.deferrals) {
       // the capacity answer this deferral came from: the last one that ended before it was reported
@@ -170,7 +208,7 @@ function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
     }
     unrecordedDeferrals += Math.abs(cs.filter((c) => !c.sent).length - s.deferrals.length);
   }
-  return { calls: calls.length, deferrals: deferrals.length, lost, duplicated, overlaps, insideWindow, unrecordedDeferrals };
+  return { calls: calls.length, deferrals: deferrals.length, lost, duplicated, overlaps, insideWindow, unrecordedDeferrals, details };
 }
 
 /** Writes the figures of a run to test/artifacts/ (git-ignored) for docs/scaling.md. */
