@@ -133,8 +133,14 @@ export class RedisClusterHarness {
       { stdio: 'ignore' },
     );
     const node: ClusterNodeProcess = { port, busPort, dir, child, exited: false };
+    // if the test process dies without stop(), take the node down with it
+    const onExit = () => {
+      if (!node.exited) child.kill('SIGKILL');
+    };
+    process.once('exit', onExit);
     child.once('exit', () => {
       node.exited = true;
+      process.removeListener('exit', onExit);
     });
     this.nodes.push(node);
   }

@@ -1,9 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Cluster } from 'ioredis';
 import { createDispatchEngine, stageId, type DispatchEngine } from '../../src';
-import { waitFor } from '../helpers/redis';
+import { client, dropPrefix, redisOptions, waitFor } from '../helpers/redis';
 import type { RedisClusterHarness } from './harness';
 import type { StagePayload, WorkerEvent, WorkerProcessConfig } from './worker-process';
 
@@ -18,8 +19,8 @@ export interface Workload {
   processes: number;
   concurrency: number;
   queues: { prefix: string; queueName: string }[];
-  /** Stages answer capacity until a random moment within this many ms of the start. */
-  spreadMs: number;
+  /** Each stage answers capacity to its first 0..maxCapacityCalls calls (at random), then dispatches. */
+  maxCapacityCalls: number;
   capacitySeconds: number;
   jitter: number;
   lockMs: number;
@@ -41,6 +42,8 @@ export interface Report {
   overlaps: string[];
   /** Calls of a stage that started while a deferral of it, recorded before, was still open. */
   insideWindow: string[];
+  /** Capacity answers the stages were scripted to give, in all. */
+  scriptedCapacity: number;
   /** Capacity answers that did not become exactly one deferral (a retry after an error). */
   unrecordedDeferrals: number;
   /** How the stages that were duplicated went, for a failure message. */
@@ -67,8 +70,13 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
     createDispatchEngine<StagePayload>({ connection: cluster, ...q, executor: async () => ({ dispatched: false, jobs: 0, reason: 'unused' }) }),
   );
   const started = Date.now();
+  const counterRedis = client();
+  let counterCleanup = async () => undefined as unknown;
   try {
+    const counterPrefix = `sd-cluster-counter-${randomUUID().slice(0, 8)}`;
+    counterCleanup = () => dropPrefix(counterRedis, counterPrefix);
     const config: WorkerProcessConfig = {
+      counter: { ...pick(redisOptions()), prefix: counterPrefix },
       startupNodes: harness.startupNodes,
       queues: w.queues,
       concurrency: w.concurrency,
@@ -93,8 +101,8 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
     }
     await waitFor(() => ready === w.processes, `${w.processes} worker processes to be ready`, 60_000);
 
-    // stages spread round-robin over the queues; their capacity phase ends at a random moment
-    const t0 = Date.now();
+    // stages spread round-robin over the queues, each with its own number of capacity answers
+    let scriptedCapacity = 0;
     const stages: { engine: DispatchEngine<StagePayload>; queue: string; scope: string[]; stage: string }[] = [];
     for (let i = 0; i < w.stages; i++) {
       const q = w.queues[i % w.queues.length]!;
@@ -102,7 +110,9 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
     }
     await Promise.all(
       stages.map(async (s) => {
-        const r = await s.engine.enqueue({ scope: s.scope, stage: s.stage }, { readyAt: t0 + Math.random() * w.spreadMs });
+        const capacityCalls = Math.floor(Math.random() * (w.maxCapacityCalls + 1));
+        scriptedCapacity += capacityCalls;
+        const r = await s.engine.enqueue({ scope: s.scope, stage: s.stage }, { capacityCalls });
         if (!r.added) throw new Error(`stage ${s.scope.join('/')}/${s.stage} was not enqueued: ${r.reason}`);
       }),
     );
@@ -129,7 +139,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
 
     const report = check(keys, calls, deferrals);
     const callsPerProcess = children.map((c) => calls.filter((e) => e.pid === c.pid).length);
-    return { ...report, callsPerProcess, stages: w.stages, processes: w.processes, errors, during, ms: Date.now() - started };
+    return { ...report, scriptedCapacity, callsPerProcess, stages: w.stages, processes: w.processes, errors, during, ms: Date.now() - started };
   } finally {
     await Promise.all(
       children.map(
@@ -146,7 +156,13 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
       ),
     );
     await Promise.all(engines.map((e) => e.close()));
+    await counterCleanup();
+    await counterRedis.quit();
   }
+}
+
+function pick(o: { host?: string; port?: number; password?: string }) {
+  return { host: o.host ?? '127.0.0.1', port: o.port ?? 6379, ...(o.password ? { password: o.password } : {}) };
 }
 
 /** What is left of the stages that were not dispatched, for a failure message. */

@@ -4,11 +4,11 @@
  * per queue on the cluster, and reports every executor call and every
  * deferral to the parent over IPC. On `{ type: 'stop' }` it closes and exits.
  *
- * A stage answers `no_worker_available` until its `readyAt` (epoch ms, in the
- * payload), then dispatches: the same answer in every process, with no shared
- * state that a failover could lose.
+ * A stage answers `no_worker_available` to its first `capacityCalls` calls (in
+ * the payload), then dispatches. Calls are counted in a standalone Redis (the
+ * tests' usual one), outside the cluster, so a failover cannot lose the count.
  */
-import { Cluster } from 'ioredis';
+import IORedis, { Cluster } from 'ioredis';
 import { createDispatchEngine, type DispatchEngine, type StageRef } from '../../src';
 import { FAILOVER_TOLERANT } from './harness';
 
@@ -20,10 +20,12 @@ export interface WorkerProcessConfig {
   jitter: number;
   /** Engine lock and BullMQ lock, ms: how soon work held by a lost write is picked up again. */
   lockMs: number;
+  /** Standalone Redis holding the per-stage call counters, and their key prefix. */
+  counter: { host: string; port: number; password?: string; prefix: string };
 }
 
 export interface StagePayload {
-  readyAt: number;
+  capacityCalls: number;
 }
 
 export type WorkerEvent =
@@ -36,6 +38,7 @@ const config = JSON.parse(process.argv[2] as string) as WorkerProcessConfig;
 const send = (e: WorkerEvent) => process.send?.(e);
 const keyOf = (ref: StageRef) => `${ref.scope.join('/')}/${ref.stage}`;
 
+const counter = new IORedis({ host: config.counter.host, port: config.counter.port, password: config.counter.password });
 const cluster = new Cluster(config.startupNodes, { ...FAILOVER_TOLERANT, redisOptions: { maxRetriesPerRequest: null } });
 cluster.on('error', () => undefined);
 
@@ -54,7 +57,8 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
       const start = Date.now();
       // a little work, so attempts of different stages overlap
       await new Promise((r) => setTimeout(r, Math.random() * 10));
-      const sent = Date.now() >= payload.readyAt;
+      const n = await counter.incr(`${config.counter.prefix}:${queue}|${keyOf(ref)}`);
+      const sent = n > payload.capacityCalls;
       const end = Date.now();
       send({ type: 'call', pid: process.pid, queue, key: keyOf(ref), start, end, sent });
       return sent ? { dispatched: true, jobs: 1, reason: null } : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
@@ -84,6 +88,7 @@ process.on('message', (m: { type: string }) => {
   void (async () => {
     await Promise.all(engines.map((e) => e.close()));
     await cluster.quit().catch(() => cluster.disconnect());
+    await counter.quit().catch(() => counter.disconnect());
     process.exit(0);
   })();
 });
