@@ -43,7 +43,8 @@ describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', (
 
   describe('a capacity outcome', () => {
     it('defers the stage, and its delayed wake-up re-dispatches it through a Worker', async () => {
-      const { engine: e, callsOf } = engine(() => [NO_WORKER]);
+      // a window long enough to look at the deferral on a busy machine before it ends
+      const { engine: e, callsOf } = engine(() => [NO_WORKER], 3);
       const stage = ref(['book-1', 'ch-1']);
       e.createWorker({ concurrency: 2 });
       expect((await e.enqueue(stage, { n: 1 })).added).toBe(true);

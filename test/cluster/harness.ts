@@ -244,7 +244,8 @@ export class RedisClusterHarness {
 
   /** Closes clients, stops every node by pid, removes the temp dirs. */
   async stop(): Promise<void> {
-    await Promise.all([...this.clusters].map((c) => c.quit().catch(() => c.disconnect())));
+    // disconnect, not quit: a Cluster that still knows a killed node would keep retrying it
+    for (const c of this.clusters) c.disconnect();
     this.clusters.clear();
     for (const c of this.clients.values()) c.disconnect();
     this.clients.clear();
