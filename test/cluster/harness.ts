@@ -43,18 +43,25 @@ export const FAILOVER_TOLERANT: ClusterOptions = {
   slotsRefreshTimeout: 2000,
 };
 
-/** `count` distinct free loopback ports (all held open together, then released). */
+/**
+ * `count` distinct free loopback ports, all held open together, then released.
+ * Taken below the kernel's ephemeral range (32768+), so an outgoing connection
+ * cannot grab one between the check and redis-server binding it.
+ */
 async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];
   const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
+  while (ports.length < count) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (ports.includes(port)) continue;
     const s = createServer();
-    await new Promise<void>((resolve, reject) => {
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => resolve());
+    const ok = await new Promise<boolean>((resolve) => {
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => resolve(true));
     });
+    if (!ok) continue;
     servers.push(s);
-    ports.push((s.address() as { port: number }).port);
+    ports.push(port);
   }
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports;
@@ -68,12 +75,15 @@ async function poll<T>(check: () => Promise<T | undefined | false>, what: string
       const v = await check();
       if (v) return v;
     } catch (e) {
+      if (e instanceof NodeExitedError) throw e;
       last = e;
     }
     if (Date.now() > deadline) throw new Error(`Cluster harness: timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+class NodeExitedError extends Error {}
 
 function parseInfo(text: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -91,7 +101,18 @@ export class RedisClusterHarness {
 
   private constructor(readonly nodeTimeoutMs: number) {}
 
+  /** Starts a cluster; retried on fresh ports if a node could not start (e.g. a port taken meanwhile). */
   static async start(opts: HarnessOptions = {}): Promise<RedisClusterHarness> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisClusterHarness.startOnce(opts);
+      } catch (error) {
+        if (attempt >= 3 || !(error instanceof NodeExitedError)) throw error;
+      }
+    }
+  }
+
+  private static async startOnce(opts: HarnessOptions): Promise<RedisClusterHarness> {
     const masters = opts.masters ?? 3;
     const replicas = opts.replicasPerMaster ?? 1;
     const h = new RedisClusterHarness(opts.nodeTimeoutMs ?? 1500);
@@ -99,7 +120,18 @@ export class RedisClusterHarness {
       const total = masters * (1 + replicas);
       const ports = await freePorts(total * 2);
       for (let i = 0; i < total; i++) h.spawnNode(ports[2 * i]!, ports[2 * i + 1]!);
-      await Promise.all(h.nodes.map((n) => poll(async () => (await h.node(n.port).ping()) === 'PONG', `node ${n.port}`, 10_000)));
+      await Promise.all(
+        h.nodes.map((n) =>
+          poll(
+            async () => {
+              if (n.exited) throw new NodeExitedError(`redis-server on port ${n.port} exited at start-up`);
+              return (await h.node(n.port).ping()) === 'PONG';
+            },
+            `node ${n.port}`,
+            10_000,
+          ),
+        ),
+      );
       const create = spawnSync(
         'redis-cli',
         ['--cluster', 'create', ...h.nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
