@@ -96,6 +96,8 @@ const engine = createDispatchEngine({
   faultHook: (point, ref) => fault(point, stageId(ref)),
 });
 
+engine.queue.on('error', () => undefined); // while Redis restarts
+
 const worker = engine.createWorker({
   concurrency: Number(env.CONCURRENCY ?? 10),
   // short, so a killed worker's jobs come back fast; the no-crash test uses BullMQ's default

@@ -83,6 +83,8 @@ function connOf(url: string) {
 export class Fleet {
   private readonly children = new Map<number, ChildProcess>();
   private stopping = false;
+  /** Bookkeeping writes started on child exit; awaited before the checks. */
+  readonly pending: Promise<unknown>[] = [];
   restarts = 0;
   readonly rec: IORedis;
 
@@ -123,11 +125,12 @@ export class Fleet {
     });
     this.children.set(slot, child);
     child.on('exit', () => {
-      const pid = child.pid;
-      void this.rec
-        .sunionstore(`${this.R}:killed-open`, `${this.R}:killed-open`, `${this.R}:open:${pid}`)
-        .then(() => this.rec.del(`${this.R}:open:${pid}`))
-        .catch(() => undefined);
+      const open = `${this.R}:open:${child.pid}`;
+      // attempts open in a process that died mid-run may be repeated (at least once)
+      const record = this.stopping
+        ? this.rec.del(open)
+        : this.rec.sunionstore(`${this.R}:killed-open`, `${this.R}:killed-open`, open).then(() => this.rec.del(open));
+      this.pending.push(record.catch(() => 0));
       if (this.stopping || this.children.get(slot) !== child) return;
       this.restarts += 1;
       void this.spawn(slot);
@@ -302,10 +305,14 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
     await chaosRun;
     await sampler;
     await fleet.stop();
+    await Promise.all(fleet.pending);
 
     const report = await verify(fleet, sids, cancelAt, opts);
     report.orphans = await orphanKeys(engineRedis as never, prefix, queueName);
-    report.lostDetail = await describeStages(engineRedis, fleet.rec, base, R, report.lost.slice(0, 5));
+    report.lostDetail = await describeStages(engineRedis, fleet.rec, base, R, [
+      ...report.lost.slice(0, 5),
+      ...report.duplicatedUnexplained.slice(0, 3),
+    ]);
     report.maxLicencesPerStage = maxLic;
     report.maxQueuedJobsPerStage = maxQueued;
     report.maxWakeUpsPerStage = maxWakeUps;
@@ -455,5 +462,5 @@ export function summary(name: string, r: FleetReport): string {
     callsAfterCancel: r.callsAfterCancel,
     cancelledButDispatched: r.cancelledButDispatched,
     drainMs: r.drainMs,
-  })}${r.lostDetail.length > 0 ? `\n  lost: ${r.lostDetail.join('\n  lost: ')}` : ''}${r.crowded.length > 0 ? `\n  crowded samples: ${r.crowded.slice(0, 5).join('; ')}` : ''}`;
+  })}${r.lostDetail.length > 0 ? `\n  lost/duplicated: ${r.lostDetail.join('\n  lost/duplicated: ')}` : ''}${r.crowded.length > 0 ? `\n  crowded samples: ${r.crowded.slice(0, 5).join('; ')}` : ''}`;
 }
