@@ -8,7 +8,7 @@ import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } fro
  * The ACL documented in docs/reliability.md: keys under the prefix only, no
  * pub/sub channels, and these command categories/commands.
  */
-export const ACL_RULES = (prefix: string) => [
+const ACL_RULES = (prefix: string) => [
   'resetkeys',
   `~${prefix}:*`,
   'resetchannels',

@@ -1,5 +1,5 @@
 import { redisOptions } from '../helpers/redis';
-import { envInt, seedFor } from './harness';
+import { envInt, seedFor, LONG_MS } from './harness';
 import { runFleet, summary } from './fleet';
 
 const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
@@ -31,5 +31,5 @@ describe('several worker processes over many stages', () => {
     expect(report.orphans).toEqual([]);
     expect(report.cancelled).toBeGreaterThan(0);
     expect(report.deferrals).toBeGreaterThan(0);
-  }, 900_000);
+  }, LONG_MS);
 });

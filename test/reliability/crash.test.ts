@@ -1,5 +1,5 @@
 import { redisOptions } from '../helpers/redis';
-import { envInt, rng, seedFor } from './harness';
+import { envInt, rng, seedFor, LONG_MS } from './harness';
 import { runFleet, summary } from './fleet';
 
 const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
@@ -38,7 +38,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
     expect(report.orphans).toEqual([]);
     // every crash point was actually hit, `rounds` times
     expect(report.killsByPoint).toEqual(Object.fromEntries(POINTS.map((p) => [p, rounds])));
-  }, 900_000);
+  }, LONG_MS);
 
   it('at random moments, many times in one run: lost = 0', async () => {
     const seed = seedFor('crash-random');
@@ -77,5 +77,5 @@ describe('worker processes killed with SIGKILL and restarted', () => {
     expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
     expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
     expect(report.orphans).toEqual([]);
-  }, 900_000);
+  }, LONG_MS);
 });

@@ -225,3 +225,6 @@ export class PrivateRedis {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** Jest timeout of the long tests: 15 min in CI, 1 h in the soak run. */
+export const LONG_MS = SOAK ? 3_600_000 : 900_000;

@@ -4,7 +4,7 @@ import type { DispatchEngine } from '../../src/engine';
 import { stageIdOfJobId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
-import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome } from './harness';
+import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, LONG_MS } from './harness';
 
 /**
  * Model-based test of the contract: random sequences of user and worker
@@ -347,5 +347,5 @@ describe('the deferral contract, model-based', () => {
     );
     // eslint-disable-next-line no-console
     console.log(`[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${JSON.stringify(stats)}`);
-  }, 600_000);
+  }, LONG_MS);
 });

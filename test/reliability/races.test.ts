@@ -2,7 +2,7 @@ import type IORedis from 'ioredis';
 import type { DispatchEngine } from '../../src/engine';
 import type { DispatchResult, ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
-import { ManualWorker, answer, engineFor, envInt, latch, seedFor, rng, sidOf, type Outcome } from './harness';
+import { ManualWorker, answer, engineFor, envInt, latch, seedFor, rng, sidOf, type Outcome, LONG_MS } from './harness';
 import { EDGE_TOLERANCE_MS } from './fleet';
 
 let redis: IORedis;
@@ -260,5 +260,5 @@ describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
       await engine.close();
       await dropPrefix(redis, prefix);
     }
-  }, 600_000);
+  }, LONG_MS);
 });

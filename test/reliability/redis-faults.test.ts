@@ -1,6 +1,7 @@
 import IORedis from 'ioredis';
-import { redisOptions } from '../helpers/redis';
-import { PrivateRedis, envInt, rng, seedFor } from './harness';
+import { createDispatchEngine } from '../../src/engine';
+import { redisOptions, waitFor } from '../helpers/redis';
+import { PrivateRedis, envInt, rng, seedFor, LONG_MS } from './harness';
 import { runFleet, summary } from './fleet';
 
 const recUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
@@ -70,5 +71,32 @@ describe('Redis killed and restarted, connections dropped', () => {
     expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
     expect(report.orphans).toEqual([]);
     done = { restarts: 0, clientKills: 0, dropped: 0 };
-  }, 900_000);
+  }, LONG_MS);
+});
+
+describe('a Redis without persistence, restarted', () => {
+  it('keeps nothing: the deferral, its licence and its wake-up are all gone (state this in the docs)', async () => {
+    const volatile = await PrivateRedis.start(['--appendonly', 'no', '--save', '']);
+    const u = new URL(volatile.url);
+    const engine = createDispatchEngine({
+      connection: { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null } as never,
+      prefix: 'vol',
+      queueName: 'q',
+      executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
+      windows: { capacitySeconds: 600 },
+    });
+    engine.queue.on('error', () => undefined);
+    const ref = { scope: ['a'], stage: 's' };
+    try {
+      expect(await engine.dispatchStage(ref, {})).toMatchObject({ dispatched: false, until: expect.any(Number) });
+      expect(await engine.listDeferred()).toHaveLength(1);
+      await volatile.restart();
+      await waitFor(async () => (await engine.queue.getJobCounts('delayed')).delayed === 0, 'the restarted Redis to answer');
+      expect(await engine.isStageDeferred(ref)).toBe(false);
+      expect(await engine.listDeferred()).toEqual([]);
+    } finally {
+      await engine.close();
+      await volatile.stop();
+    }
+  });
 });
