@@ -89,10 +89,10 @@ export class Dispatcher<P> {
       const result = { dispatched: false, reason: 'executor_error', retryable: true };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
-    stopHeartbeat();
     await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
+      stopHeartbeat();
       const released = await store.release(sid, token, true);
       await opts.faultHook?.('released', ref);
       await this.removeRevoked(released.revoked, job);
@@ -102,12 +102,15 @@ export class Dispatcher<P> {
     const dominant = raw.notSent && raw.notSent.size > 0 ? classifyNotSentReasons(raw.notSent) : null;
     const reason = dominant ?? raw.reason ?? 'no_jobs_sent';
     try {
+      // the heartbeat keeps the lock through the rollback, which may be slow
       await opts.rollback?.(ref, reason, ctx.ctx);
     } catch (error) {
+      stopHeartbeat();
       const released = await store.release(sid, token, lastFailure(error));
       const result = { dispatched: false, reason, retryable: true, result: raw };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
+    stopHeartbeat();
     await opts.faultHook?.('rolled-back', ref);
 
     const cls = outcomeClass(reason);
@@ -167,8 +170,14 @@ export class Dispatcher<P> {
       : '';
     const recorded = await store.defer(sid, token, wakeUp, windowMs, log);
     const result: DispatchResult = { dispatched: false, reason, retryable: true, result: { ...raw, retryable: true } };
+    if (!recorded.recorded && recorded.cancelled) {
+      return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
+    }
     if (!recorded.recorded) {
-      return { kind: 'cancelled', chain, result: { ...result, cancelled: recorded.cancelled || undefined } };
+      // The lock expired before the deferral was recorded (a stall longer than
+      // lockMs): nothing was written, so the job must come back, not complete,
+      // or the stage is lost. Like a dispatch in flight: delayed, no attempt used.
+      return { kind: 'in_flight', chain, result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true } };
     }
     await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);

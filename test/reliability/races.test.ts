@@ -262,3 +262,51 @@ describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
     }
   }, LONG_MS);
 });
+
+describe('a dispatch lock that expires before the deferral is recorded (a stall longer than lockMs)', () => {
+  for (const which of ['ready job', 'wake-up'] as const) {
+    it(`does not drop the stage: the ${which} comes back and the deferral is recorded then`, async () => {
+      const { prefix, queueName } = isolated();
+      const lockKey = `${prefix}:${queueName}:sd:inflight:${sidOf(ref)}`;
+      let calls = 0;
+      let expireOnCall = which === 'ready job' ? 1 : 2;
+      const engine = engineFor(prefix, queueName, {
+        executor: async () => {
+          calls += 1;
+          return answer('capacity');
+        },
+        // the lock's expiry, made deterministic: it is gone when the rollback returns
+        rollback: async () => {
+          if (calls === expireOnCall) await redis.del(lockKey);
+        },
+        windows: { capacitySeconds: 60, jitter: 0 },
+      });
+      const worker = new ManualWorker(queueName, prefix);
+      try {
+        await engine.enqueue(ref, {});
+        if (which === 'wake-up') {
+          await worker.processNext(engine);
+          const [licence] = (await stateOf(engine, prefix, queueName)).licences;
+          await (await engine.queue.getJob(licence!))!.promote();
+        }
+        const first = await worker.processNext(engine);
+        const jobId = first!.job.id as string;
+        // nothing was recorded, but the job is still there to try again
+        const mid = await stateOf(engine, prefix, queueName);
+        expect(mid.marker).toBe(0);
+        expect(mid.jobs).toEqual([jobId]);
+        expireOnCall = 0;
+        await (await engine.queue.getJob(jobId))!.promote();
+        await worker.processNext(engine);
+        const after = await stateOf(engine, prefix, queueName);
+        expect(after.marker).toBe(1);
+        expect(after.licences).toHaveLength(1);
+        expect(after.jobs).toEqual([after.licences[0]]);
+      } finally {
+        await worker.close();
+        await engine.close();
+        await dropPrefix(redis, prefix);
+      }
+    });
+  }
+});
