@@ -174,7 +174,7 @@ describe('malformed job data added straight to the queue', () => {
       const good = [1, 2, 3].map((i) => ({ scope: ['good'], stage: `s${i}` }));
       for (const ref of good) await engine.enqueue(ref, {});
       const worker = engine.createWorker({ concurrency: 4 });
-      await waitFor(async () => (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length, 'bad jobs failed, good ones dispatched');
+      await waitFor(async () => (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length, 'bad jobs failed, good ones dispatched', 60_000);
       for (const id of badIds) {
         const job = (await engine.queue.getJob(id))!;
         expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({ id, state: 'failed', attemptsMade: 1 });
@@ -185,5 +185,5 @@ describe('malformed job data added straight to the queue', () => {
       await engine.close();
       await dropPrefix(redis, prefix);
     }
-  });
+  }, 120_000);
 });
