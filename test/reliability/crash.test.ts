@@ -21,7 +21,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
       recUrl: url(),
       processes: 3,
       concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
-      stages: envInt('CRASH_STAGES', 200, 3000),
+      stages: envInt('CRASH_STAGES', 150, 3000),
       seed: seedFor('crash-points'),
       cancelRate: 0.05,
       faultPlan: POINTS,
@@ -50,7 +50,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
         recUrl: url(),
         processes: 3,
         concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
-        stages: envInt('CRASH_STAGES', 200, 3000),
+        stages: envInt('CRASH_STAGES', 150, 3000),
         seed,
         cancelRate: 0.05,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
@@ -58,7 +58,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
       async (fleet, finished) => {
         let over = false;
         void finished.then(() => (over = true));
-        const max = envInt('CRASH_KILLS', 8, 60);
+        const max = envInt('CRASH_KILLS', 6, 60);
         while (!over && kills < max) {
           await Promise.race([finished, new Promise((r) => setTimeout(r, 150 + random() * 600))]);
           if (over) break;
