@@ -86,6 +86,7 @@ async function licencesOf(r: Real, sid: string): Promise<string[]> {
 
 /** The invariants, checked after every command. */
 async function checkInvariants(m: Model, r: Real) {
+  executed.checked += 1;
   expect(r.violations).toEqual([]);
   const jobs = await r.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
   for (const s of m.stages) {
@@ -107,6 +108,8 @@ async function checkInvariants(m: Model, r: Real) {
 
 /** What the runs covered, printed at the end (and quoted in docs/reliability.md). */
 const stats: Record<string, number> = {};
+/** Commands run: those followed by an invariant check, and executor scripts. */
+const executed = { checked: 0, scripts: 0 };
 const tally = (what: string) => (stats[what] = (stats[what] ?? 0) + 1);
 
 type Cmd = fc.AsyncCommand<Model, Real, false>;
@@ -136,6 +139,7 @@ class Script implements Cmd {
   check = () => true;
   async run(m: Model) {
     m.stages[this.i]!.next = this.outcome;
+    executed.scripts += 1;
   }
   toString = () => `script(${this.i}, ${this.outcome})`;
 }
@@ -346,6 +350,8 @@ describe('the deferral contract, model-based', () => {
       { seed, numRuns, verbose: 1 },
     );
     // eslint-disable-next-line no-console
-    console.log(`[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${JSON.stringify(stats)}`);
+    console.log(
+      `[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
+    );
   }, LONG_MS);
 });
