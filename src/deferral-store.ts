@@ -9,6 +9,7 @@ import { stageIdOfJobId } from './stage-ref';
  *
  *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
  *   sd:inflight:<stageId>  in-flight dispatch lock: value = token
+ *   sd:cancelled:<stageId> cancel tombstone: value = the pending job a cancel could not remove
  *   sd:licences            sorted set of wake-up ids, one per stage at most
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  */
@@ -26,7 +27,7 @@ const COMMANDS = {
   sdDefer: { keys: 4, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
-  sdCancel: { keys: 4, lua: lua.CANCEL },
+  sdCancel: { keys: 5, lua: lua.CANCEL },
   sdFail: { keys: 1, lua: lua.FAIL },
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
@@ -48,6 +49,8 @@ export type ProbeOutcome =
 const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
+/** How long a cancel tombstone waits for the begin of a job a worker already took, ms. */
+const TOMBSTONE_MS = 600_000;
 /** How long a release may wait for a begin to share a round trip with, ms. */
 const RELEASE_LINGER_MS = 2;
 
@@ -75,6 +78,9 @@ export class DeferralStore {
   lockKey(sid: string): string {
     return `${this.base}sd:inflight:${sid}`;
   }
+  tombstoneKey(sid: string): string {
+    return `${this.base}sd:cancelled:${sid}`;
+  }
   get indexKey(): string {
     return `${this.base}sd:licences`;
   }
@@ -98,7 +104,7 @@ export class DeferralStore {
 
   async begin(sid: string, token: string, lockMs: number, ownJobId: string, isWakeUp: boolean): Promise<BeginOutcome> {
     const r = (await this.batched(
-      [this.markerKey(sid), this.lockKey(sid)],
+      [this.markerKey(sid), this.lockKey(sid), this.tombstoneKey(sid)],
       ['b', sid, token, lockMs, ownJobId, isWakeUp ? '1' : '0'],
     )) as [number, string?, number?];
     switch (r[0]) {
@@ -255,7 +261,9 @@ export class DeferralStore {
       this.lockKey(sid),
       this.indexKey,
       this.dedupKey(sid),
+      this.tombstoneKey(sid),
       sid,
+      TOMBSTONE_MS,
     )) as [number, number, string, ...string[]];
     // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);

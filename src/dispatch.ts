@@ -99,11 +99,11 @@ export class Dispatcher<P> {
       this.events.emit('failed', { ref, reason: 'executor_error', error, executorMs });
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
-    stopHeartbeat();
     const executorMs = performance.now() - started;
     await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
+      stopHeartbeat();
       const released = store.release(sid, token, true, job !== undefined).then((r) => this.removeRevoked(r.revoked, job));
       // In a worker the release is not awaited: it travels alongside BullMQ's own completion of
       // the job. If it is lost, the lock expires, and a redelivery of this job takes it over.
@@ -116,12 +116,15 @@ export class Dispatcher<P> {
 
     const reason = reportedReason(raw);
     try {
+      // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
+      stopHeartbeat();
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason, retryable: true, result: raw };
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
+    stopHeartbeat();
     await opts.faultHook?.('rolled-back', ref);
 
     const cls = outcomeClass(reason);
@@ -178,7 +181,9 @@ export class Dispatcher<P> {
     if (recorded.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
     // The lock expired under us (e.g. across a failover): nothing was recorded, and another
     // attempt may own the stage now. A job tries again later, as if it had found it in flight.
-    if (!recorded.recorded) return { kind: 'lost', chain, result };
+    if (!recorded.recorded) {
+      return { kind: 'lost', chain, result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true, result: raw } };
+    }
     await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
     this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });

@@ -4,7 +4,8 @@
  *
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: a token, or `x` + token once
- * cancelled); IDX = the queue's licence index, a sorted set (all scores 0) of
+ * cancelled); T = the stage's cancel tombstone (value: the id of the pending
+ * job a cancel could not remove); IDX = the queue's licence index, a sorted set (all scores 0) of
  * wake-up job ids `<stageId>@<suffix>`, at most one per stage, optionally
  * ending in `!` (cleared: the chain starts fresh) or `?` (its job failed for
  * good; a retry by hand may run it). A wake-up job that is not the stage's
@@ -19,7 +20,7 @@ const licences = (idx: string, sid = 'ARGV[1]') =>
  * batch: the hot path. Runs, in order, the begin and release operations the
  * engine queued during one turn of the event loop (one command for many
  * attempts, and a success's release rides along with the next begin).
- * KEYS: 1 IDX, then per operation: begin -> M, L; release -> L
+ * KEYS: 1 IDX, then per operation: begin -> M, L, T; release -> L
  * ARGV: 1 number of operations, then per operation:
  *   'b', stageId, token, lockMs, own job id ('' for a direct call), '1' if a wake-up
  *   'r', stageId, token, '1' to revoke the stage's licence (chain ended)
@@ -33,11 +34,16 @@ local IDX = KEYS[1]
 -- running job's own id was left by an earlier attempt of this very job, which
 -- BullMQ only redelivers once that attempt's worker is gone; it is taken over.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
--- {4} this job's earlier attempt was cancelled in flight (lock deleted)
+-- {4} this job was cancelled: in flight in an earlier attempt (lock deleted), or
+--     after a worker took it but before this begin (tombstone T deleted)
 -- {0, licence or ''} lock taken; the wake-up's own early marker removed
-local function begin(M, L, sid, token, lockMs, own, wake)
+local function begin(M, L, T, sid, token, lockMs, own, wake)
   local m = redis.call('GET', M)
   if m and m ~= own then return {1, m, redis.call('PTTL', M)} end
+  if own ~= '' and redis.call('GET', T) == own then
+    redis.call('DEL', T)
+    return {4}
+  end
   local l = redis.call('GET', L)
   if l then
     local mine = own .. '\\n'
@@ -72,8 +78,8 @@ local out = {}
 local k, a = 2, 2
 for i = 1, tonumber(ARGV[1]) do
   if ARGV[a] == 'b' then
-    out[i] = begin(KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
-    k, a = k + 2, a + 6
+    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+    k, a = k + 3, a + 6
   else
     out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
     k, a = k + 1, a + 4
@@ -141,8 +147,8 @@ return {0}
 
 /**
  * cancel: end a stage's deferral and revoke its wake-up; mark an in-flight dispatch cancelled.
- * KEYS: 1 M, 2 L, 3 IDX, 4 the stage's BullMQ deduplication key (its pending job)
- * ARGV: 1 stageId
+ * KEYS: 1 M, 2 L, 3 IDX, 4 the stage's BullMQ deduplication key (its pending job), 5 T
+ * ARGV: 1 stageId, 2 tombstone TTL ms
  * Returns {had marker 0|1, in flight 0|1, pending job id or '', revoked licence...}
  */
 export const CANCEL = `
@@ -155,7 +161,11 @@ if l then
   inflight = 1
   if string.sub(l, 1, 1) ~= 'x' then redis.call('SET', KEYS[2], 'x' .. l, 'KEEPTTL') end
 end
-return {had, inflight, redis.call('GET', KEYS[4]) or '', unpack(old)}
+local pending = redis.call('GET', KEYS[4])
+-- a pending job a worker already took, but whose begin has not run yet, cannot be
+-- removed nor marked through the lock: its begin finds this tombstone and stops
+if pending then redis.call('SET', KEYS[5], pending, 'PX', ARGV[2]) end
+return {had, inflight, pending or '', unpack(old)}
 `;
 
 /**

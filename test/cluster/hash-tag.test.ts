@@ -69,19 +69,21 @@ describe('the Lua scripts', () => {
     // names a script may use for a key: KEYS[...] itself, or a local / parameter bound only to KEYS entries
     const bound = new Set<string>();
     for (const [, name] of source.matchAll(/local (\w+) = KEYS\[/g)) bound.add(name!);
-    for (const [, params] of source.matchAll(/local function \w+\(([^)]*)\)/g)) {
-      const [first, second] = params!.split(',').map((p) => p.trim());
-      // the batch's functions take their keys first; every call site passes KEYS[...] there
-      if (first === 'M' && second === 'L') bound.add('M').add('L');
-      if (first === 'L') bound.add('L');
+    // the batch's functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] there
+    const keyParams = new Map<string, number[]>();
+    for (const [, fn, params] of source.matchAll(/local function (\w+)\(([^)]*)\)/g)) {
+      const names = params!.split(',').map((p) => p.trim());
+      const positions = names.flatMap((n, i) => (/^[A-Z]+$/.test(n) ? [i] : []));
+      for (const i of positions) bound.add(names[i]!);
+      keyParams.set(fn!, positions);
+    }
+    for (const [, fn, args] of source.matchAll(/(\w+)\((KEYS[^)]*)\)/g)) {
+      const list = args!.split(',').map((a) => a.trim());
+      for (const i of keyParams.get(fn!) ?? []) expect({ fn, arg: list[i] }).toEqual({ fn, arg: expect.stringMatching(/^KEYS\[/) });
     }
     for (const [, command, firstArg] of calls) {
       const key = firstArg!.trim();
       expect({ command, key, ok: /^KEYS\[[^\]]+\]$/.test(key) || bound.has(key) }).toEqual({ command, key, ok: true });
-    }
-    // every call of a batch function passes KEYS entries as its keys
-    for (const [, args] of source.matchAll(/out\[i\] = \w+\(([^)]*)\)/g)) {
-      expect(args!.split(',')[0]!.trim()).toMatch(/^KEYS\[/);
     }
   });
 });

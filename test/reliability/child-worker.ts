@@ -11,12 +11,16 @@
  *   SEED, CONCURRENCY
  *   FAULT_POINT, FAULT_RATE      kill this process (SIGKILL) at that fault point
  *                                with that probability ('any' = every point)
+ *   FAULT_PLAN, FAULT_ROUNDS     deliberate kills: the i-th process started kills
+ *                                itself at point PLAN[i % len] (after a random
+ *                                number of passes), for the first len x ROUNDS
+ *   WORKER_LOCK_MS               BullMQ lockDuration (default 1000)
  *   CHECK_OVERLAP=1              record two executor calls of one stage at once
  */
 import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import type { FaultPoint } from '../../src/options';
-import { stageId } from '../../src/stage-ref';
+import { stageId, stageIdOfJobId } from '../../src/stage-ref';
 import { FLEET_ENGINE_OPTIONS, answer, rng, type Outcome } from './harness';
 
 const env = process.env;
@@ -46,9 +50,25 @@ export function scripted(sid: string, n: number): Outcome {
 
 const random = rng(seed ^ pid);
 
+const plan = (env.FAULT_PLAN ?? '').split(',').filter(Boolean);
+const planned: Promise<{ point: string; skip: number } | null> =
+  plan.length === 0
+    ? Promise.resolve(null)
+    : rec.incr(`${R}:incarnation`).then((i) =>
+        i <= plan.length * Number(env.FAULT_ROUNDS ?? 1)
+          ? { point: plan[(i - 1) % plan.length]!, skip: Math.floor(random() * 20) }
+          : null,
+      );
+
+let dying = false;
+
 async function fault(point: FaultPoint, sid: string) {
   if (point === 'lock-taken') await rec.sadd(`${R}:open:${pid}`, sid);
-  if ((faultPoint === point || faultPoint === 'any') && random() < faultRate) {
+  const target = await planned;
+  let die = (faultPoint === point || faultPoint === 'any') && random() < faultRate;
+  if (target && target.point === point && target.skip-- <= 0) die = true;
+  if (die && !dying) {
+    dying = true; // other attempts of this process may reach a fault point before the kill lands
     await rec.multi().incr(`${R}:kills:${point}`).sadd(`${R}:killed-open`, sid).exec();
     process.kill(pid, 'SIGKILL');
     await new Promise(() => undefined);
@@ -76,10 +96,13 @@ const engine = createDispatchEngine({
   faultHook: (point, ref) => fault(point, stageId(ref)),
 });
 
+engine.queue.on('error', () => undefined); // while Redis restarts
+
 const worker = engine.createWorker({
   concurrency: Number(env.CONCURRENCY ?? 10),
-  lockDuration: 1000,
-  stalledInterval: 500,
+  // short, so a killed worker's jobs come back fast; the no-crash test uses BullMQ's default
+  lockDuration: Number(env.WORKER_LOCK_MS ?? 1000),
+  stalledInterval: Math.max(500, Number(env.WORKER_LOCK_MS ?? 1000) / 2),
   maxStalledCount: 1_000_000,
 });
 const closeOpen = (job: { data?: { scope?: string[]; stage?: string } } | undefined) => {
@@ -89,6 +112,10 @@ const closeOpen = (job: { data?: { scope?: string[]; stage?: string } } | undefi
 };
 worker.on('completed', closeOpen);
 worker.on('failed', closeOpen);
+// a job redelivered by BullMQ's stalled check (its lock expired: killed, or starved past lockDuration)
+worker.on('stalled', (jobId: string) => {
+  rec.sadd(`${R}:stalled`, stageIdOfJobId(jobId)).catch(() => undefined);
+});
 worker.on('error', () => undefined); // connection errors while Redis restarts: the worker reconnects
 worker.waitUntilReady().then(() => process.stdout.write('ready\n'));
 

@@ -25,7 +25,12 @@ export interface FleetOptions {
   cancelRate: number;
   faultPoint?: string;
   faultRate?: number;
+  /** Deliberate kills: process i kills itself at faultPlan[i % len], for len x faultRounds processes. */
+  faultPlan?: string[];
+  faultRounds?: number;
   checkOverlap?: boolean;
+  /** BullMQ lockDuration of the workers, ms (default 1000: fast recovery after a kill). */
+  workerLockMs?: number;
   /** Drain deadline, ms. */
   deadlineMs: number;
 }
@@ -42,9 +47,13 @@ export interface FleetReport {
   deferrals: number;
   /** Non-cancelled stages never dispatched. */
   lost: string[];
+  /** Redis state and executor log of the first lost stages, for diagnosis. */
+  lostDetail: string[];
   /** Stages dispatched more than once, and of those the ones with no attempt open in a killed process. */
   duplicated: string[];
   duplicatedUnexplained: string[];
+  /** Of the duplicates, those whose job was redelivered by the stalled check with no kill (lock starved). */
+  duplicatedAfterStall: number;
   /** Executor calls inside a recorded window (before `until`). */
   windowViolations: string[];
   /** Two executor calls of one stage at the same time (CHECK_OVERLAP). */
@@ -52,6 +61,8 @@ export interface FleetReport {
   /** Most licences / waiting+delayed jobs one stage had at any sample. */
   maxLicencesPerStage: number;
   maxQueuedJobsPerStage: number;
+  /** Most licensed wake-up jobs (waiting or delayed) one stage had at any sample (stale ones are no-ops). */
+  maxWakeUpsPerStage: number;
   /** Samples where one stage had more than one licence or queued job (first 20). */
   crowded: string[];
   /** Keys left under the prefix after the drain that belong to no stage. */
@@ -72,6 +83,8 @@ function connOf(url: string) {
 export class Fleet {
   private readonly children = new Map<number, ChildProcess>();
   private stopping = false;
+  /** Bookkeeping writes started on child exit; awaited before the checks. */
+  readonly pending: Promise<unknown>[] = [];
   restarts = 0;
   readonly rec: IORedis;
 
@@ -104,16 +117,20 @@ export class Fleet {
         CONCURRENCY: String(o.concurrency),
         FAULT_POINT: o.faultPoint ?? '',
         FAULT_RATE: String(o.faultRate ?? 0),
+        FAULT_PLAN: (o.faultPlan ?? []).join(','),
+        FAULT_ROUNDS: String(o.faultRounds ?? 1),
         CHECK_OVERLAP: o.checkOverlap ? '1' : '0',
+        WORKER_LOCK_MS: String(o.workerLockMs ?? 1000),
       },
     });
     this.children.set(slot, child);
     child.on('exit', () => {
-      const pid = child.pid;
-      void this.rec
-        .sunionstore(`${this.R}:killed-open`, `${this.R}:killed-open`, `${this.R}:open:${pid}`)
-        .then(() => this.rec.del(`${this.R}:open:${pid}`))
-        .catch(() => undefined);
+      const open = `${this.R}:open:${child.pid}`;
+      // attempts open in a process that died mid-run may be repeated (at least once)
+      const record = this.stopping
+        ? this.rec.del(open)
+        : this.rec.sunionstore(`${this.R}:killed-open`, `${this.R}:killed-open`, open).then(() => this.rec.del(open));
+      this.pending.push(record.catch(() => 0));
       if (this.stopping || this.children.get(slot) !== child) return;
       this.restarts += 1;
       void this.spawn(slot);
@@ -203,6 +220,7 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
   const deadline = Date.now() + opts.deadlineMs;
   let maxLic = 0;
   let maxQueued = 0;
+  let maxWakeUps = 0;
   const crowded: string[] = [];
   let done = false;
   let finish!: () => void;
@@ -237,6 +255,8 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
           };
           maxLic = Math.max(maxLic, per(lic));
           maxQueued = Math.max(maxQueued, per([...delayed, ...waiting]));
+          const licensed = new Set(lic.map((l) => l.replace(/!$/, '')));
+          maxWakeUps = Math.max(maxWakeUps, per([...delayed, ...waiting].filter((x) => licensed.has(x))));
         } catch {
           // Redis restarting
         }
@@ -285,11 +305,17 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
     await chaosRun;
     await sampler;
     await fleet.stop();
+    await Promise.all(fleet.pending);
 
     const report = await verify(fleet, sids, cancelAt, opts);
     report.orphans = await orphanKeys(engineRedis as never, prefix, queueName);
+    report.lostDetail = await describeStages(engineRedis, fleet.rec, base, R, [
+      ...report.lost.slice(0, 5),
+      ...report.duplicatedUnexplained.slice(0, 3),
+    ]);
     report.maxLicencesPerStage = maxLic;
     report.maxQueuedJobsPerStage = maxQueued;
+    report.maxWakeUpsPerStage = maxWakeUps;
     report.crowded = crowded.slice(0, 20);
     report.drainMs = drainMs;
     report.restarts = fleet.restarts;
@@ -304,6 +330,31 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
     await engineRedis.quit().catch(() => engineRedis.disconnect());
     await fleet.dispose();
   }
+}
+
+async function describeStages(redis: IORedis, rec: IORedis, base: string, R: string, sids: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const sid of sids) {
+    const marker = await redis.get(`${base}sd:deferred:${sid}`);
+    const pttl = await redis.pttl(`${base}sd:deferred:${sid}`);
+    const lock = await redis.get(`${base}sd:inflight:${sid}`);
+    const lic = await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`);
+    const jobs: string[] = [];
+    for (const key of await redis.keys(`${base}${sid}@*`)) {
+      if (key.endsWith(':logs') || key.endsWith(':lock')) continue;
+      const id = key.slice(base.length);
+      const [state, failed] = await Promise.all([
+        redis.zscore(`${base}delayed`, id).then(async (d) =>
+          d !== null ? 'delayed' : (await redis.lpos(`${base}wait`, id)) !== null ? 'wait' : (await redis.lpos(`${base}active`, id)) !== null ? 'active' : 'other',
+        ),
+        redis.hget(key, 'failedReason'),
+      ]);
+      jobs.push(`${id}=${state}${failed ? `(${failed})` : ''}`);
+    }
+    const log = await rec.lrange(`${R}:log:${sid}`, '0', '-1');
+    out.push(`${sid}: marker=${marker}/${pttl} lock=${lock} licences=${lic.join(',')} jobs=${jobs.join(',')} calls=${log.join(' ')}`);
+  }
+  return out;
 }
 
 async function pendingStages(rec: IORedis, R: string, sids: string[], cancelAt: Map<string, number>): Promise<number> {
@@ -325,6 +376,7 @@ async function verify(fleet: Fleet, sids: string[], cancelAt: Map<string, number
   for (const sid of sids) p.lrange(`${R}:log:${sid}`, '0', '-1').lrange(`${R}:win:${sid}`, '0', '-1');
   const res = (await p.exec()) ?? [];
   const killedOpen = new Set(await rec.smembers(`${R}:killed-open`));
+  const stalled = new Set(await rec.smembers(`${R}:stalled`));
   const report: FleetReport = {
     stages: sids.length,
     cancelled: cancelAt.size,
@@ -335,12 +387,15 @@ async function verify(fleet: Fleet, sids: string[], cancelAt: Map<string, number
     executorCalls: 0,
     deferrals: 0,
     lost: [],
+    lostDetail: [],
     duplicated: [],
     duplicatedUnexplained: [],
+    duplicatedAfterStall: 0,
     windowViolations: [],
     overlaps: await rec.lrange(`${R}:violations`, '0', '-1'),
     maxLicencesPerStage: 0,
     maxQueuedJobsPerStage: 0,
+    maxWakeUpsPerStage: 0,
     crowded: [],
     orphans: [],
     callsAfterCancel: 0,
@@ -368,7 +423,8 @@ async function verify(fleet: Fleet, sids: string[], cancelAt: Map<string, number
     if (cancelled !== undefined && dispatched > 0) report.cancelledButDispatched += 1;
     if (dispatched > 1) {
       report.duplicated.push(sid);
-      if (!killedOpen.has(sid)) report.duplicatedUnexplained.push(sid);
+      if (!killedOpen.has(sid) && !stalled.has(sid)) report.duplicatedUnexplained.push(sid);
+      if (!killedOpen.has(sid) && stalled.has(sid)) report.duplicatedAfterStall += 1;
     }
     if (cancelled !== undefined) report.callsAfterCancel += calls.filter((c) => c.t > cancelled).length;
     for (const w of wins) {
@@ -396,13 +452,15 @@ export function summary(name: string, r: FleetReport): string {
     lost: r.lost.length,
     duplicated: r.duplicated.length,
     duplicatedUnexplained: r.duplicatedUnexplained.length,
+    duplicatedAfterStall: r.duplicatedAfterStall,
     windowViolations: r.windowViolations.length,
     overlaps: r.overlaps.length,
     maxLicencesPerStage: r.maxLicencesPerStage,
     maxQueuedJobsPerStage: r.maxQueuedJobsPerStage,
+    maxWakeUpsPerStage: r.maxWakeUpsPerStage,
     orphans: r.orphans.length,
     callsAfterCancel: r.callsAfterCancel,
     cancelledButDispatched: r.cancelledButDispatched,
     drainMs: r.drainMs,
-  })}`;
+  })}${r.lostDetail.length > 0 ? `\n  lost/duplicated: ${r.lostDetail.join('\n  lost/duplicated: ')}` : ''}${r.crowded.length > 0 ? `\n  crowded samples: ${r.crowded.slice(0, 5).join('; ')}` : ''}`;
 }

@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import IORedis from 'ioredis';
+import { createDispatchEngine } from '../../src/engine';
+import type { ExecutorResult, StageRef } from '../../src/types';
+import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
+
+/**
+ * The ACL documented in docs/reliability.md: keys under the prefix only, no
+ * pub/sub channels, and these command categories/commands.
+ */
+const ACL_RULES = (prefix: string) => [
+  'resetkeys',
+  `~${prefix}:*`,
+  'resetchannels',
+  '-@all',
+  '+@read',
+  '+@write',
+  '+@scripting',
+  '+@transaction',
+  '+info', // ioredis' ready check and BullMQ's Redis version check
+  '+client|setname', // BullMQ names its connections (Queue.getWorkers); optional
+];
+
+describe('under a Redis ACL user restricted to the prefix', () => {
+  let admin: IORedis;
+  const user = `rel-${randomUUID().slice(0, 8)}`;
+  const password = randomUUID();
+  const { prefix, queueName } = isolated();
+
+  beforeAll(async () => {
+    admin = client();
+    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix));
+  });
+  afterAll(async () => {
+    await admin.call('ACL', 'DELUSER', user);
+    await dropPrefix(admin, prefix);
+    await closeClients();
+  });
+
+  it('enqueues, defers, wakes up, cancels, clears and dispatches end to end', async () => {
+    const connection = { ...redisOptions(), username: user, password };
+    const calls = new Map<string, number>();
+    const engine = createDispatchEngine({
+      connection: connection as never,
+      prefix,
+      queueName,
+      executor: async (ref: StageRef): Promise<ExecutorResult> => {
+        const n = (calls.get(ref.stage) ?? 0) + 1;
+        calls.set(ref.stage, n);
+        return n < 3 ? { dispatched: false, jobs: 0, reason: 'no_worker_available' } : { dispatched: true, jobs: 1, reason: null };
+      },
+      windows: { capacitySeconds: 0.1, jitter: 0 },
+    });
+    const errors: Error[] = [];
+    engine.queue.on('error', (e) => errors.push(e));
+    const worker = engine.createWorker({ concurrency: 4 });
+    worker.on('error', (e) => errors.push(e));
+    worker.on('failed', (_job, e) => errors.push(e));
+    try {
+      const refs = ['a', 'b', 'c', 'd'].map((stage) => ({ scope: ['acl', 'x'], stage }));
+      for (const ref of refs) expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
+      // cancel one while it is deferred, clear the scope for the others
+      await waitFor(async () => (await engine.listDeferred(['acl'])).length > 0, 'a deferral');
+      await engine.cancelActiveDispatch(refs[3]!);
+      await engine.clearDeferrals(['acl', 'x']);
+      await waitFor(() => ['a', 'b', 'c'].every((s) => (calls.get(s) ?? 0) >= 3), 'three stages dispatched', 15_000);
+      expect(errors).toEqual([]);
+      // the user really is confined: a key outside the prefix is refused
+      const confined = new IORedis({ ...redisOptions(), username: user, password, maxRetriesPerRequest: 0 });
+      await expect(confined.set(`not-${prefix}`, '1')).rejects.toThrow(/NOPERM/);
+      confined.disconnect();
+    } finally {
+      await worker.close();
+      await engine.close();
+    }
+  });
+});

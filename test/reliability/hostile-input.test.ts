@@ -1,0 +1,189 @@
+import { Queue } from 'bullmq';
+import fc from 'fast-check';
+import type IORedis from 'ioredis';
+import { InvalidStageRefError } from '../../src/errors';
+import { FRESH_CHAIN, readyJobId, wakeUpJobId } from '../../src/job-data';
+import { parseStageId, stageId } from '../../src/stage-ref';
+import type { StageRef } from '../../src/types';
+import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions, waitFor } from '../helpers/redis';
+import { engineFor, envInt, seedFor } from './harness';
+
+/** Segments built to break encodings: separators, braces, `%`, emoji, lone surrogates, digits, very long. */
+const nasty = fc.constantFrom('/', '@', ':', '::', '{', '}', '{app}', '%', '%2F', '%25', '|', '!', '.', '0', '123', ' ', '\u0000', '😀', '👩‍👩‍👧', '\uD800', '\uDFFF', 'é', 'é');
+const segment = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }) },
+  { weight: 1, arbitrary: fc.constant('') },
+  { weight: 3, arbitrary: fc.array(fc.oneof(nasty, fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 6 }).map((a) => a.join('')) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 100, maxLength: 600 }) },
+);
+const refArb: fc.Arbitrary<StageRef> = fc.record({ scope: fc.array(segment, { minLength: 0, maxLength: 9 }), stage: segment });
+
+function tryId(ref: StageRef): string | InvalidStageRefError {
+  try {
+    return stageId(ref);
+  } catch (e) {
+    if (e instanceof InvalidStageRefError) return e;
+    throw e;
+  }
+}
+
+const runs = () => envInt('HOSTILE_RUNS', 200, 5000);
+
+describe('hostile stage refs', () => {
+  let redis: IORedis;
+  beforeAll(() => {
+    redis = client();
+  });
+  afterAll(closeClients);
+
+  it('the stage id encoding is injective (it round-trips) or the ref is rejected with InvalidStageRefError', () => {
+    const seed = seedFor('hostile-injective');
+    fc.assert(
+      fc.property(refArb, refArb, (a, b) => {
+        const ia = tryId(a);
+        const ib = tryId(b);
+        if (typeof ia === 'string') expect(parseStageId(ia)).toEqual({ scope: a.scope, stage: a.stage });
+        if (typeof ia === 'string' && typeof ib === 'string') {
+          const same = JSON.stringify(a) === JSON.stringify(b);
+          expect(ia === ib).toBe(same);
+        }
+      }),
+      { seed, numRuns: runs() * 5 },
+    );
+  });
+
+  it('every job id the engine builds is accepted by BullMQ as given (a real add), and rejected refs write nothing', async () => {
+    const seed = seedFor('hostile-job-ids');
+    const { prefix, queueName } = isolated();
+    const queue = new Queue(queueName, { connection: redisOptions() as never, prefix });
+    const engine = engineFor(prefix, `${queueName}-e`, {
+      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
+    });
+    let accepted = 0;
+    let rejected = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(refArb, fc.nat({ max: 1000 }), async (ref, n) => {
+          const sid = tryId(ref);
+          if (typeof sid !== 'string') {
+            rejected += 1;
+            const before = (await keysUnder(redis, prefix)).length;
+            await expect(engine.enqueue(ref, {})).rejects.toBeInstanceOf(InvalidStageRefError);
+            await expect(engine.dispatchStage(ref, {})).rejects.toBeInstanceOf(InvalidStageRefError);
+            await expect(engine.cancelActiveDispatch(ref)).rejects.toBeInstanceOf(InvalidStageRefError);
+            expect((await keysUnder(redis, prefix)).length).toBe(before);
+            return;
+          }
+          accepted += 1;
+          const ids = [
+            wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: n }, Date.now() + n),
+            wakeUpJobId(sid, 'idempotent', { capacity: n, idempotent: 1, failures: n % 3 }, Date.now()),
+            readyJobId(sid),
+          ];
+          for (const id of ids) {
+            const job = await queue.add('x', {}, { jobId: id, delay: 60_000 });
+            expect(job.id).toBe(id);
+            expect((await queue.getJob(id))?.id).toBe(id);
+          }
+          // and the engine's own enqueue of that ref adds exactly its ready job
+          const res = await engine.enqueue(ref, {});
+          expect(res.added).toBe(true);
+          expect(res.jobId?.startsWith(`${sid}@r.`)).toBe(true);
+        }),
+        { seed, numRuns: runs() },
+      );
+      // eslint-disable-next-line no-console
+      console.log(`[reliability] hostile-job-ids: ${accepted} refs accepted (3 job ids each added to BullMQ), ${rejected} rejected before any write`);
+      expect(accepted).toBeGreaterThan(0);
+      expect(rejected).toBeGreaterThan(0);
+    } finally {
+      await queue.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  }, 300_000);
+
+  it('scope prefixes given to clear and list are validated the same way', async () => {
+    const { prefix, queueName } = isolated();
+    const engine = engineFor(prefix, queueName, { executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(segment, { maxLength: 10 }), async (scope) => {
+          let valid = true;
+          try {
+            stageId({ scope, stage: 's' });
+          } catch {
+            valid = false;
+          }
+          if (valid) {
+            expect(await engine.clearDeferrals(scope)).toBe(0);
+            expect(await engine.listDeferred(scope)).toEqual([]);
+          } else {
+            await expect(engine.clearDeferrals(scope)).rejects.toBeInstanceOf(InvalidStageRefError);
+          }
+        }),
+        { seed: seedFor('hostile-scopes'), numRuns: runs() },
+      );
+      // nothing but BullMQ's queue metadata (written when the Queue starts)
+      expect((await keysUnder(redis, prefix)).filter((k) => !k.endsWith(':meta'))).toEqual([]);
+    } finally {
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  }, 120_000);
+});
+
+describe('malformed job data added straight to the queue', () => {
+  let redis: IORedis;
+  beforeAll(() => {
+    redis = client();
+  });
+  afterAll(closeClients);
+
+  it('fails that job unrecoverably (no retries); the other jobs are unaffected', async () => {
+    const { prefix, queueName } = isolated();
+    const dispatched: string[] = [];
+    const engine = engineFor(prefix, queueName, {
+      executor: async (ref) => {
+        dispatched.push(ref.stage);
+        return { dispatched: true, jobs: 1, reason: null };
+      },
+      retry: { attempts: 5, backoff: { type: 'fixed', delay: 0 } },
+    });
+    const bad: unknown[] = [
+      null,
+      'a string',
+      42,
+      {},
+      { v: 2, scope: ['a'], stage: 's', payload: 1 },
+      { v: 1, scope: 'a', stage: 's', payload: 1 },
+      { v: 1, scope: [], stage: 's', payload: 1 },
+      { v: 1, scope: ['a'], stage: '', payload: 1 },
+      { v: 1, scope: ['a', 7], stage: 's', payload: 1 },
+      { v: 1, scope: ['\uD800'], stage: 's', payload: 1 },
+      { v: 1, scope: ['a'], stage: 's', payload: 1, wakeUp: 'yes' },
+      { v: 1, scope: ['a'], stage: 's', payload: 1, class: 'other' },
+      { v: 1, scope: Array(9).fill('a'), stage: 's', payload: 1 },
+    ];
+    try {
+      const badIds: string[] = [];
+      for (const [i, data] of bad.entries()) {
+        const job = await engine.queue.add('bad', data as never, { attempts: 5, jobId: `bad@${i}` });
+        badIds.push(job.id as string);
+      }
+      const good = [1, 2, 3].map((i) => ({ scope: ['good'], stage: `s${i}` }));
+      for (const ref of good) await engine.enqueue(ref, {});
+      const worker = engine.createWorker({ concurrency: 4 });
+      await waitFor(async () => (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length, 'bad jobs failed, good ones dispatched', 60_000);
+      for (const id of badIds) {
+        const job = (await engine.queue.getJob(id))!;
+        expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({ id, state: 'failed', attemptsMade: 1 });
+      }
+      expect(dispatched.sort()).toEqual(['s1', 's2', 's3']);
+      await worker.close();
+    } finally {
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,343 @@
+import type IORedis from 'ioredis';
+import type { DispatchEngine } from '../../src/engine';
+import type { DispatchResult, ExecutorResult, StageRef } from '../../src/types';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
+import { ManualWorker, answer, engineFor, envInt, latch, seedFor, rng, sidOf, type Outcome, LONG_MS } from './harness';
+import { EDGE_TOLERANCE_MS } from './fleet';
+
+let redis: IORedis;
+beforeAll(() => {
+  redis = client();
+});
+afterAll(closeClients);
+
+const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
+
+/** Redis state of one stage: marker, lock, licences, and its queued/active jobs. */
+async function stateOf(engine: DispatchEngine, prefix: string, queueName: string, r: StageRef = ref) {
+  const base = `${prefix}:${queueName}:`;
+  const sid = sidOf(r);
+  const jobs = await engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
+  return {
+    marker: await redis.exists(engine.deferredStageKey(r)),
+    lock: await redis.exists(`${base}sd:inflight:${sid}`),
+    licences: await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`),
+    jobs: jobs.filter((j) => (j.id as string).startsWith(`${sid}@`)).map((j) => j.id as string),
+  };
+}
+
+describe('a cancel arriving while the executor of that stage is in flight', () => {
+  for (const outcome of ['capacity', 'idempotent', 'failure', 'dispatched'] as Outcome[]) {
+    for (const via of ['dispatchStage', 'worker'] as const) {
+      it(`leaves no deferral behind when the late answer is ${outcome} (${via})`, async () => {
+        const { prefix, queueName } = isolated();
+        const entered = latch();
+        const release = latch<ExecutorResult>();
+        let calls = 0;
+        const engine = engineFor(prefix, queueName, {
+          executor: async () => {
+            calls += 1;
+            entered.open();
+            return release.promise;
+          },
+          windows: { capacitySeconds: 60, idempotentSeconds: 60, jitter: 0 },
+          retry: { attempts: 1, backoff: { type: 'fixed', delay: 0 } },
+        });
+        const worker = new ManualWorker(queueName, prefix);
+        try {
+          let running: Promise<unknown>;
+          if (via === 'dispatchStage') {
+            running = engine.dispatchStage(ref, {}).catch((e: Error) => e);
+          } else {
+            await engine.enqueue(ref, {});
+            running = worker.processNext(engine);
+          }
+          await entered.promise;
+          const cancel = await engine.cancelActiveDispatch(ref, 'user');
+          expect(cancel).toMatchObject({ inFlight: true, hadDeferral: false });
+          release.open(answer(outcome));
+          const result = await running;
+          if (via === 'dispatchStage' && outcome !== 'dispatched' && outcome !== 'failure') {
+            expect(result as DispatchResult).toMatchObject({ dispatched: false, cancelled: true });
+          }
+          // the late result did not re-create the deferral, nor leave a wake-up or the lock
+          expect(await stateOf(engine, prefix, queueName)).toEqual({ marker: 0, lock: 0, licences: [], jobs: [] });
+          expect(calls).toBe(1);
+          // and the stage can be enqueued afresh
+          expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
+        } finally {
+          await worker.close();
+          await engine.close();
+          await dropPrefix(redis, prefix);
+        }
+      });
+    }
+  }
+});
+
+describe('a clear arriving while a wake-up fires', () => {
+  async function deferredStage(prefix: string, queueName: string, script: Outcome[]) {
+    let calls = 0;
+    const engine = engineFor(prefix, queueName, {
+      executor: async () => answer(script[calls++] ?? 'dispatched'),
+      windows: { capacitySeconds: 60, idempotentSeconds: 60, jitter: 0 },
+    });
+    const worker = new ManualWorker(queueName, prefix);
+    await engine.enqueue(ref, {});
+    await worker.processNext(engine); // deferred (capacity)
+    const [licence] = (await stateOf(engine, prefix, queueName)).licences;
+    return { engine, worker, licence: licence!, calls: () => calls };
+  }
+
+  it('between the wake-up being fetched and its begin: one executor call, the chain starts fresh', async () => {
+    const { prefix, queueName } = isolated();
+    const { engine, worker, licence, calls } = await deferredStage(prefix, queueName, ['capacity', 'capacity']);
+    try {
+      await (await engine.queue.getJob(licence))!.promote(); // the window ends early; the marker is still there
+      const job = await worker.worker.getNextJob('t1', { block: false });
+      expect(job?.id).toBe(licence);
+      expect(await engine.clearDeferrals(['book'])).toBe(1); // races the wake-up: promote of an active job is a no-op
+      const result = await engine.processor(job!, 't1');
+      await job!.moveToCompleted(result, 't1', false);
+      expect(calls()).toBe(2);
+      const after = await stateOf(engine, prefix, queueName);
+      // deferred again, by a fresh chain (capacity count 1, not 2)
+      expect(after.licences).toEqual([expect.stringMatching(/@cap\.1\.0\.0\./)]);
+      expect(after.jobs).toEqual([after.licences[0]]);
+      expect(after.marker).toBe(1);
+    } finally {
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  });
+
+  it('while the woken stage is in its executor: the clear finds nothing to end, and one wake-up remains', async () => {
+    const { prefix, queueName } = isolated();
+    const entered = latch();
+    const go = latch();
+    let calls = 0;
+    const engine = engineFor(prefix, queueName, {
+      executor: async () => {
+        calls += 1;
+        if (calls === 2) {
+          entered.open();
+          await go.promise;
+        }
+        return answer(calls < 3 ? 'capacity' : 'dispatched');
+      },
+      windows: { capacitySeconds: 60, jitter: 0 },
+    });
+    const worker = new ManualWorker(queueName, prefix);
+    try {
+      await engine.enqueue(ref, {});
+      await worker.processNext(engine);
+      const [licence] = (await stateOf(engine, prefix, queueName)).licences;
+      await (await engine.queue.getJob(licence!))!.promote();
+      const running = worker.processNext(engine);
+      await entered.promise;
+      expect(await engine.clearDeferrals(['book'])).toBe(0);
+      go.open();
+      await running;
+      const after = await stateOf(engine, prefix, queueName);
+      expect(after.licences).toHaveLength(1);
+      expect(after.jobs).toEqual([after.licences[0]]);
+      expect(after.marker).toBe(1);
+      expect(calls).toBe(2);
+    } finally {
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  });
+
+  it('at the same moment, many times: exactly one executor call per wake-up and one way back', async () => {
+    const iterations = envInt('RACE_ITERATIONS', 40, 1000);
+    const { prefix, queueName } = isolated();
+    let calls = 0;
+    const engine = engineFor(prefix, queueName, {
+      executor: async () => {
+        calls += 1;
+        return answer('capacity');
+      },
+      windows: { capacitySeconds: 60, jitter: 0 },
+      limits: { maxCapacityDeferrals: 1_000_000 },
+    });
+    const worker = new ManualWorker(queueName, prefix);
+    try {
+      await engine.enqueue(ref, {});
+      await worker.processNext(engine);
+      for (let i = 0; i < iterations; i++) {
+        const [licence] = (await stateOf(engine, prefix, queueName)).licences;
+        await (await engine.queue.getJob(licence!))!.promote();
+        const before = calls;
+        await Promise.all([worker.processNext(engine), engine.clearDeferrals(['book'])]);
+        // the clear may have promoted nothing (the wake-up already ran) or ended the new deferral:
+        // either way one more processing drains whatever is waiting
+        while (((await engine.queue.getJobCounts('wait')).wait ?? 0) > 0) await worker.processNext(engine);
+        expect(calls - before).toBeGreaterThanOrEqual(1);
+        expect(calls - before).toBeLessThanOrEqual(2);
+        const s = await stateOf(engine, prefix, queueName);
+        expect(s.licences).toHaveLength(1);
+        expect(s.jobs).toEqual([(s.licences[0] ?? '').replace(/!$/, '')]);
+        expect(s.lock).toBe(0);
+      }
+    } finally {
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  }, 120_000);
+});
+
+describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
+  it('calls the executor exactly once per window, even with a scheduler dispatching all the time', async () => {
+    const seed = seedFor('window-edge');
+    const random = rng(seed);
+    const stages = envInt('EDGE_STAGES', 10, 40);
+    const windowsPerStage = envInt('EDGE_WINDOWS', 12, 60);
+    const { prefix, queueName } = isolated();
+    const refs: StageRef[] = Array.from({ length: stages }, (_, i) => ({ scope: ['edge', `s${i}`], stage: 'image' }));
+    const calls = new Map<string, number[]>();
+    const windows = new Map<string, { t0: number; until: number }[]>();
+    const engine = engineFor(prefix, queueName, {
+      executor: async (r) => {
+        const list = calls.get(sidOf(r)) ?? [];
+        list.push(Date.now());
+        calls.set(sidOf(r), list);
+        return answer(list.length > windowsPerStage ? 'dispatched' : random() < 0.8 ? 'capacity' : 'idempotent');
+      },
+      journal: async (r, e) => {
+        const list = windows.get(sidOf(r)) ?? [];
+        list.push({ t0: Date.now(), until: e.until });
+        windows.set(sidOf(r), list);
+      },
+      windows: { capacitySeconds: 0.05, idempotentSeconds: 0.05, jitter: 0.2 },
+      limits: { maxCapacityDeferrals: 1_000_000, maxIdempotentDeferrals: 1_000_000 },
+      jobLog: false,
+    });
+    const worker = engine.createWorker({ concurrency: 8 });
+    let ticking = true;
+    const suppressed = { n: 0 };
+    const scheduler = (async () => {
+      while (ticking) {
+        for (const r of refs) {
+          if ((calls.get(sidOf(r))?.length ?? 0) > windowsPerStage) continue;
+          const res = await engine.dispatchStage(r, {});
+          if (res.deferred) suppressed.n += 1;
+        }
+        await new Promise((res) => setTimeout(res, 2));
+      }
+    })();
+    try {
+      for (const r of refs) await engine.enqueue(r, {});
+      await waitFor(
+        () => refs.every((r) => (calls.get(sidOf(r))?.length ?? 0) > windowsPerStage),
+        'every stage to reach its dispatch',
+        60_000 + stages * windowsPerStage * 200,
+      );
+      ticking = false;
+      await scheduler;
+      let total = 0;
+      for (const r of refs) {
+        const c = calls.get(sidOf(r))!;
+        const w = windows.get(sidOf(r))!;
+        total += w.length;
+        // one call opens each window, and exactly one call follows it, after its end
+        expect({ r, calls: c.length }).toEqual({ r, calls: w.length + 1 });
+        w.forEach((win, i) => {
+          const next = c[i + 1]!;
+          expect({ r, i, early: next < win.until - EDGE_TOLERANCE_MS }).toEqual({ r, i, early: false });
+        });
+      }
+      // eslint-disable-next-line no-console
+      console.log(`[reliability] window-edge: ${stages} stages, ${total} windows of 0.04-0.05 s, ${suppressed.n} suppressed scheduler calls`);
+      expect(suppressed.n).toBeGreaterThan(0);
+    } finally {
+      ticking = false;
+      await scheduler;
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  }, LONG_MS);
+});
+
+describe('a dispatch lock that expires before the deferral is recorded (a stall longer than lockMs)', () => {
+  for (const which of ['ready job', 'wake-up'] as const) {
+    it(`does not drop the stage: the ${which} comes back and the deferral is recorded then`, async () => {
+      const { prefix, queueName } = isolated();
+      const lockKey = `${prefix}:${queueName}:sd:inflight:${sidOf(ref)}`;
+      let calls = 0;
+      let expireOnCall = which === 'ready job' ? 1 : 2;
+      const engine = engineFor(prefix, queueName, {
+        executor: async () => {
+          calls += 1;
+          return answer('capacity');
+        },
+        // the lock's expiry, made deterministic: it is gone when the rollback returns
+        rollback: async () => {
+          if (calls === expireOnCall) await redis.del(lockKey);
+        },
+        windows: { capacitySeconds: 60, jitter: 0 },
+      });
+      const worker = new ManualWorker(queueName, prefix);
+      try {
+        await engine.enqueue(ref, {});
+        if (which === 'wake-up') {
+          await worker.processNext(engine);
+          const [licence] = (await stateOf(engine, prefix, queueName)).licences;
+          await (await engine.queue.getJob(licence!))!.promote();
+        }
+        const first = await worker.processNext(engine);
+        const jobId = first!.job.id as string;
+        // nothing was recorded, but the job is still there to try again
+        const mid = await stateOf(engine, prefix, queueName);
+        expect(mid.marker).toBe(0);
+        expect(mid.jobs).toEqual([jobId]);
+        expireOnCall = 0;
+        await (await engine.queue.getJob(jobId))!.promote();
+        await worker.processNext(engine);
+        const after = await stateOf(engine, prefix, queueName);
+        expect(after.marker).toBe(1);
+        expect(after.licences).toHaveLength(1);
+        expect(after.jobs).toEqual([after.licences[0]]);
+      } finally {
+        await worker.close();
+        await engine.close();
+        await dropPrefix(redis, prefix);
+      }
+    });
+  }
+});
+
+describe('a cancel arriving after a worker picked the job up but before its dispatch began', () => {
+  // The job is active, so `queue.remove` cannot remove it, and it holds no
+  // dispatch lock yet, so the cancel cannot mark it either: the cancel leaves a
+  // tombstone naming the job, and the job's begin honours it.
+  it('does not call the executor nor record a deferral afterwards', async () => {
+    const { prefix, queueName } = isolated();
+    let calls = 0;
+    const engine = engineFor(prefix, queueName, {
+      executor: async () => {
+        calls += 1;
+        return answer('capacity');
+      },
+      windows: { capacitySeconds: 60, jitter: 0 },
+    });
+    const worker = new ManualWorker(queueName, prefix);
+    try {
+      await engine.enqueue(ref, {});
+      const job = await worker.worker.getNextJob('t1', { block: false });
+      await engine.cancelActiveDispatch(ref, 'user');
+      const result = await engine.processor(job!, 't1');
+      await job!.moveToCompleted(result, 't1', false);
+      expect(calls).toBe(0);
+      expect(await stateOf(engine, prefix, queueName)).toEqual({ marker: 0, lock: 0, licences: [], jobs: [] });
+    } finally {
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  });
+});

@@ -1,0 +1,102 @@
+import IORedis from 'ioredis';
+import { createDispatchEngine } from '../../src/engine';
+import { redisOptions, waitFor } from '../helpers/redis';
+import { PrivateRedis, envInt, rng, seedFor, LONG_MS } from './harness';
+import { runFleet, summary } from './fleet';
+
+const recUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
+
+/**
+ * The engine's Redis is a private `redis-server --appendonly yes
+ * --appendfsync always`, SIGKILLed and restarted mid-run on the same port
+ * and dir, and its client connections are dropped with `CLIENT KILL`. The
+ * children record what they see in the shared test Redis, which stays up.
+ */
+describe('Redis killed and restarted, connections dropped', () => {
+  let redis: PrivateRedis;
+  beforeAll(async () => {
+    redis = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always', '--save', '']);
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('workers reconnect and resume; no deferred stage is lost, none runs twice in its window', async () => {
+    const seed = seedFor('redis-faults');
+    const random = rng(seed);
+    const restarts = envInt('REDIS_RESTARTS', 2, 6);
+    const clientKills = envInt('CLIENT_KILLS', 3, 10);
+    let done = { restarts: 0, clientKills: 0, dropped: 0 };
+    const report = await runFleet(
+      {
+        redisUrl: redis.url,
+        recUrl: recUrl(),
+        processes: 3,
+        concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
+        stages: envInt('REDIS_FAULT_STAGES', 300, 3000),
+        seed,
+        cancelRate: 0.05,
+        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+      },
+      async (_fleet, finished) => {
+        let over = false;
+        void finished.then(() => (over = true));
+        const pause = (ms: number) => Promise.race([finished, new Promise((r) => setTimeout(r, ms))]);
+        const admin = new IORedis(redis.url, { maxRetriesPerRequest: null });
+        admin.on('error', () => undefined);
+        const plan = [...Array(restarts).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(() => random() - 0.5);
+        for (const step of plan) {
+          await pause(300 + random() * 700);
+          if (over) break;
+          if (step === 'restart') {
+            await redis.kill9();
+            await pause(200 + random() * 500);
+            await redis.restart();
+            done.restarts += 1;
+          } else {
+            done.dropped += Number(await (admin.call('CLIENT', 'KILL', 'TYPE', 'normal') as Promise<number>).catch(() => 0));
+            done.clientKills += 1;
+          }
+        }
+        admin.disconnect();
+      },
+    );
+    // eslint-disable-next-line no-console
+    console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
+    expect(done.restarts + done.clientKills).toBeGreaterThan(0);
+    expect(report.lost).toEqual([]);
+    expect(report.windowViolations).toEqual([]);
+    expect(report.duplicatedUnexplained).toEqual([]);
+    expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+    expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+    expect(report.orphans).toEqual([]);
+    done = { restarts: 0, clientKills: 0, dropped: 0 };
+  }, LONG_MS);
+});
+
+describe('a Redis without persistence, restarted', () => {
+  it('keeps nothing: the deferral, its licence and its wake-up are all gone (state this in the docs)', async () => {
+    const volatile = await PrivateRedis.start(['--appendonly', 'no', '--save', '']);
+    const u = new URL(volatile.url);
+    const engine = createDispatchEngine({
+      connection: { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null } as never,
+      prefix: 'vol',
+      queueName: 'q',
+      executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
+      windows: { capacitySeconds: 600 },
+    });
+    engine.queue.on('error', () => undefined);
+    const ref = { scope: ['a'], stage: 's' };
+    try {
+      expect(await engine.dispatchStage(ref, {})).toMatchObject({ dispatched: false, until: expect.any(Number) });
+      expect(await engine.listDeferred()).toHaveLength(1);
+      await volatile.restart();
+      await waitFor(async () => (await engine.queue.getJobCounts('delayed')).delayed === 0, 'the restarted Redis to answer');
+      expect(await engine.isStageDeferred(ref)).toBe(false);
+      expect(await engine.listDeferred()).toEqual([]);
+    } finally {
+      await engine.close();
+      await volatile.stop();
+    }
+  });
+});
