@@ -34,6 +34,7 @@ export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
   | { kind: 'in_flight' }
   | { kind: 'stale' }
+  | { kind: 'cancelled' }
   | { kind: 'locked'; licence: string | null };
 
 export type ProbeOutcome =
@@ -99,6 +100,8 @@ export class DeferralStore {
         return { kind: 'in_flight' };
       case 3:
         return { kind: 'stale' };
+      case 4:
+        return { kind: 'cancelled' };
       default:
         return { kind: 'locked', licence: r[1] ? r[1] : null };
     }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
 import { z } from 'zod';
 import type { DeferralStore } from './deferral-store';
+import type { EngineEmitter } from './events';
 import { InvalidExecutorResultError } from './errors';
 import { FRESH_CHAIN, parseLicence, wakeUpJobId, type ChainState, type DispatchJobData } from './job-data';
 import type { ResolvedOptions } from './options';
@@ -45,6 +46,7 @@ export class Dispatcher<P> {
     private readonly store: DeferralStore,
     private readonly queue: Queue,
     private readonly closing: AbortSignal,
+    private readonly events: EngineEmitter,
   ) {}
 
   async attempt(
@@ -55,46 +57,56 @@ export class Dispatcher<P> {
     job?: JobContext,
   ): Promise<Attempt> {
     const { store, opts } = this;
-    const token = randomUUID();
+    // `<job id>\n<random>`: a redelivered job recognises its crashed attempt's lock.
+    const token = `${job?.id ?? ''}\n${randomUUID()}`;
     const begun = await store.begin(sid, token, opts.lockMs, job?.id ?? '', job?.isWakeUp ?? false);
     if (begun.kind === 'deferred') {
       const lic = parseLicence(begun.wakeUpJobId);
       const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
       const until = Date.now() + begun.remainingMs;
+      this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
       return { kind: 'suppressed', chain: FRESH_CHAIN, result: { dispatched: false, reason, retryable: true, deferred: true, until } };
     }
     if (begun.kind === 'in_flight') {
       return { kind: 'in_flight', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'dispatch_in_flight', retryable: true } };
+    }
+    if (begun.kind === 'cancelled') {
+      return { kind: 'cancelled', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'cancelled', retryable: false, cancelled: true } };
     }
     if (begun.kind === 'stale') {
       return { kind: 'stale', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'stale_wake_up', retryable: false } };
     }
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
     await opts.faultHook?.('lock-taken', ref);
+    if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
     const ctx = this.context(call);
     const stopHeartbeat = this.heartbeat(sid, token, ctx.controller);
 
     let raw: ExecutorResult;
+    const started = performance.now();
     try {
       raw = this.validate(await opts.executor(ref, payload, ctx.ctx));
     } catch (error) {
       stopHeartbeat();
+      const executorMs = performance.now() - started;
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason: 'executor_error', retryable: true };
+      this.events.emit('failed', { ref, reason: 'executor_error', error, executorMs });
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
     stopHeartbeat();
+    const executorMs = performance.now() - started;
     await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
       const released = await store.release(sid, token, true);
       await opts.faultHook?.('released', ref);
       await this.removeRevoked(released.revoked, job);
+      this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
     }
 
-    const dominant = raw.notSent && raw.notSent.size > 0 ? classifyNotSentReasons(raw.notSent) : null;
-    const reason = dominant ?? raw.reason ?? 'no_jobs_sent';
+    const reason = reportedReason(raw);
     try {
       await opts.rollback?.(ref, reason, ctx.ctx);
     } catch (error) {
@@ -108,10 +120,11 @@ export class Dispatcher<P> {
     if (!cls) {
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
+      this.events.emit('failed', { ref, reason, executorMs });
       if (released.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
       return { kind: 'failed', chain, result };
     }
-    return this.defer(ref, sid, token, payload, call, job, chain, cls, reason, raw);
+    return this.defer(ref, sid, token, payload, call, job, chain, cls, reason, raw, executorMs);
   }
 
   private async defer(
@@ -125,6 +138,7 @@ export class Dispatcher<P> {
     cls: OutcomeClass,
     reason: string,
     raw: ExecutorResult,
+    executorMs: number,
   ): Promise<Attempt> {
     const { store, opts } = this;
     const deferrals = chain[cls] + 1;
@@ -166,6 +180,7 @@ export class Dispatcher<P> {
     }
     await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
+    this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });
     await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
     return { kind: 'deferred', chain: next, result: { ...result, until } };
   }
@@ -215,3 +230,18 @@ export class Dispatcher<P> {
     return () => clearInterval(timer);
   }
 }
+
+/**
+ * The reason an attempt reports: with a non-empty `notSent`, its dominant
+ * reason when all are deferrable, else its most frequent non-deferrable one
+ * (a real failure wins); without, the executor's `reason`.
+ */
+function reportedReason(raw: ExecutorResult): string {
+  const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
+  if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';
+  const dominant = classifyNotSentReasons(new Map(counted));
+  if (dominant) return dominant;
+  const failures = counted.filter(([r]) => outcomeClass(r) === null).sort((a, b) => b[1] - a[1]);
+  return failures[0]![0];
+}
+

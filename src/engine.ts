@@ -2,6 +2,7 @@ import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptio
 import { DeferralStore } from './deferral-store';
 import { Dispatcher } from './dispatch';
 import { EngineClosedError } from './errors';
+import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
 import { enqueueStage } from './bullmq/producer';
 import { parseLicence, type DispatchJobData } from './job-data';
@@ -38,6 +39,11 @@ export interface DispatchEngine<P = unknown> {
   createWorker(opts?: Omit<WorkerOptions, 'connection' | 'prefix'>): Worker;
   /** The engine's BullMQ Queue. */
   readonly queue: Queue;
+  /** Subscribes to a typed engine event (`deferred`, `dispatched`, `suppressed`, ...). */
+  on<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
+  once<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
+  off<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
+  /** Closes the workers, the queue and the connections the engine opened; never one you passed in. */
   close(): Promise<void>;
 }
 
@@ -47,7 +53,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
   const store = new DeferralStore(queue);
   const closing = new AbortController();
-  const dispatcher = new Dispatcher<P>(opts, store, queue, closing.signal);
+  const events = new EngineEmitter();
+  const dispatcher = new Dispatcher<P>(opts, store, queue, closing.signal, events);
   const workers: Worker[] = [];
   const ownedConnections: OwnedClient[] = [];
   let closed = false;
@@ -59,6 +66,19 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const engine: DispatchEngine<P> = {
     queue,
     processor: createProcessor(dispatcher, opts),
+
+    on(name, listener) {
+      events.on(name, listener);
+      return engine;
+    },
+    once(name, listener) {
+      events.once(name, listener);
+      return engine;
+    },
+    off(name, listener) {
+      events.off(name, listener);
+      return engine;
+    },
 
     async dispatchStage(ref, payload, call = {}) {
       open();
@@ -79,12 +99,15 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     async cancelActiveDispatch(ref, reason = 'cancelled') {
       open();
       const r = await store.cancel(stageId(ref));
+      events.emit('cancelled', { ref, reason, ...r });
       return { ...r, reason };
     },
 
     async clearDeferrals(scope) {
       open();
-      return (await store.clear(scopePrefix(scope))).length;
+      const count = (await store.clear(scopePrefix(scope))).length;
+      events.emit('cleared', { scope, count });
+      return count;
     },
 
     async listDeferred(scope) {
@@ -111,7 +134,9 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async enqueue(ref, payload, call = {}) {
       open();
-      return enqueueStage(store, dispatcher, ref, payload, call);
+      const r = await enqueueStage(store, dispatcher, ref, payload, call);
+      if (r.reason === 'deferred') events.emit('suppressed', { ref, reason: 'deferred', until: r.until ?? 0, via: 'enqueue' });
+      return r;
     },
 
     createWorker(workerOpts = {}) {
@@ -134,6 +159,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       await Promise.all(workers.map((w) => w.close()));
       await queue.close();
       await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
+      events.removeAllListeners();
     },
   };
   return engine;

@@ -1,6 +1,7 @@
 export { createDispatchEngine } from './engine';
 export type { CancelResult, DispatchEngine } from './engine';
-export type { DispatchEngineOptions } from './options';
+export type { DispatchEngineOptions, FaultPoint } from './options';
+export type { EngineEvents, EngineEventName, EngineListener } from './events';
 export {
   CAPACITY_OUTCOMES,
   IDEMPOTENT_OUTCOMES,

@@ -16,17 +16,30 @@ const licences = (idx: string) =>
 
 /**
  * begin: decide whether a dispatch may run, and take the lock if so.
+ * Tokens are `<own job id>\n<random>`: a lock whose token starts with the
+ * running job's own id was left by an earlier attempt of this very job, which
+ * BullMQ only redelivers once that attempt's worker is gone; it is taken over.
  * KEYS: 1 M, 2 L, 3 IDX
  * ARGV: 1 stageId, 2 token, 3 lockMs, 4 own job id ('' for a direct call), 5 '1' if a wake-up
  * Returns {1, markerValue, pttl} deferred (no write)
  *         {2}                    in flight (no write)
  *         {3}                    stale wake-up: not the licence (no write)
+ *         {4}                    this job's earlier attempt was cancelled in flight: lock deleted
  *         {0, licence or ''}     lock taken; own early marker removed
  */
 export const BEGIN = `
 local m = redis.call('GET', KEYS[1])
 if m and m ~= ARGV[4] then return {1, m, redis.call('PTTL', KEYS[1])} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
+local l = redis.call('GET', KEYS[2])
+if l then
+  local own = ARGV[4] .. '\\n'
+  if ARGV[4] == '' then return {2} end
+  if string.sub(l, 1, #own + 1) == 'x' .. own then
+    redis.call('DEL', KEYS[2])
+    return {4}
+  end
+  if string.sub(l, 1, #own) ~= own then return {2} end
+end
 local lic = ${licences('KEYS[3]')}[1]
 if ARGV[5] == '1' and lic ~= ARGV[4] and lic ~= ARGV[4] .. '!' then return {3} end
 if m then redis.call('DEL', KEYS[1]) end

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import IORedis, { type RedisOptions } from 'ioredis';
 
 /** Where the tests' Redis is: `REDIS_URL`, else 127.0.0.1:6379. */
-export function redisOptions(): RedisOptions {
+export function redisOptions(): { host: string; port: number; password?: string } {
   const url = process.env.REDIS_URL;
   if (!url) return { host: '127.0.0.1', port: 6379 };
   const u = new URL(url);

@@ -1,0 +1,65 @@
+import { EventEmitter } from 'node:events';
+import type { OutcomeClass, StageRef } from './types';
+
+/** The engine's events. The engine tells what happened; listeners log, count or react. */
+export interface EngineEvents {
+  /** A dispatch sent jobs downstream. */
+  dispatched: { ref: StageRef; jobs: number; executorMs: number };
+  /** A deferral began (once per deferral, from the attempt that created it). */
+  deferred: {
+    ref: StageRef;
+    reason: string;
+    class: OutcomeClass;
+    until: number;
+    deferrals: number;
+    wakeUpJobId: string;
+    executorMs: number;
+  };
+  /** A dispatch or enqueue found the stage deferred and did nothing. */
+  suppressed: { ref: StageRef; reason: string; until: number; via: 'dispatch' | 'enqueue' };
+  /** `cancelActiveDispatch` ran. */
+  cancelled: { ref: StageRef; reason: string; hadDeferral: boolean; inFlight: boolean; removedJobs: number };
+  /** `clearDeferrals` ended `count` deferrals in `scope`. */
+  cleared: { scope: readonly string[]; count: number };
+  /** A wake-up job started its stage's dispatch. */
+  woken: { ref: StageRef; jobId: string };
+  /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
+  failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
+}
+
+export type EngineEventName = keyof EngineEvents;
+export type EngineListener<E extends EngineEventName> = (event: EngineEvents[E]) => void;
+
+/** A typed EventEmitter; a throwing listener never breaks a dispatch. */
+export class EngineEmitter {
+  private readonly emitter = new EventEmitter();
+
+  on<E extends EngineEventName>(name: E, listener: EngineListener<E>): this {
+    this.emitter.on(name, listener);
+    return this;
+  }
+
+  once<E extends EngineEventName>(name: E, listener: EngineListener<E>): this {
+    this.emitter.once(name, listener);
+    return this;
+  }
+
+  off<E extends EngineEventName>(name: E, listener: EngineListener<E>): this {
+    this.emitter.off(name, listener);
+    return this;
+  }
+
+  emit<E extends EngineEventName>(name: E, event: EngineEvents[E]): void {
+    for (const listener of this.emitter.listeners(name)) {
+      try {
+        (listener as EngineListener<E>)(event);
+      } catch {
+        // Listeners observe; they cannot change or break the dispatch.
+      }
+    }
+  }
+
+  removeAllListeners(): void {
+    this.emitter.removeAllListeners();
+  }
+}

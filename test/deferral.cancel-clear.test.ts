@@ -1,0 +1,127 @@
+import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { waitFor } from './helpers/redis';
+
+afterEach(teardown);
+
+const ref = (book: string, ch: string, sc: string, stage = 'image') => ({ scope: [book, ch, sc], stage });
+
+describe('clause 6: cancelActiveDispatch', () => {
+  it('removes the delayed wake-up and clears the deferral', async () => {
+    const h = harness();
+    const a = ref('b', 'c', 's');
+    h.executor.script(a, notSent('no_worker_available'));
+    await h.engine.dispatchStage(a, {});
+    expect(await h.engine.queue.getDelayedCount()).toBe(1);
+    const r = await h.engine.cancelActiveDispatch(a, 'user cancelled');
+    expect(r).toMatchObject({ hadDeferral: true, inFlight: false, removedJobs: 1, reason: 'user cancelled' });
+    expect(await h.engine.queue.getDelayedCount()).toBe(0);
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    expect(await h.redis.zcard(`${h.prefix}:${h.queueName}:sd:licences`)).toBe(0);
+    expect((await h.engine.dispatchStage(a, {})).dispatched).toBe(true);
+  });
+
+  it('a dispatch in flight when cancel arrives does not re-create the deferral with its late result', async () => {
+    const h = harness();
+    const a = ref('b', 'c', 's');
+    let answer!: (r: ReturnType<typeof notSent>) => void;
+    h.executor.script(a, () => new Promise((resolve) => (answer = resolve)));
+    const inFlight = h.engine.dispatchStage(a, {});
+    await waitFor(() => h.executor.calls.length === 1, 'executor in flight');
+    const c = await h.engine.cancelActiveDispatch(a);
+    expect(c.inFlight).toBe(true);
+    answer(notSent('no_worker_available'));
+    const late = await inFlight;
+    expect(late).toMatchObject({ dispatched: false, reason: 'no_worker_available', cancelled: true });
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    expect(await h.engine.queue.getDelayedCount()).toBe(0);
+    expect(h.journal).toHaveLength(0);
+    expect((await h.engine.dispatchStage(a, {})).dispatched).toBe(true);
+  });
+
+  it('removes a waiting enqueued job too, and a cancelled job in flight in the worker is not retried', async () => {
+    const h = harness({ retry: { attempts: 5, backoff: { type: 'fixed', delay: 10 } } });
+    const a = ref('b', 'c', 's');
+    let answer!: (r: ReturnType<typeof notSent>) => void;
+    h.executor.script(a, () => new Promise((resolve) => (answer = resolve)));
+    await h.engine.enqueue(a, {});
+    const worker = h.engine.createWorker();
+    const completed: unknown[] = [];
+    worker.on('completed', (_job, result) => completed.push(result));
+    await waitFor(() => h.executor.calls.length === 1, 'processing');
+    await h.engine.cancelActiveDispatch(a);
+    answer(notSent('send_failed'));
+    await waitFor(() => completed.length === 1, 'job completed without retry');
+    expect(completed[0]).toMatchObject({ cancelled: true });
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'failed')).toEqual({ wait: 0, delayed: 0, failed: 0 });
+
+    await worker.pause();
+    await h.engine.enqueue(a, {});
+    expect(await h.engine.queue.getWaitingCount()).toBe(1);
+    const r = await h.engine.cancelActiveDispatch(a);
+    expect(r.removedJobs).toBe(1);
+    expect(await h.engine.queue.getWaitingCount()).toBe(0);
+  });
+});
+
+describe('clause 7: clearDeferrals(scope)', () => {
+  async function deferAll(h: ReturnType<typeof harness>, refs: ReturnType<typeof ref>[]) {
+    h.executor.fallback = notSent('no_worker_available');
+    for (const r of refs) await h.engine.dispatchStage(r, {});
+    h.executor.fallback = SENT;
+  }
+
+  it('clears every deferral in the scope, returns the count, and touches nothing outside it', async () => {
+    const h = harness();
+    const inside = [ref('book', 'c1', 's1'), ref('book', 'c1', 's2'), ref('book', 'c2', 's1', 'video')];
+    const outside = [ref('book:x', 'c1', 's1'), ref('bookx', 'c1', 's1'), ref('boo', 'k', 's1'), { scope: ['book/c1'], stage: 'image' }];
+    await deferAll(h, [...inside, ...outside]);
+    expect(await h.engine.clearDeferrals(['book'])).toBe(3);
+    for (const r of inside) expect(await h.engine.isStageDeferred(r)).toBe(false);
+    for (const r of outside) expect(await h.engine.isStageDeferred(r)).toBe(true);
+    expect((await h.engine.listDeferred()).map((d) => d.ref.scope[0]).sort()).toEqual(['boo', 'book/c1', 'book:x', 'bookx']);
+  });
+
+  it('clears one scene exactly', async () => {
+    const h = harness();
+    await deferAll(h, [ref('book', 'ch', 'sc'), ref('book', 'ch', 'sc', 'video'), ref('book', 'ch', 'sc2'), ref('book', 'ch2', 'sc')]);
+    expect(await h.engine.clearDeferrals(['book', 'ch', 'sc'])).toBe(2);
+    expect((await h.engine.listDeferred(['book'])).map((d) => d.ref.scope.join('/')).sort()).toEqual(['book/ch/sc2', 'book/ch2/sc']);
+  });
+
+  it('makes the stage due at once and dispatches it once, not twice, with a fresh chain', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    const a = ref('book', 'ch', 'sc');
+    await deferAll(h, [a]);
+    const worker = h.engine.createWorker();
+    const done: unknown[] = [];
+    worker.on('completed', (_j, r) => done.push(r));
+    expect(await h.engine.clearDeferrals(['book'])).toBe(1);
+    await waitFor(() => done.length === 1, 'cleared stage dispatched');
+    expect(h.executor.calls).toHaveLength(2);
+    expect(done[0]).toMatchObject({ dispatched: true });
+    // a tick right after the clear finds nothing to do twice
+    expect(await h.engine.clearDeferrals(['book'])).toBe(0);
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active')).toEqual({ wait: 0, delayed: 0, active: 0 });
+  });
+
+  it('starts a fresh chain: the deferral count after a clear starts again at 1', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
+    const a = ref('book', 'ch', 'sc');
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.dispatchStage(a, {});
+    const worker = h.engine.createWorker();
+    const failed: string[] = [];
+    worker.on('failed', (_j, e) => failed.push(e.message));
+    expect(await h.engine.clearDeferrals(['book'])).toBe(1);
+    await waitFor(() => h.journal.length === 2, 'deferred again after the clear');
+    expect(h.journal[1]!.event).toMatchObject({ deferrals: 1 });
+    expect(failed).toEqual([]);
+    expect(await h.engine.isStageDeferred(a)).toBe(true);
+  });
+
+  it('rejects an empty or malformed scope with a typed error', async () => {
+    const h = harness();
+    await expect(h.engine.clearDeferrals([])).rejects.toMatchObject({ code: 'INVALID_STAGE_REF' });
+    await expect(h.engine.clearDeferrals(['a', ''])).rejects.toMatchObject({ code: 'INVALID_STAGE_REF' });
+  });
+});

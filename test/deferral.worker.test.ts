@@ -1,0 +1,175 @@
+import { Job } from 'bullmq';
+import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { waitFor } from './helpers/redis';
+
+afterEach(teardown);
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+const short = { windows: { capacitySeconds: 0.3, idempotentSeconds: 0.6, jitter: 0 } };
+
+function completions(h: ReturnType<typeof harness>, worker: ReturnType<ReturnType<typeof harness>['engine']['createWorker']>) {
+  const done: { id: string; result: unknown }[] = [];
+  const failed: { id: string; message: string; attemptsMade: number }[] = [];
+  worker.on('completed', (job, result) => done.push({ id: job.id as string, result }));
+  worker.on('failed', (job, err) => failed.push({ id: job?.id as string, message: err.message, attemptsMade: job?.attemptsMade ?? -1 }));
+  return { done, failed };
+}
+
+describe('clause 5: the stage comes back by itself when the window ends', () => {
+  it('the delayed wake-up carries payload and buildId and dispatches again through a real Worker', async () => {
+    const h = harness(short);
+    h.executor.script(image, notSent('no_worker_available'), notSent('no_worker_available'), SENT);
+    const r = await h.engine.enqueue(image, { scene: 7 }, { buildId: 'build-3' });
+    expect(r.added).toBe(true);
+    const worker = h.engine.createWorker();
+    const { done } = completions(h, worker);
+    await waitFor(() => h.executor.calls.length === 3 && done.length === 3, 'three attempts');
+    expect(h.executor.calls.map((c) => [c.payload, c.buildId])).toEqual([
+      [{ scene: 7 }, 'build-3'],
+      [{ scene: 7 }, 'build-3'],
+      [{ scene: 7 }, 'build-3'],
+    ]);
+    expect(h.journal.map((j) => (j.event as { deferrals: number }).deferrals)).toEqual([1, 2]);
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    expect(await h.engine.listDeferred()).toEqual([]);
+    expect(await h.redis.zcard(`${h.prefix}:${h.queueName}:sd:licences`)).toBe(0);
+  });
+
+  it('a restart of every worker loses nothing: a new engine picks the wake-up up', async () => {
+    const h = harness(short);
+    h.executor.script(image, notSent('no_worker_available'));
+    await h.engine.dispatchStage(image, { v: 1 }, { buildId: 'b' });
+    await h.engine.close();
+    const h2 = harness(short, { prefix: h.prefix, queueName: h.queueName });
+    h2.engine.createWorker();
+    await waitFor(() => h2.executor.calls.length === 1, 'wake-up dispatched by the new engine');
+    expect(h2.executor.calls[0]).toMatchObject({ payload: { v: 1 }, buildId: 'b' });
+    await waitFor(async () => (await h2.engine.queue.getJobCounts('delayed', 'wait', 'active')).delayed === 0, 'drained');
+  });
+
+  it('the wake-up job is readable: named after the stage, data shows reason, class, count, until; one log line', async () => {
+    const h = harness();
+    h.executor.script(image, notSent('no_worker_available'));
+    await h.engine.dispatchStage(image, { p: 1 });
+    const [d] = await h.engine.listDeferred(['book-1']);
+    const job = await Job.fromId(h.engine.queue, d!.wakeUpJobId);
+    expect(job!.name).toBe('image');
+    expect(job!.id).toMatch(/^book-1\/ch-2\/sc-7\/image@cap\.1\./);
+    expect(job!.data).toMatchObject({ scope: image.scope, stage: 'image', reason: 'no_worker_available', class: 'capacity', deferrals: 1 });
+    expect(Math.abs(Date.parse(job!.data.until) - d!.until)).toBeLessThan(1000);
+    expect(Math.abs(job!.timestamp + job!.delay - Date.parse(job!.data.until))).toBeLessThan(5);
+    const logs = await h.engine.queue.getJobLogs(job!.id as string);
+    expect(logs.logs).toHaveLength(1);
+    expect(logs.logs[0]).toMatch(/deferred #1 \(capacity\): no_worker_available/);
+  });
+});
+
+describe('clause 10: deferrals never spend the retry budget; real failures do, across deferrals', () => {
+  it('capacity outcomes do not count; real failures retry with BullMQ backoff and end after `attempts` in total', async () => {
+    const h = harness({ ...short, retry: { attempts: 3, backoff: { type: 'fixed', delay: 50 } } });
+    h.executor.script(
+      image,
+      notSent('send_failed'),
+      notSent('no_worker_available'),
+      notSent('send_failed'),
+      notSent('no_worker_available'),
+      notSent('send_failed'),
+      SENT,
+    );
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed } = completions(h, worker);
+    await waitFor(() => failed.length === 3, 'three real failures');
+    await waitFor(async () => (await h.engine.queue.getJobCounts('failed')).failed === 1, 'terminal failure');
+    // 5 attempts: 3 failures spent the budget of 3; the 2 deferrals spent nothing. The 6th answer never ran.
+    expect(h.executor.calls).toHaveLength(5);
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    expect(job!.failedReason).toMatch(/send_failed/);
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+
+  it('a success starts a fresh budget', async () => {
+    const h = harness({ ...short, retry: { attempts: 2, backoff: { type: 'fixed', delay: 20 } } });
+    h.executor.script(image, notSent('send_failed'), SENT, notSent('send_failed'), SENT);
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done } = completions(h, worker);
+    await waitFor(() => done.length === 1, 'first success');
+    await h.engine.enqueue(image, {});
+    await waitFor(() => done.length === 2, 'second success after one failure');
+    expect(h.executor.calls).toHaveLength(4);
+  });
+});
+
+describe('clause 11: one wake-up per deferred stage', () => {
+  it('a wake-up that starts a few ms before its own marker expires is not swallowed by it', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, notSent('no_worker_available'), SENT);
+    await h.engine.dispatchStage(image, {});
+    // The window is still open (marker alive) but the wake-up runs now: it must recognise its own marker.
+    const id = (await h.engine.listDeferred())[0]!.wakeUpJobId;
+    await h.engine.queue.getBackend().promote(id);
+    h.engine.createWorker();
+    await waitFor(() => h.executor.calls.length === 2, 'wake-up dispatched');
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+
+  it('a wake-up that lost its licence does nothing', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, notSent('no_worker_available'));
+    await h.engine.dispatchStage(image, {});
+    const id = (await h.engine.listDeferred())[0]!.wakeUpJobId;
+    await h.redis.zrem(`${h.prefix}:${h.queueName}:sd:licences`, id);
+    await h.redis.del(h.engine.deferredStageKey(image));
+    await h.engine.queue.getBackend().promote(id);
+    const worker = h.engine.createWorker();
+    const { done } = completions(h, worker);
+    await waitFor(() => done.length === 1, 'stale wake-up completed');
+    expect(done[0]!.result).toMatchObject({ reason: 'stale_wake_up' });
+    expect(h.executor.calls).toHaveLength(1);
+  });
+});
+
+describe('clause 14: deferral is bounded', () => {
+  it('too many capacity deferrals in a row fail the job with a typed error naming reason and count', async () => {
+    const h = harness({ ...short, windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 3 } });
+    h.executor.fallback = notSent('duplicate_pending');
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed } = completions(h, worker);
+    await waitFor(() => failed.length === 1, 'terminal failure');
+    expect(failed[0]!.message).toMatch(/deferred 4 times in a row for duplicate_pending/);
+    expect(h.executor.calls).toHaveLength(4);
+    expect(await h.engine.queue.getJobCounts('delayed', 'wait')).toEqual({ delayed: 0, wait: 0 });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    expect(job!.attemptsMade).toBe(1);
+  });
+
+  it('repeated idempotent outcomes complete the stage as already done, with no further wake-up', async () => {
+    const h = harness({ windows: { capacitySeconds: 0.05, idempotentSeconds: 0.05, jitter: 0 }, limits: { maxIdempotentDeferrals: 2 } });
+    h.executor.fallback = notSent('already_completed');
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done } = completions(h, worker);
+    await waitFor(() => done.some((d) => (d.result as { completed?: boolean }).completed), 'completed as done');
+    expect(h.executor.calls).toHaveLength(3);
+    expect(await h.engine.queue.getJobCounts('delayed', 'wait', 'failed')).toEqual({ delayed: 0, wait: 0, failed: 0 });
+  });
+});
+
+describe('malformed job data', () => {
+  it('fails that job unrecoverably; other jobs are unaffected', async () => {
+    const h = harness();
+    await h.engine.queue.add('image', { v: 1, scope: 'not-an-array' }, { attempts: 5 });
+    await h.engine.queue.add('image', { v: 1, scope: [], stage: 'image', payload: 1 }, { attempts: 5 });
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done, failed } = completions(h, worker);
+    await waitFor(() => done.length === 1 && failed.length === 2, 'one done, two failed');
+    for (const f of failed) expect(f.attemptsMade).toBe(1);
+    expect(failed.map((f) => f.message).join()).toMatch(/Malformed dispatch job/);
+    expect(failed.map((f) => f.message).join()).toMatch(/scope/);
+    expect(h.executor.calls).toHaveLength(1);
+  });
+});

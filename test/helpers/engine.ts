@@ -1,0 +1,121 @@
+import type IORedis from 'ioredis';
+import { createDispatchEngine, type DispatchEngine, type DispatchEngineOptions, type ExecutorResult, type StageRef } from '../../src';
+import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from './redis';
+
+export const SENT: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
+export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): ExecutorResult => ({
+  dispatched: false,
+  jobs: 0,
+  reason,
+  ...extra,
+});
+
+/**
+ * An executor whose answers a test scripts per stage; records every call.
+ * With no scripted answer left it answers `fallback`.
+ */
+export class ScriptedExecutor {
+  readonly calls: { ref: StageRef; payload: unknown; buildId?: string; force: boolean }[] = [];
+  private readonly answers = new Map<string, (ExecutorResult | Error | (() => Promise<ExecutorResult>))[]>();
+
+  constructor(public fallback: ExecutorResult = SENT) {}
+
+  script(ref: StageRef, ...answers: (ExecutorResult | Error | (() => Promise<ExecutorResult>))[]): this {
+    this.answers.set(key(ref), [...(this.answers.get(key(ref)) ?? []), ...answers]);
+    return this;
+  }
+
+  callsFor(ref: StageRef): number {
+    return this.calls.filter((c) => key(c.ref) === key(ref)).length;
+  }
+
+  readonly fn = async (ref: StageRef, payload: unknown, ctx: { buildId?: string; force: boolean }) => {
+    this.calls.push({ ref, payload, buildId: ctx.buildId, force: ctx.force });
+    const next = this.answers.get(key(ref))?.shift() ?? this.fallback;
+    if (next instanceof Error) throw next;
+    if (typeof next === 'function') return next();
+    return next;
+  };
+}
+
+function key(ref: StageRef): string {
+  return JSON.stringify([ref.scope, ref.stage]);
+}
+
+export interface Harness {
+  engine: DispatchEngine;
+  executor: ScriptedExecutor;
+  redis: IORedis;
+  prefix: string;
+  queueName: string;
+  rollbacks: { ref: StageRef; reason: string }[];
+  journal: { ref: StageRef; event: unknown }[];
+}
+
+const engines: DispatchEngine[] = [];
+const prefixes: string[] = [];
+
+/** An engine on its own prefix and queue, with a scripted executor; torn down by `teardown()`. */
+export function harness(overrides: Partial<DispatchEngineOptions> = {}, shared?: { prefix: string; queueName: string }): Harness {
+  const { prefix, queueName } = shared ?? isolated();
+  const executor = new ScriptedExecutor();
+  const rollbacks: Harness['rollbacks'] = [];
+  const journal: Harness['journal'] = [];
+  const engine = createDispatchEngine({
+    connection: redisOptions(),
+    prefix,
+    queueName,
+    executor: executor.fn,
+    rollback: async (ref, reason) => {
+      rollbacks.push({ ref, reason });
+    },
+    journal: async (ref, event) => {
+      journal.push({ ref, event });
+    },
+    windows: { capacitySeconds: 30, idempotentSeconds: 120, jitter: 0 },
+    ...overrides,
+  });
+  engines.push(engine);
+  if (!prefixes.includes(prefix)) prefixes.push(prefix);
+  return { engine, executor, redis: client(), prefix, queueName, rollbacks, journal };
+}
+
+/** Closes every engine and client the test opened and deletes its keys. */
+export async function teardown(): Promise<void> {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+  const redis = client();
+  for (const prefix of prefixes.splice(0)) await dropPrefix(redis, prefix);
+  await closeClients();
+}
+
+/**
+ * Everything under the prefix: each key's serialized value and TTL. Two equal
+ * snapshots (TTLs only counting down) mean nothing under the prefix was
+ * written in between. (The server-wide write counter cannot be used: other
+ * test files write to the same Redis in parallel.)
+ */
+export async function snapshot(redis: IORedis, prefix: string): Promise<Map<string, { dump: string; pttl: number }>> {
+  const out = new Map<string, { dump: string; pttl: number }>();
+  for (const key of await keysUnder(redis, prefix)) {
+    const [dump, pttl] = await Promise.all([redis.dumpBuffer(key), redis.pttl(key)]);
+    out.set(key, { dump: dump ? dump.toString('hex') : '', pttl });
+  }
+  return out;
+}
+
+export function expectUnwritten(before: Map<string, { dump: string; pttl: number }>, after: Map<string, { dump: string; pttl: number }>): void {
+  expect([...after.keys()]).toEqual([...before.keys()]);
+  for (const [key, was] of before) {
+    const now = after.get(key)!;
+    expect({ key, dump: now.dump }).toEqual({ key, dump: was.dump });
+    expect(now.pttl).toBeLessThanOrEqual(was.pttl);
+  }
+}
+
+/** Moves the stage's wake-up job to wait now, as if its window had ended (the marker is left alone). */
+export async function promoteWakeUp(h: Harness, ref: StageRef): Promise<string> {
+  const [d] = await h.engine.listDeferred(ref.scope);
+  if (!d) throw new Error('no deferral to promote');
+  await h.engine.queue.getBackend().promote(d.wakeUpJobId);
+  return d.wakeUpJobId;
+}
