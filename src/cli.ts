@@ -10,9 +10,8 @@
  * Exit codes: 0 done, 1 a runtime error (e.g. Redis unreachable), 2 bad input.
  */
 import { Command, CommanderError, Option } from 'commander';
-import IORedis from 'ioredis';
-import { DeferralStore } from './deferral-store';
-import { createDispatchEngine, type DispatchEngine } from './engine';
+import type { DeferralStore } from './deferral-store';
+import type { DispatchEngine } from './engine';
 import { isStageDeferralError } from './errors';
 import { resolveOptions } from './options';
 import { stageId } from './stage-ref';
@@ -51,6 +50,10 @@ function resolveRef(text: string | undefined, opts: RefOptions): StageRef {
 }
 
 async function withEngine<T>(g: GlobalOptions, run: (engine: DispatchEngine, store: DeferralStore) => Promise<T>) {
+  // Loaded here, not at the top: help and bad input answer without loading BullMQ.
+  const { default: IORedis } = await import('ioredis');
+  const { createDispatchEngine } = await import('./engine');
+  const { DeferralStore } = await import('./deferral-store');
   const redis = new IORedis(g.redis, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,

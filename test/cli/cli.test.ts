@@ -141,7 +141,7 @@ describe('cancel and clear', () => {
 });
 
 describe('bad input', () => {
-  it.each([
+  const cases: [string[], RegExp][] = [
     [['show', 'book-1/ch-1'], /expected `<scope>\/<scope>:<stage>`/],
     [['show', 'book-1//x:image'], /`scope\[1\]` to be non-empty/],
     [['show', 'a\\q:image'], /backslash must be followed by/],
@@ -151,11 +151,15 @@ describe('bad input', () => {
     [['clear'], /missing required argument 'scope'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['--queue', 'a:b', 'list'], /`queueName`: must not contain `:`/],
-  ])('refuses %j with a clear message and exit code 2', async (args, message) => {
-    const r = await cli(...args);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(message);
-    expect(r.stdout).toBe('');
+  ];
+
+  it('refuses each bad command line with a clear message and exit code 2', async () => {
+    const runs = await Promise.all(cases.map(([args]) => cli(...args)));
+    runs.forEach((r, i) => {
+      const [args, message] = cases[i]!;
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect({ args, stderr: r.stderr }).toEqual({ args, stderr: expect.stringMatching(message) });
+    });
   });
 
   it('refuses an unknown queue instead of creating it', async () => {
