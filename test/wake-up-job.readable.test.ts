@@ -41,3 +41,35 @@ describe('the wake-up job of a re-deferred stage', () => {
     expect(logs).toEqual([expect.stringMatching(new RegExp(`deferred #${second.deferrals} \\(capacity\\)`))]);
   });
 });
+
+describe('promoting a wake-up job by hand (Bull Board "Promote")', () => {
+  const own = isolated();
+  let e: DispatchEngine;
+  afterAll(async () => {
+    await e?.close();
+    await dropPrefix(client(), own.prefix);
+  });
+
+  it('dispatches the stage now, ending its deferral', async () => {
+    const calls: string[] = [];
+    e = createDispatchEngine({
+      connection: client(),
+      ...own,
+      windows: { capacitySeconds: 300 },
+      executor: async () => {
+        calls.push('call');
+        return calls.length === 1
+          ? { dispatched: false, jobs: 0, reason: 'no_worker_available' }
+          : { dispatched: true, jobs: 1, reason: null };
+      },
+    });
+    const ref = { scope: ['book-2'], stage: 'image' };
+    await e.dispatchStage(ref, null);
+    const [d] = await e.listDeferred();
+    e.createWorker();
+    await (await e.queue.getJob(d!.wakeUpJobId))!.promote();
+    await waitFor(() => calls.length === 2, 'the promoted wake-up to dispatch');
+    await waitFor(async () => !(await e.isStageDeferred(ref)), 'the deferral to end');
+    expect(await e.listDeferred()).toEqual([]);
+  });
+});
