@@ -138,6 +138,14 @@ describe('cancel and clear', () => {
     const left = JSON.parse((await cli('--json', 'list')).stdout) as { ref: string }[];
     expect(left.map((x) => x.ref).sort()).toEqual(['book-1/ch-2/sc-1:image', 'book\\/2/ch\\:1:img\\\\x']);
   });
+
+  it('show reports a cleared stage as pending, with its promoted job waiting for a worker', async () => {
+    const r = await cli('--json', 'show', 'book-1/ch-1/sc-1:image');
+    expect(r.code).toBe(0);
+    const info = JSON.parse(r.stdout);
+    expect(info).toMatchObject({ state: 'pending', jobState: 'waiting' });
+    expect(info.jobId).toMatch(/^book-1\/ch-1\/sc-1\/image@cap\.1\./);
+  });
 });
 
 describe('bad input', () => {
