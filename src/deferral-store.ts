@@ -1,5 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
+import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 
 /**
@@ -20,13 +21,13 @@ type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
 type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[Error | null, unknown][] | null> };
 
 const COMMANDS = {
-  sdBegin: { keys: 3, lua: lua.BEGIN },
+  // variable key count: the first argument is the number of keys
+  sdBatch: { keys: undefined, lua: lua.BATCH },
   sdDefer: { keys: 4, lua: lua.DEFER },
-  sdRelease: { keys: 2, lua: lua.RELEASE },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
-  // variable key count: the first argument is the number of keys
+  sdFail: { keys: 1, lua: lua.FAIL },
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
 
@@ -45,10 +46,21 @@ export type ProbeOutcome =
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
+/** How many begin/release operations one batch script call handles. */
+const MAX_BATCH = 256;
+
+interface Op {
+  keys: string[];
+  args: (string | number)[];
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
 
 export class DeferralStore {
   private readonly base: string;
   private clientPromise: Promise<Client> | undefined;
+  private queued: Op[] = [];
+  private flushScheduled = false;
 
   constructor(readonly queue: Queue) {
     this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
@@ -82,16 +94,9 @@ export class DeferralStore {
   }
 
   async begin(sid: string, token: string, lockMs: number, ownJobId: string, isWakeUp: boolean): Promise<BeginOutcome> {
-    const c = await this.client();
-    const r = (await c.sdBegin!(
-      this.markerKey(sid),
-      this.lockKey(sid),
-      this.indexKey,
-      sid,
-      token,
-      lockMs,
-      ownJobId,
-      isWakeUp ? '1' : '0',
+    const r = (await this.batched(
+      [this.markerKey(sid), this.lockKey(sid)],
+      ['b', sid, token, lockMs, ownJobId, isWakeUp ? '1' : '0'],
     )) as [number, string?, number?];
     switch (r[0]) {
       case 1:
@@ -104,6 +109,42 @@ export class DeferralStore {
         return { kind: 'cancelled' };
       default:
         return { kind: 'locked', licence: r[1] ? r[1] : null };
+    }
+  }
+
+  /**
+   * Queues a begin or release operation; everything queued in one turn of the
+   * event loop goes to Redis as one `BATCH` script call, in order.
+   */
+  private batched(keys: string[], args: (string | number)[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ keys, args, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const ops = this.queued;
+    this.queued = [];
+    this.flushScheduled = false;
+    for (let i = 0; i < ops.length; i += MAX_BATCH) {
+      const chunk = ops.slice(i, i + MAX_BATCH);
+      const keys = [this.indexKey];
+      const args: (string | number)[] = [chunk.length];
+      for (const op of chunk) {
+        keys.push(...op.keys);
+        args.push(...op.args);
+      }
+      try {
+        const c = await this.client();
+        const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
+        chunk.forEach((op, j) => op.resolve(replies[j]));
+      } catch (error) {
+        for (const op of chunk) op.reject(error);
+      }
     }
   }
 
@@ -145,12 +186,14 @@ export class DeferralStore {
   }
 
   async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const c = await this.client();
-    const r = (await c.sdRelease!(this.lockKey(sid), this.indexKey, sid, token, revoke ? '1' : '0')) as [
-      number,
-      ...string[],
-    ];
+    const r = (await this.batched([this.lockKey(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [number, ...string[]];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
+  }
+
+  /** Marks the wake-up's licence as failed for good (`?`): enqueue may add a job; a retry by hand may run it. */
+  async markFailed(sid: string, jobId: string): Promise<void> {
+    const c = await this.client();
+    await c.sdFail!(this.indexKey, sid, jobId);
   }
 
   async extend(sid: string, token: string, lockMs: number): Promise<boolean> {
@@ -178,13 +221,20 @@ export class DeferralStore {
     return (await c.exists!(this.markerKey(sid))) === 1;
   }
 
-  /** Drops a licence whose wake-up job no longer exists (removed by hand). Returns true if dropped. */
-  async dropLicenceIfOrphan(licence: string): Promise<boolean> {
-    const c = await this.client();
-    const id = licence.endsWith('!') ? licence.slice(0, -1) : licence;
-    if ((await c.exists!(this.jobKey(id))) === 1) return false;
-    await c.zrem!(this.indexKey, licence);
-    return true;
+  /**
+   * Whether a licence still stands for a pending wake-up. A licence whose job
+   * was removed by hand is dropped; one whose job failed for good (a BullMQ
+   * failure the engine did not see, e.g. stalled too often) is not pending.
+   */
+  async licenceIsLive(licence: string): Promise<boolean> {
+    const id = jobIdOfLicence(licence);
+    const state = await this.queue.getJobState(id);
+    if (state === 'unknown') {
+      const c = await this.client();
+      await c.zrem!(this.indexKey, licence);
+      return false;
+    }
+    return state !== 'failed' && state !== 'completed';
   }
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
@@ -196,7 +246,8 @@ export class DeferralStore {
       this.dedupKey(sid),
       sid,
     )) as [number, number, string, ...string[]];
-    const ids = (r.slice(3) as string[]).map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
+    const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
     if (r[2]) ids.push(r[2]);
     const removedJobs = await this.removeJobs(ids);
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
@@ -217,7 +268,7 @@ export class DeferralStore {
       const batch = licences.slice(i, i + CLEAR_BATCH);
       const keys = [this.indexKey];
       for (const lic of batch) {
-        const id = lic.endsWith('!') ? lic.slice(0, -1) : lic;
+        const id = jobIdOfLicence(lic);
         keys.push(this.markerKey(stageIdOfJobId(id)), this.jobKey(id));
       }
       const ids = (await c.sdClear!(keys.length, ...keys, ...batch)) as string[];
@@ -238,7 +289,7 @@ export class DeferralStore {
     if (licences.length === 0) return [];
     const c = await this.client();
     const p = c.pipeline();
-    const ids = licences.map((l) => (l.endsWith('!') ? l.slice(0, -1) : l));
+    const ids = licences.map(jobIdOfLicence);
     for (const id of ids) {
       const m = this.markerKey(stageIdOfJobId(id));
       p.get!(m).pttl!(m).hget!(this.jobKey(id), 'data');

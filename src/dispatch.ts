@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
-import { z } from 'zod';
 import type { DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
 import { InvalidExecutorResultError } from './errors';
-import { FRESH_CHAIN, parseLicence, wakeUpJobId, type ChainState, type DispatchJobData } from './job-data';
+import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
-import { formatZodError } from './options';
 import { classifyNotSentReasons, outcomeClass } from './outcomes';
 import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, StageRef } from './types';
 
@@ -28,13 +26,6 @@ export interface JobContext {
   attemptsMade: number;
 }
 
-const executorResultSchema = z.object({
-  dispatched: z.boolean(),
-  jobs: z.number(),
-  reason: z.string().nullable(),
-  retryable: z.boolean().optional(),
-  notSent: z.instanceof(Map).optional(),
-});
 
 /**
  * One dispatch attempt of one stage: the contract of `dispatchStage`.
@@ -45,9 +36,21 @@ export class Dispatcher<P> {
     private readonly opts: ResolvedOptions<P>,
     private readonly store: DeferralStore,
     private readonly queue: Queue,
-    private readonly closing: AbortSignal,
     private readonly events: EngineEmitter,
-  ) {}
+  ) {
+    this.ticker = setInterval(() => this.renewLocks(), Math.floor(opts.lockMs / 3));
+    this.ticker.unref();
+  }
+
+  /** Attempts whose executor is running: their locks are renewed, their signals aborted on close. */
+  private readonly running = new Map<string, { sid: string; controller: AbortController }>();
+  private readonly ticker: NodeJS.Timeout;
+
+  /** Aborts every running executor's signal and stops renewing locks. */
+  close(reason: Error): void {
+    clearInterval(this.ticker);
+    for (const { controller } of this.running.values()) controller.abort(reason);
+  }
 
   async attempt(
     ref: StageRef,
@@ -79,13 +82,15 @@ export class Dispatcher<P> {
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
     await opts.faultHook?.('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
-    const ctx = this.context(call);
-    const stopHeartbeat = this.heartbeat(sid, token, ctx.controller);
+    const controller = new AbortController();
+    const ctx: DispatchContext = { buildId: call.buildId, force: call.force ?? false, signal: controller.signal };
+    this.running.set(token, { sid, controller });
+    const stopHeartbeat = () => this.running.delete(token);
 
     let raw: ExecutorResult;
     const started = performance.now();
     try {
-      raw = this.validate(await opts.executor(ref, payload, ctx.ctx));
+      raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
       stopHeartbeat();
       const executorMs = performance.now() - started;
@@ -99,16 +104,19 @@ export class Dispatcher<P> {
     await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
-      const released = await store.release(sid, token, true);
+      const released = store.release(sid, token, true).then((r) => this.removeRevoked(r.revoked, job));
+      // In a worker the release is not awaited: it travels alongside BullMQ's own completion of
+      // the job. If it is lost, the lock expires, and a redelivery of this job takes it over.
+      if (job) released.catch(() => undefined);
+      else await released;
       await opts.faultHook?.('released', ref);
-      await this.removeRevoked(released.revoked, job);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
     }
 
     const reason = reportedReason(raw);
     try {
-      await opts.rollback?.(ref, reason, ctx.ctx);
+      await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason, retryable: true, result: raw };
@@ -144,11 +152,14 @@ export class Dispatcher<P> {
     const deferrals = chain[cls] + 1;
     const limit = cls === 'capacity' ? opts.limits.maxCapacityDeferrals : opts.limits.maxIdempotentDeferrals;
     if (deferrals > limit) {
-      // Bounded: the chain ends here, either as a terminal failure or as done.
-      const released = await store.release(sid, token, true);
-      await this.removeRevoked(released.revoked, job);
+      // Bounded: the chain ends here, as done (idempotent) or as a terminal failure (capacity).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      if (cls === 'idempotent') return { kind: 'done', chain, result: { ...result, completed: true } };
+      if (cls === 'idempotent') {
+        const released = await store.release(sid, token, true);
+        await this.removeRevoked(released.revoked, job);
+        return { kind: 'done', chain, result: { ...result, completed: true } };
+      }
+      await store.release(sid, token, false);
       return { kind: 'limit', chain: { ...chain, capacity: deferrals }, result: { ...result, limitReached: true } };
     }
 
@@ -157,18 +168,7 @@ export class Dispatcher<P> {
     const until = Date.now() + windowMs;
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + (job?.attemptsMade ?? 0) };
     const id = wakeUpJobId(sid, cls, next, until);
-    const data: DispatchJobData<P> = {
-      v: 1,
-      scope: [...ref.scope],
-      stage: ref.stage,
-      payload,
-      ...(call.buildId === undefined ? {} : { buildId: call.buildId }),
-      wakeUp: true,
-      reason,
-      class: cls,
-      until: new Date(until).toISOString(),
-      deferrals,
-    };
+    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, until: new Date(until).toISOString(), deferrals });
     const wakeUp = new Job(this.queue, ref.stage, data, this.jobOptions({ delay: windowMs }), id);
     const log = opts.jobLog
       ? `${new Date().toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`
@@ -197,37 +197,20 @@ export class Dispatcher<P> {
 
   /** Revoked wake-ups are removed; the running job itself completes on its own. */
   private async removeRevoked(revoked: string[], job: JobContext | undefined): Promise<void> {
-    const ids = revoked.map((l) => (l.endsWith('!') ? l.slice(0, -1) : l)).filter((id) => id !== job?.id);
+    const ids = revoked.map(jobIdOfLicence).filter((id) => id !== job?.id);
     if (ids.length > 0) await this.store.removeJobs(ids);
   }
 
-  private validate(value: unknown): ExecutorResult {
-    const parsed = executorResultSchema.safeParse(value);
-    if (!parsed.success) {
-      throw new InvalidExecutorResultError(`The executor returned an invalid result: ${formatZodError(parsed.error, value)}`);
-    }
-    return value as ExecutorResult;
-  }
-
-  private context(call: { buildId?: string; force?: boolean }) {
-    const controller = new AbortController();
-    const signal = AbortSignal.any([controller.signal, this.closing]);
-    const ctx: DispatchContext = { buildId: call.buildId, force: call.force ?? false, signal };
-    return { controller, ctx };
-  }
-
-  /** Renews the lock every third of its TTL; aborts the executor's signal if the lock is lost. */
-  private heartbeat(sid: string, token: string, controller: AbortController): () => void {
-    const timer = setInterval(() => {
+  /** One pipeline renews the lock of every running attempt; a lost lock aborts that executor's signal. */
+  private renewLocks(): void {
+    for (const [token, { sid, controller }] of this.running) {
       this.store.extend(sid, token, this.opts.lockMs).then(
         (held) => {
           if (!held) controller.abort(new Error('dispatch lock lost'));
         },
         () => undefined,
       );
-    }, Math.floor(this.opts.lockMs / 3));
-    timer.unref();
-    return () => clearInterval(timer);
+    }
   }
 }
 
@@ -245,3 +228,24 @@ function reportedReason(raw: ExecutorResult): string {
   return failures[0]![0];
 }
 
+
+/** Checks the executor's answer at the boundary (hand-written: this runs once per dispatch). */
+function checkExecutorResult(value: unknown): ExecutorResult {
+  const r = value as Partial<ExecutorResult> | null;
+  const problem =
+    typeof r !== 'object' || r === null
+      ? `an object, got ${r === null ? 'null' : typeof r}`
+      : typeof r.dispatched !== 'boolean'
+        ? `\`dispatched\` to be a boolean, got ${JSON.stringify(r.dispatched)}`
+        : typeof r.jobs !== 'number'
+          ? `\`jobs\` to be a number, got ${JSON.stringify(r.jobs)}`
+          : r.reason !== null && typeof r.reason !== 'string'
+            ? `\`reason\` to be a string or null, got ${JSON.stringify(r.reason)}`
+            : r.retryable !== undefined && typeof r.retryable !== 'boolean'
+              ? `\`retryable\` to be a boolean, got ${JSON.stringify(r.retryable)}`
+              : r.notSent !== undefined && !(r.notSent instanceof Map)
+                ? '`notSent` to be a Map'
+                : null;
+  if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
+  return r as ExecutorResult;
+}

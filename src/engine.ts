@@ -52,9 +52,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const opts = resolveOptions(options);
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
   const store = new DeferralStore(queue);
-  const closing = new AbortController();
   const events = new EngineEmitter();
-  const dispatcher = new Dispatcher<P>(opts, store, queue, closing.signal, events);
+  const dispatcher = new Dispatcher<P>(opts, store, queue, events);
   const workers: Worker[] = [];
   const ownedConnections: OwnedClient[] = [];
   let closed = false;
@@ -65,7 +64,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
   const engine: DispatchEngine<P> = {
     queue,
-    processor: createProcessor(dispatcher, opts),
+    processor: createProcessor(dispatcher, store, opts),
 
     on(name, listener) {
       events.on(name, listener);
@@ -155,7 +154,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     async close() {
       if (closed) return;
       closed = true;
-      closing.abort(new EngineClosedError());
+      dispatcher.close(new EngineClosedError());
       await Promise.all(workers.map((w) => w.close()));
       await queue.close();
       await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));

@@ -36,6 +36,23 @@ const schema = z.object({
   deferrals: z.number().optional(),
 });
 
+/** The data of a dispatch job for a stage; a wake-up adds why and until when. */
+export function dispatchJobData<P>(
+  ref: StageRef,
+  payload: P,
+  buildId: string | undefined,
+  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'until' | 'deferrals'>,
+): DispatchJobData<P> {
+  return {
+    v: 1,
+    scope: [...ref.scope],
+    stage: ref.stage,
+    payload,
+    ...(buildId === undefined ? {} : { buildId }),
+    ...(deferral ? { wakeUp: true as const, ...deferral } : {}),
+  };
+}
+
 export function parseJobData(data: unknown, jobId: string | undefined): DispatchJobData {
   const parsed = schema.safeParse(data);
   if (!parsed.success) {
@@ -80,28 +97,40 @@ export function readyJobId(sid: string): string {
   return `${sid}@r.${Date.now().toString(36)}${nonce()}`;
 }
 
-const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)!?$/;
+const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
+
+/**
+ * A licence is a wake-up id, maybe with a mark: `!` cleared by the user,
+ * `?` its job failed for good (a retry by hand may run it, with a fresh chain).
+ */
+export function jobIdOfLicence(licence: string): string {
+  return /[!?]$/.test(licence) ? licence.slice(0, -1) : licence;
+}
 
 export interface Licence {
   cls: OutcomeClass;
   chain: ChainState;
   /** Epoch ms at which the window ends. */
   until: number;
-  /** Cleared by the user: the chain starts fresh. */
+  /** Cleared by the user, or retried by hand after a terminal failure: the chain starts fresh. */
   fresh: boolean;
+  /** Its job failed for good: nothing of the stage is pending. */
+  failed: boolean;
 }
 
 /** What a licence (a wake-up id, maybe ending in `!`) encodes; `null` if it is not one. */
 export function parseLicence(licence: string): Licence | null {
   const m = WAKE_UP_SUFFIX.exec(licence);
   if (!m) return null;
-  const fresh = licence.endsWith('!');
+  const failed = licence.endsWith('?');
+  const fresh = failed || licence.endsWith('!');
   const chain = fresh ? FRESH_CHAIN : { capacity: Number(m[2]), idempotent: Number(m[3]), failures: Number(m[4]) };
   return {
     cls: m[1] === 'cap' ? 'capacity' : 'idempotent',
     chain,
     until: parseInt((m[5] as string).slice(0, -RAND), 36),
     fresh,
+    failed,
   };
 }
 

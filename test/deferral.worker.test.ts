@@ -86,6 +86,7 @@ describe('clause 10: deferrals never spend the retry budget; real failures do, a
     const [job] = await h.engine.queue.getJobs(['failed']);
     expect(job!.failedReason).toMatch(/send_failed/);
     expect(await h.engine.isStageDeferred(image)).toBe(false);
+    expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
   });
 
   it('a success starts a fresh budget', async () => {
@@ -146,6 +147,29 @@ describe('clause 14: deferral is bounded', () => {
     expect(job!.attemptsMade).toBe(1);
   });
 
+  it('the failed job can be retried by hand with a fresh chain, and does not block enqueue', async () => {
+    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed, done } = completions(h, worker);
+    await waitFor(() => failed.length === 1, 'terminal failure');
+    expect(h.executor.calls).toHaveLength(2);
+    // a producer may enqueue the stage again: the failed wake-up is not pending
+    await worker.pause();
+    const again = await h.engine.enqueue(image, {});
+    expect(again).toMatchObject({ added: true });
+    await h.engine.queue.remove(again.jobId!);
+    // retry by hand (as from Bull Board): it runs, with a fresh chain (deferral #1 again)
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    h.executor.script(image, { dispatched: true, jobs: 1, reason: null });
+    await job!.retry('failed');
+    worker.resume();
+    await waitFor(() => done.length >= 2, 'retried job ran');
+    expect(h.executor.calls.length).toBeGreaterThanOrEqual(3);
+    expect(done.some((d) => (d.result as { dispatched?: boolean }).dispatched)).toBe(true);
+  });
+
   it('repeated idempotent outcomes complete the stage as already done, with no further wake-up', async () => {
     const h = harness({ windows: { capacitySeconds: 0.05, idempotentSeconds: 0.05, jitter: 0 }, limits: { maxIdempotentDeferrals: 2 } });
     h.executor.fallback = notSent('already_completed');
@@ -155,6 +179,25 @@ describe('clause 14: deferral is bounded', () => {
     await waitFor(() => done.some((d) => (d.result as { completed?: boolean }).completed), 'completed as done');
     expect(h.executor.calls).toHaveLength(3);
     expect(await h.engine.queue.getJobCounts('delayed', 'wait', 'failed')).toEqual({ delayed: 0, wait: 0, failed: 0 });
+  });
+});
+
+describe('a cancel after a terminal failure', () => {
+  it('keeps the failed job as a record, and a retry by hand then does nothing', async () => {
+    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed, done } = completions(h, worker);
+    await waitFor(() => failed.length === 1, 'terminal failure');
+    const calls = h.executor.calls.length;
+    await h.engine.cancelActiveDispatch(image);
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    expect(job).toBeDefined();
+    await job!.retry('failed');
+    await waitFor(() => done.length === 2, 'retried job completed');
+    expect(done[1]!.result).toMatchObject({ reason: 'stale_wake_up' });
+    expect(h.executor.calls).toHaveLength(calls);
   });
 });
 

@@ -1,4 +1,5 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher } from '../dispatch';
 import { DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
 import { parseJobData, refOf } from '../job-data';
@@ -23,7 +24,7 @@ function unrecoverable(error: Error): UnrecoverableError {
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data: unrecoverable; other jobs are unaffected.
  */
-export function createProcessor<P>(dispatcher: Dispatcher<P>, opts: ResolvedOptions<P>): Processor {
+export function createProcessor<P>(dispatcher: Dispatcher<P>, store: DeferralStore, opts: ResolvedOptions<P>): Processor {
   return async (job: Job, token?: string): Promise<DispatchResult> => {
     let data;
     let sid: string;
@@ -46,13 +47,15 @@ export function createProcessor<P>(dispatcher: Dispatcher<P>, opts: ResolvedOpti
         await job.moveToDelayed(Date.now() + opts.inFlightRetryMs, token);
         throw new DelayedError();
       case 'limit':
+        if (data.wakeUp) await store.markFailed(sid, job.id as string);
         throw unrecoverable(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
         const error =
           attempt.error instanceof Error ? attempt.error : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + job.attemptsMade + 1;
-        if (spent >= opts.retry.attempts || error instanceof UnrecoverableError) throw unrecoverable(error);
-        throw error;
+        if (spent < opts.retry.attempts && !(error instanceof UnrecoverableError)) throw error;
+        if (data.wakeUp) await store.markFailed(sid, job.id as string);
+        throw unrecoverable(error);
       }
       default:
         return attempt.result;

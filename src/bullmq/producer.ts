@@ -1,6 +1,6 @@
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher } from '../dispatch';
-import { readyJobId, type DispatchJobData } from '../job-data';
+import { dispatchJobData, jobIdOfLicence, readyJobId } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
 
@@ -21,16 +21,10 @@ export async function enqueueStage<P>(
   const probe = await store.probe(sid);
   if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
-  if (probe.kind === 'pending' && !(await store.dropLicenceIfOrphan(probe.licence))) {
-    return { added: false, reason: 'pending', jobId: probe.licence.replace(/!$/, '') };
+  if (probe.kind === 'pending' && (await store.licenceIsLive(probe.licence))) {
+    return { added: false, reason: 'pending', jobId: jobIdOfLicence(probe.licence) };
   }
-  const data: DispatchJobData<P> = {
-    v: 1,
-    scope: [...ref.scope],
-    stage: ref.stage,
-    payload,
-    ...(call.buildId === undefined ? {} : { buildId: call.buildId }),
-  };
+  const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
   const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
   const added = job.id === jobId;

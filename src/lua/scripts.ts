@@ -6,45 +6,80 @@
  * window); L = the stage's in-flight lock (value: a token, or `x` + token once
  * cancelled); IDX = the queue's licence index, a sorted set (all scores 0) of
  * wake-up job ids `<stageId>@<suffix>`, at most one per stage, optionally
- * ending in `!` (cleared: the chain starts fresh). A wake-up job that is not
- * the stage's licence does nothing when it runs.
+ * ending in `!` (cleared: the chain starts fresh) or `?` (its job failed for
+ * good; a retry by hand may run it). A wake-up job that is not the stage's
+ * licence does nothing when it runs.
  */
 
-/** Lua snippet: the licence members of stage ARGV[1] in IDX (KEYS[idx]). */
-const licences = (idx: string) =>
-  `redis.call('ZRANGEBYLEX', ${idx}, '[' .. ARGV[1] .. '@', '[' .. ARGV[1] .. '@\\255')`;
+/** Lua snippet: the licence members of stage `sid` (default ARGV[1]) in IDX (KEYS[idx]). */
+const licences = (idx: string, sid = 'ARGV[1]') =>
+  `redis.call('ZRANGEBYLEX', ${idx}, '[' .. ${sid} .. '@', '[' .. ${sid} .. '@\\255')`;
 
 /**
- * begin: decide whether a dispatch may run, and take the lock if so.
- * Tokens are `<own job id>\n<random>`: a lock whose token starts with the
- * running job's own id was left by an earlier attempt of this very job, which
- * BullMQ only redelivers once that attempt's worker is gone; it is taken over.
- * KEYS: 1 M, 2 L, 3 IDX
- * ARGV: 1 stageId, 2 token, 3 lockMs, 4 own job id ('' for a direct call), 5 '1' if a wake-up
- * Returns {1, markerValue, pttl} deferred (no write)
- *         {2}                    in flight (no write)
- *         {3}                    stale wake-up: not the licence (no write)
- *         {4}                    this job's earlier attempt was cancelled in flight: lock deleted
- *         {0, licence or ''}     lock taken; own early marker removed
+ * batch: the hot path. Runs, in order, the begin and release operations the
+ * engine queued during one turn of the event loop (one command for many
+ * attempts, and a success's release rides along with the next begin).
+ * KEYS: 1 IDX, then per operation: begin -> M, L; release -> L
+ * ARGV: 1 number of operations, then per operation:
+ *   'b', stageId, token, lockMs, own job id ('' for a direct call), '1' if a wake-up
+ *   'r', stageId, token, '1' to revoke the stage's licence (chain ended)
+ * Returns one reply per operation, see `begin` and `release` below.
  */
-export const BEGIN = `
-local m = redis.call('GET', KEYS[1])
-if m and m ~= ARGV[4] then return {1, m, redis.call('PTTL', KEYS[1])} end
-local l = redis.call('GET', KEYS[2])
-if l then
-  local own = ARGV[4] .. '\\n'
-  if ARGV[4] == '' then return {2} end
-  if string.sub(l, 1, #own + 1) == 'x' .. own then
-    redis.call('DEL', KEYS[2])
-    return {4}
+export const BATCH = `
+local IDX = KEYS[1]
+
+-- begin: decide whether a dispatch may run, and take the lock if so.
+-- Tokens are '<own job id>\\n<random>': a lock whose token starts with the
+-- running job's own id was left by an earlier attempt of this very job, which
+-- BullMQ only redelivers once that attempt's worker is gone; it is taken over.
+-- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
+-- {4} this job's earlier attempt was cancelled in flight (lock deleted)
+-- {0, licence or ''} lock taken; the wake-up's own early marker removed
+local function begin(M, L, sid, token, lockMs, own, wake)
+  local m = redis.call('GET', M)
+  if m and m ~= own then return {1, m, redis.call('PTTL', M)} end
+  local l = redis.call('GET', L)
+  if l then
+    local mine = own .. '\\n'
+    if own == '' then return {2} end
+    if string.sub(l, 1, #mine + 1) == 'x' .. mine then
+      redis.call('DEL', L)
+      return {4}
+    end
+    if string.sub(l, 1, #mine) ~= mine then return {2} end
   end
-  if string.sub(l, 1, #own) ~= own then return {2} end
+  local lic = ${licences('IDX', 'sid')}[1]
+  if wake == '1' and lic ~= own and lic ~= own .. '!' and lic ~= own .. '?' then return {3} end
+  if m then redis.call('DEL', M) end
+  redis.call('SET', L, token, 'PX', lockMs)
+  return {0, lic or ''}
 end
-local lic = ${licences('KEYS[3]')}[1]
-if ARGV[5] == '1' and lic ~= ARGV[4] and lic ~= ARGV[4] .. '!' then return {3} end
-if m then redis.call('DEL', KEYS[1]) end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-return {0, lic or ''}
+
+-- release: end an attempt that did not defer; on success also revoke the licence.
+-- {cancelled 0|1, revoked licence...}
+local function release(L, sid, token, revoke)
+  local l = redis.call('GET', L)
+  local cancelled = 0
+  if l == 'x' .. token then cancelled = 1 end
+  if l == token or cancelled == 1 then redis.call('DEL', L) end
+  if revoke ~= '1' then return {cancelled} end
+  local old = ${licences('IDX', 'sid')}
+  for _, o in ipairs(old) do redis.call('ZREM', IDX, o) end
+  return {cancelled, unpack(old)}
+end
+
+local out = {}
+local k, a = 2, 2
+for i = 1, tonumber(ARGV[1]) do
+  if ARGV[a] == 'b' then
+    out[i] = begin(KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+    k, a = k + 2, a + 6
+  else
+    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+    k, a = k + 1, a + 4
+  end
+end
+return out
 `;
 
 /**
@@ -74,23 +109,6 @@ return {1, unpack(old)}
 `;
 
 /**
- * release: end a dispatch that did not defer.
- * KEYS: 1 L, 2 IDX
- * ARGV: 1 stageId, 2 token, 3 '1' to revoke the stage's licence (chain ended)
- * Returns {cancelled 0|1, revoked licence...}
- */
-export const RELEASE = `
-local l = redis.call('GET', KEYS[1])
-local cancelled = 0
-if l == 'x' .. ARGV[2] then cancelled = 1 end
-if l == ARGV[2] or cancelled == 1 then redis.call('DEL', KEYS[1]) end
-if ARGV[3] ~= '1' then return {cancelled} end
-local old = ${licences('KEYS[2]')}
-for _, o in ipairs(old) do redis.call('ZREM', KEYS[2], o) end
-return {cancelled, unpack(old)}
-`;
-
-/**
  * extend: renew the lock while the executor runs.
  * KEYS: 1 L   ARGV: 1 token, 2 lockMs
  * Returns 1 renewed, 0 lost
@@ -113,7 +131,7 @@ export const PROBE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
 local lic = ${licences('KEYS[3]')}[1]
-if lic then return {3, lic} end
+if lic and string.sub(lic, -1) ~= '?' then return {3, lic} end
 return {0}
 `;
 
@@ -161,4 +179,19 @@ for i, lic in ipairs(ARGV) do
   end
 end
 return cleared
+`;
+
+/**
+ * fail: the wake-up's job failed for good; its licence gets the mark `?`, so
+ * nothing of the stage counts as pending and a retry by hand may still run it.
+ * KEYS: 1 IDX   ARGV: 1 stageId, 2 the failed job's id
+ */
+export const FAIL = `
+for _, lic in ipairs(${licences('KEYS[1]')}) do
+  if lic == ARGV[2] or lic == ARGV[2] .. '!' then
+    redis.call('ZREM', KEYS[1], lic)
+    redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
+  end
+end
+return 1
 `;
