@@ -1,5 +1,4 @@
 import { metrics, type Attributes, type Meter, type ObservableResult } from '@opentelemetry/api';
-import { DeferralStore } from './deferral-store';
 import type { DispatchEngine } from './engine';
 import type { EngineEventName, EngineEvents, EngineListener } from './events';
 
@@ -12,7 +11,7 @@ export interface InstrumentOptions {
   /** The meter to create instruments on. Default: `metrics.getMeter('bullmq-stage-deferral')` (the global provider). */
   meter?: Meter;
   /**
-   * Observe `stage_deferral.stages.deferred` (one `ZCARD` per collection).
+   * Observe `stage_deferral.stages.deferred` (one `ZCARD` of the queue's delayed set per collection).
    * Default true; turn it off when several processes instrument one queue and
    * only one of them should report it.
    */
@@ -123,18 +122,17 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
 
   let stopGauge = () => undefined as void;
   if (options.deferredGauge !== false) {
-    // Cheap on purpose: one ZCARD of the licence index, O(1), however many stages
-    // are deferred. It counts stages holding a wake-up licence: deferred now, or
-    // whose window just ended and whose wake-up has not run yet.
-    const store = new DeferralStore(engine.queue);
+    // Cheap on purpose: BullMQ's delayed count, one ZCARD, O(1) however many
+    // stages are deferred. Every deferred stage has exactly one delayed wake-up;
+    // the few other delayed jobs are held back by BullMQ for a retry backoff or
+    // an in-flight retry. An exact count (`listDeferred`) reads every stage.
     const gauge = meter.createObservableGauge('stage_deferral.stages.deferred', {
-      description: 'Stages with a pending wake-up: deferred, or window ended and wake-up not yet run.',
+      description: 'Delayed jobs on the dispatch queue: one wake-up per deferred stage, plus retries held back.',
       unit: '{stage}',
     });
     const observe = async (result: ObservableResult) => {
       try {
-        const client = await store.client();
-        result.observe(Number(await client.zcard!(store.indexKey)), queue);
+        result.observe(await engine.queue.getDelayedCount(), queue);
       } catch {
         // Redis unreachable or the engine closed: no observation this time.
       }

@@ -129,6 +129,7 @@ describe('instrumentEngine', () => {
     const g = all.find((x) => x.descriptor.name === 'stage_deferral.stages.deferred')!;
     expect(g.dataPointType).toBe(DataPointType.GAUGE);
     expect(g.dataPoints.map((p) => [p.value, p.attributes['messaging.destination.name']])).toEqual([[2, queueName]]);
+    expect(await engine.listDeferred()).toHaveLength(2); // B (capacity) and C (idempotent)
   });
 
   it('counts cancels and clears', async () => {
@@ -151,13 +152,15 @@ describe('instrumentEngine', () => {
   it('stops counting once stopped', async () => {
     stop();
     await engine.dispatchStage(A, null);
-    await engine.dispatchStage(ref('sc-b2'), null); // a new deferral: one more licence in Redis
-    expect(await client().zcard(`${prefix}:${queueName}:sd:licences`)).toBe(2);
+    const before = await engine.queue.getDelayedCount();
+    await engine.dispatchStage(ref('sc-b2'), null); // a new deferral: one more delayed wake-up
+    const after = await engine.queue.getDelayedCount();
+    expect(after).toBe(before + 1);
     const all = await collect();
     expect(sum(all, 'stage_deferral.dispatch.outcomes', { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
     expect(sum(all, 'stage_deferral.deferrals.started')).toBe(2);
     const g = all.find((x) => x.descriptor.name === 'stage_deferral.stages.deferred');
-    expect((g?.dataPoints ?? []).map((p) => p.value)).not.toContain(2);
+    expect((g?.dataPoints ?? []).map((p) => p.value)).not.toContain(after);
   });
 
   it('is a no-op without an SDK (the global meter provider)', async () => {
