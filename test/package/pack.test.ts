@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildOnce, ROOT } from '../helpers/build';
+import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
 
 const run = promisify(execFile);
+
+function redisUrl(): string {
+  const o = redisOptions();
+  return `redis://${o.password ? `:${encodeURIComponent(o.password)}@` : ''}${o.host}:${o.port}`;
+}
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
 let dir: string;
@@ -74,19 +80,34 @@ describe('the packed package', () => {
     expect(stdout.trim()).toBe('cjs ok');
   });
 
-  it('loads from ESM import (dist/index.mjs) with named exports', async () => {
+  it('loads from ESM import (dist/index.mjs) and defers a stage against Redis', async () => {
+    const { prefix, queueName } = isolated();
     const script = [
       "import { createDispatchEngine, stageId, isStageDeferralError, StageDeferralError } from 'bullmq-stage-deferral';",
+      "import IORedis from 'ioredis';",
       "import assert from 'node:assert';",
       "assert.match(import.meta.resolve('bullmq-stage-deferral'), /dist\\/index\\.mjs$/);",
-      "assert.strictEqual(typeof createDispatchEngine, 'function');",
       "assert.strictEqual(stageId({ scope: ['a/b'], stage: 'image' }), 'a%2Fb/image');",
       "assert.ok(isStageDeferralError(new StageDeferralError('INVALID_OPTIONS', 'x')));",
-      "console.log('esm ok');",
+      `const connection = new IORedis(${JSON.stringify(redisUrl())});`,
+      `const engine = createDispatchEngine({ connection, prefix: '${prefix}', queueName: '${queueName}',`,
+      "  executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }) });",
+      "const r = await engine.dispatchStage({ scope: ['book-1'], stage: 'image' }, null);",
+      "assert.strictEqual(r.reason, 'no_worker_available');",
+      'const [d] = await engine.listDeferred();',
+      "assert.strictEqual(d.class, 'capacity');",
+      'await engine.close();',
+      'await connection.quit();',
+      "console.log('esm ok', d.wakeUpJobId);",
     ].join('\n');
     writeFileSync(join(dir, 'check.mjs'), script);
-    const { stdout } = await sh(process.execPath, ['check.mjs']);
-    expect(stdout.trim()).toBe('esm ok');
+    try {
+      const { stdout } = await sh(process.execPath, ['check.mjs']);
+      expect(stdout.trim()).toMatch(/^esm ok book-1\/image@cap\.1\.0\.0\./);
+    } finally {
+      await dropPrefix(client(), prefix);
+      await closeClients();
+    }
   });
 
   it('type-checks a TypeScript consumer under node16 (CJS and ESM) and bundler resolution', async () => {
