@@ -48,6 +48,8 @@ export type ProbeOutcome =
 const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
+/** How long a release may wait for a begin to share a round trip with, ms. */
+const RELEASE_LINGER_MS = 2;
 
 interface Op {
   keys: string[];
@@ -60,7 +62,8 @@ export class DeferralStore {
   private readonly base: string;
   private clientPromise: Promise<Client> | undefined;
   private queued: Op[] = [];
-  private flushScheduled = false;
+  private flushImmediate: NodeJS.Immediate | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly queue: Queue) {
     this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
@@ -116,12 +119,15 @@ export class DeferralStore {
    * Queues a begin or release operation; everything queued in one turn of the
    * event loop goes to Redis as one `BATCH` script call, in order.
    */
-  private batched(keys: string[], args: (string | number)[]): Promise<unknown> {
+  private batched(keys: string[], args: (string | number)[], linger = false): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queued.push({ keys, args, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => void this.flush());
+      if (!linger) {
+        // someone awaits this operation: send at the end of this turn
+        if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
+      } else if (this.flushImmediate === undefined && this.flushTimer === undefined) {
+        // releases alone may wait a little for the next begin to ride along with
+        this.flushTimer = setTimeout(() => void this.flush(), RELEASE_LINGER_MS);
       }
     });
   }
@@ -129,7 +135,10 @@ export class DeferralStore {
   private async flush(): Promise<void> {
     const ops = this.queued;
     this.queued = [];
-    this.flushScheduled = false;
+    if (this.flushImmediate !== undefined) clearImmediate(this.flushImmediate);
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushImmediate = undefined;
+    this.flushTimer = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
       const keys = [this.indexKey];
@@ -185,8 +194,10 @@ export class DeferralStore {
     return { recorded: false, cancelled: r[1] === 1, revoked: [] };
   }
 
-  async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const r = (await this.batched([this.lockKey(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [number, ...string[]];
+  /** `linger`: nobody waits for it, so it may wait a moment to share a round trip with the next begin. */
+  async release(sid: string, token: string, revoke: boolean, linger = false): Promise<{ cancelled: boolean; revoked: string[] }> {
+    const args = ['r', sid, token, revoke ? '1' : '0'];
+    const r = (await this.batched([this.lockKey(sid)], args, linger)) as [number, ...string[]];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
   }
 

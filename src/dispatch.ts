@@ -104,7 +104,7 @@ export class Dispatcher<P> {
     await opts.faultHook?.('executor-answered', ref);
 
     if (raw.dispatched) {
-      const released = store.release(sid, token, true).then((r) => this.removeRevoked(r.revoked, job));
+      const released = store.release(sid, token, true, job !== undefined).then((r) => this.removeRevoked(r.revoked, job));
       // In a worker the release is not awaited: it travels alongside BullMQ's own completion of
       // the job. If it is lost, the lock expires, and a redelivery of this job takes it over.
       if (job) released.catch(() => undefined);

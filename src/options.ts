@@ -10,7 +10,10 @@ export interface DispatchEngineOptions<P = unknown> {
   connection: ConnectionOptions;
   /** BullMQ queue name. Default `'stage-dispatch'`. */
   queueName?: string;
-  /** BullMQ prefix; every key the engine writes starts with it. Default `'bull'`. Use `'{name}'` on a Redis Cluster. */
+  /**
+   * BullMQ prefix; every key the engine writes starts with it. Default `'bull'`.
+   * On a Redis Cluster it must hold a hash tag, e.g. `'{stage}'` (else `InvalidOptionsError`).
+   */
   prefix?: string;
   /** Tries to send a stage's jobs downstream. */
   executor: Executor<P>;
@@ -115,7 +118,26 @@ export type ResolvedOptions<P = unknown> = z.output<typeof schema> & {
 export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOptions<P> {
   const parsed = schema.safeParse(options ?? {});
   if (!parsed.success) throw new InvalidOptionsError(formatZodError(parsed.error, options));
+  const { connection, prefix, queueName } = parsed.data;
+  if ((connection as { isCluster?: unknown }).isCluster === true && hashTagOf(`${prefix}:${queueName}:`) === null) {
+    throw new InvalidOptionsError(
+      `Expected \`prefix\` to contain a hash tag on a Redis Cluster, e.g. '{${prefix.replace(/[{}]/g, '') || 'stage'}}', ` +
+        `got ${JSON.stringify(prefix)}: without one the queue's keys spread over slots and every deferral fails with CROSSSLOT`,
+    );
+  }
   return parsed.data as ResolvedOptions<P>;
+}
+
+/**
+ * The hash tag Redis Cluster hashes every key starting with `base` by (the
+ * text between the first `{` and the next `}`, if non-empty), or `null` when
+ * `base` does not fix one and keys would land in different slots.
+ */
+export function hashTagOf(base: string): string | null {
+  const open = base.indexOf('{');
+  if (open < 0) return null;
+  const close = base.indexOf('}', open + 1);
+  return close > open + 1 ? base.slice(open + 1, close) : null;
 }
 
 /** "Expected `windows.capacitySeconds` to be ..., got 0" from the first issue. */

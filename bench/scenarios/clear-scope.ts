@@ -1,0 +1,52 @@
+import type { BenchContext, Row, ScenarioResult } from '../lib/report';
+import { benchPrefix, client, dropPrefix } from '../lib/redis';
+import { deferAll, engine, refs } from '../lib/stages';
+import { interleave, log, median } from '../lib/stats';
+
+/**
+ * Clear by scope: `clearDeferrals([scope])` of 10,000 deferred stages, with
+ * 0, 10,000 and 100,000 other deferred stages in the same queue, outside the
+ * scope. One queue (prefix) per outside count, set up once; every round
+ * defers 10,000 fresh stages in a new scope in each queue and times the clear
+ * (index range of the scope, clear script in batches of 500, promotion of the
+ * wake-ups). Rounds interleave the three queues.
+ */
+export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
+  const redis = client();
+  const inScope = ctx.n(10_000, 500);
+  const levels = [0, ctx.n(10_000, 500), ctx.n(100_000, 3_000)];
+  const payload = { n: 1 };
+  const queues = levels.map((outside) => ({ outside, prefix: benchPrefix(`clear-${outside}`) }));
+  const engines = queues.map((q) => engine(q.prefix));
+  try {
+    for (const [i, q] of queues.entries()) {
+      if (q.outside > 0) await deferAll(engines[i]!, refs('other', q.outside), payload, 128);
+    }
+    const variants = queues.map((_, i) => i);
+    const runs = await interleave(ctx.n(5, 2), variants.map(String), async (v, round) => {
+      const e = engines[Number(v)]!;
+      const scope = `in-${round}`;
+      await deferAll(e, refs(scope, inScope), payload, 128);
+      const t0 = process.hrtime.bigint();
+      const cleared = await e.clearDeferrals([scope]);
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (cleared !== inScope) throw new Error(`cleared ${cleared} of ${inScope}`);
+      return ms;
+    });
+    const medians = variants.map((i) => median(runs[String(i)]!));
+    const base = medians[0]!;
+    const rows: Row[] = queues.map((q, i) => ({
+      scenario: 'clear by scope',
+      measure: `clear ${inScope.toLocaleString('en-US')} in scope, ${q.outside.toLocaleString('en-US')} outside: ms${i > 0 ? ' (÷ 0 outside)' : ''}`,
+      plugin: Math.round(medians[i]!),
+      ratio: i > 0 ? medians[i]! / base : undefined,
+      target: i > 0 ? '< 1000 ms, ratio ≤ 1.5' : '< 1000 ms',
+      met: medians[i]! < 1000 && (i === 0 || medians[i]! / base <= 1.5),
+    }));
+    log(`clear by scope: ${queues.map((q, i) => `${q.outside} outside ${medians[i]!.toFixed(0)} ms`).join(', ')}`);
+    return { name: 'clear-scope', rows, details: { inScope, levels, msByLevel: runs, medians } };
+  } finally {
+    await Promise.all(engines.map((e) => e.close()));
+    for (const q of queues) await dropPrefix(redis, q.prefix);
+  }
+}

@@ -1,0 +1,113 @@
+import type { Cluster } from 'ioredis';
+import { createDispatchEngine } from '../../src';
+import { waitFor } from '../helpers/redis';
+import { dropClusterPrefix, RedisClusterHarness } from './harness';
+import { runWorkload, saveFigures, type Report } from './scale-out';
+import { describeWithRedisServer } from './support';
+
+jest.setTimeout(150_000);
+
+/** One hash tag per master, so the queues spread over the whole cluster. */
+async function queuesOnEveryMaster(harness: RedisClusterHarness, label: string) {
+  const masters = await harness.masters();
+  const byMaster = new Map<number, { prefix: string; queueName: string }>();
+  for (let i = 0; byMaster.size < masters.length && i < 10_000; i++) {
+    const prefix = `{${label}-${i}-${Date.now().toString(36)}}`;
+    const owner = await harness.ownerOf(prefix);
+    if (!byMaster.has(owner)) byMaster.set(owner, { prefix, queueName: 'dispatch' });
+  }
+  return [...byMaster.entries()].map(([port, q]) => ({ port, ...q }));
+}
+
+function expectClean(report: Report): void {
+  expect({
+    lost: report.lost,
+    duplicated: report.duplicated,
+    overlaps: report.overlaps,
+    insideWindow: report.insideWindow,
+    details: report.details,
+    during: report.during,
+  }).toEqual({ lost: [], duplicated: [], overlaps: [], insideWindow: [], details: [], during: report.during });
+}
+
+describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)', () => {
+  let harness: RedisClusterHarness;
+  let cluster: Cluster;
+  const prefixes: string[] = [];
+
+  beforeAll(async () => {
+    harness = await RedisClusterHarness.start({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1500 });
+    cluster = harness.connect({ redisOptions: { maxRetriesPerRequest: null } });
+  }, 90_000);
+
+  afterAll(async () => {
+    if (cluster) await Promise.all(prefixes.map((p) => dropClusterPrefix(cluster, p).catch(() => undefined)));
+    await harness?.stop();
+  }, 30_000);
+
+  it('3 worker processes x concurrency 10 dispatch every stage exactly once, never inside its window', async () => {
+    const queues = await queuesOnEveryMaster(harness, 'conc');
+    prefixes.push(...queues.map((q) => q.prefix));
+    const report = await runWorkload(harness, cluster, {
+      stages: 300,
+      processes: 3,
+      concurrency: 10,
+      queues,
+      maxCapacityCalls: 4,
+      capacitySeconds: 0.4,
+      jitter: 0.2,
+      lockMs: 5000,
+      timeoutMs: 60_000,
+    });
+    saveFigures('cluster-concurrency', report, { nodes: harness.nodes.length, masters: 3, queues: queues.length, failovers: 0 });
+    expectClean(report);
+    expect(report.errors).toEqual([]);
+    // every capacity answer became exactly one deferral, and the workload did defer
+    expect(report.unrecordedDeferrals).toBe(0);
+    expect(report.deferrals).toBe(report.scriptedCapacity);
+    expect(report.calls).toBe(report.stages + report.deferrals);
+    // the work spread over every process
+    expect(report.callsPerProcess).toHaveLength(3);
+    for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
+  });
+
+  it('a master killed with SIGKILL mid-run: its replica takes over, no deferred stage is lost or run inside its window', async () => {
+    const queues = await queuesOnEveryMaster(harness, 'fail');
+    prefixes.push(...queues.map((q) => q.prefix));
+    const victim = queues[0]!;
+    const observer = createDispatchEngine({ connection: cluster, prefix: victim.prefix, queueName: victim.queueName, executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    try {
+      const report = await runWorkload(harness, cluster, {
+        stages: 300,
+        processes: 3,
+        concurrency: 10,
+        queues,
+        maxCapacityCalls: 6,
+        capacitySeconds: 0.5,
+        jitter: 0.2,
+        lockMs: 10_000,
+        timeoutMs: 90_000,
+        during: async (progress) => {
+          // mid-run: some stages are done, and the victim's queue holds open deferrals
+          await waitFor(() => progress().sent >= 30, 'the run to get going', 30_000);
+          const deferredAtKill = await waitFor(async () => (await observer.listDeferred()).length, 'open deferrals on the victim', 30_000);
+          const before = progress();
+          const killedAt = Date.now();
+          await harness.kill(victim.port, 'SIGKILL');
+          await harness.waitFailover(victim.port, 30_000);
+          const failoverMs = Date.now() - killedAt;
+          const newOwner = await harness.ownerOf(victim.prefix);
+          return { killedAt, killedPort: victim.port, newOwner, deferredAtKill, sentAtKill: before.sent, failoverMs };
+        },
+      });
+      const during = report.during as { killedPort: number; newOwner: number; deferredAtKill: number; failoverMs: number };
+      saveFigures('cluster-failover', report, { nodes: harness.nodes.length, masters: 3, queues: queues.length, failovers: 1 });
+      expect(during.deferredAtKill).toBeGreaterThan(0);
+      expect(during.newOwner).not.toBe(during.killedPort);
+      expectClean(report);
+      for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
+    } finally {
+      await observer.close();
+    }
+  });
+});

@@ -1,0 +1,76 @@
+import { Cluster } from 'ioredis';
+import { createDispatchEngine, InvalidOptionsError } from '../../src';
+import * as lua from '../../src/lua/scripts';
+import { hashTagOf, resolveOptions } from '../../src/options';
+
+const executor = async () => ({ dispatched: true, jobs: 1, reason: null });
+
+describe('on a Redis Cluster connection', () => {
+  // lazyConnect: the check happens before anything is sent, so no server is needed here
+  const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true, clusterRetryStrategy: () => null });
+  cluster.on('error', () => undefined);
+  afterAll(() => cluster.disconnect());
+
+  it.each(['bull', 'app', '{}', '{}{stage}', 'a}{', '{stage'])('rejects the prefix %j at start-up', (prefix) => {
+    let error: unknown;
+    try {
+      createDispatchEngine({ connection: cluster, prefix, queueName: 'q', executor });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as InvalidOptionsError).code).toBe('INVALID_OPTIONS');
+    expect((error as Error).message).toMatch(/hash tag/);
+  });
+
+  it('names a tagged prefix to use instead', () => {
+    expect(() => createDispatchEngine({ connection: cluster, prefix: 'app', queueName: 'q', executor })).toThrow(/'\{app\}'/);
+  });
+
+  it.each([
+    ['{stage}', 'q'],
+    ['bull:{stage}', 'q'],
+    ['bull', '{render}'],
+  ])('accepts the prefix %j with queue %j', (prefix, queueName) => {
+    // resolveOptions is the check createDispatchEngine runs before it opens anything
+    expect(resolveOptions({ connection: cluster, prefix, queueName, executor }).prefix).toBe(prefix);
+  });
+});
+
+describe('on a single Redis', () => {
+  it('accepts a prefix without hash tag', () => {
+    expect(resolveOptions({ connection: { host: '127.0.0.1', port: 6379 }, prefix: 'bull', executor }).prefix).toBe('bull');
+  });
+});
+
+describe('hashTagOf', () => {
+  it.each([
+    ['{stage}:q:', 'stage'],
+    ['a{b}c{d}:', 'b'],
+    ['bull:{q}:', 'q'],
+    ['{}{stage}:q:', null],
+    ['bull:q:', null],
+    ['{open:q:', null],
+  ])('%j hashes by %j', (base, tag) => {
+    expect(hashTagOf(base)).toBe(tag);
+  });
+});
+
+describe('the Lua scripts', () => {
+  const scripts = Object.entries(lua).filter(([, v]) => typeof v === 'string') as [string, string][];
+
+  it('are all found', () => {
+    expect(scripts.map(([name]) => name).sort()).toEqual(['BEGIN', 'CANCEL', 'CLEAR', 'DEFER', 'EXTEND', 'PROBE', 'RELEASE']);
+  });
+
+  it.each(scripts)('%s touches only keys passed in KEYS', (_name, source) => {
+    const calls = [...source.matchAll(/redis\.call\('(\w+)',\s*([^,)]+)/g)];
+    expect(calls.length).toBeGreaterThan(0);
+    for (const [, command, firstArg] of calls) {
+      // every command's key argument is KEYS[...] or a local bound to KEYS[...]
+      expect({ command, key: firstArg!.trim() }).toEqual({ command, key: expect.stringMatching(/^(KEYS\[[^\]]+\]|m)$/) });
+      // `m` as a key is only legal where it is bound to a KEYS entry
+      if (firstArg!.trim() === 'm') expect(source).toMatch(/local m = KEYS\[/);
+    }
+  });
+});
