@@ -10,7 +10,7 @@ import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, Sta
 
 /** How one dispatch attempt ended, for the processor; `result` is what `dispatchStage` returns. */
 export interface Attempt {
-  kind: 'dispatched' | 'suppressed' | 'in_flight' | 'stale' | 'deferred' | 'done' | 'cancelled' | 'failed' | 'limit';
+  kind: 'dispatched' | 'suppressed' | 'in_flight' | 'lost' | 'stale' | 'deferred' | 'done' | 'cancelled' | 'failed' | 'limit';
   result: DispatchResult;
   /** The chain state the attempt ran under (after it, for `deferred` and `limit`). */
   chain: ChainState;
@@ -175,9 +175,10 @@ export class Dispatcher<P> {
       : '';
     const recorded = await store.defer(sid, token, wakeUp, windowMs, log);
     const result: DispatchResult = { dispatched: false, reason, retryable: true, result: { ...raw, retryable: true } };
-    if (!recorded.recorded) {
-      return { kind: 'cancelled', chain, result: { ...result, cancelled: recorded.cancelled || undefined } };
-    }
+    if (recorded.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
+    // The lock expired under us (e.g. across a failover): nothing was recorded, and another
+    // attempt may own the stage now. A job tries again later, as if it had found it in flight.
+    if (!recorded.recorded) return { kind: 'lost', chain, result };
     await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
     this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
-import { harness, notSent, teardown } from './helpers/engine';
+import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { waitFor } from './helpers/redis';
 
 afterEach(teardown);
 
@@ -37,5 +38,29 @@ describe('a job redelivered after its worker died', () => {
     expect(await h.redis.exists(store.lockKey(sid))).toBe(0);
     h.executor.script(ref, notSent('no_worker_available'));
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('no_worker_available');
+  });
+});
+
+describe('a lock that expired while the executor ran (e.g. across a failover)', () => {
+  it('records no deferral, and the job tries again instead of being dropped', async () => {
+    const h = harness({ inFlightRetryMs: 20 });
+    const store = new DeferralStore(h.engine.queue);
+    h.executor.script(
+      ref,
+      async () => {
+        await h.redis.del(store.lockKey(stageId(ref)));
+        return notSent('no_worker_available');
+      },
+      SENT,
+    );
+    await h.engine.enqueue(ref, {});
+    const worker = h.engine.createWorker();
+    const done: unknown[] = [];
+    worker.on('completed', (_j, r) => done.push(r));
+    await waitFor(() => done.length === 1, 'job completed after trying again');
+    expect(done[0]).toMatchObject({ dispatched: true });
+    expect(h.executor.calls).toHaveLength(2);
+    expect(h.journal).toHaveLength(0);
+    expect(await h.engine.queue.getJobCounts('delayed', 'failed')).toEqual({ delayed: 0, failed: 0 });
   });
 });

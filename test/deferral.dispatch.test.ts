@@ -1,5 +1,5 @@
 import { harness, notSent, SENT, teardown, snapshot, expectUnwritten } from './helpers/engine';
-import { waitFor } from './helpers/redis';
+import { keysUnder, waitFor } from './helpers/redis';
 
 afterEach(teardown);
 
@@ -139,7 +139,7 @@ describe('clause 6: in flight and success', () => {
     const h = harness();
     const r = await h.engine.dispatchStage(image, {});
     expect(r).toMatchObject({ dispatched: true, reason: null, retryable: false });
-    const keys = await h.redis.keys(`${h.prefix}:*`);
+    const keys = await keysUnder(h.redis, h.prefix);
     expect(keys.filter((k) => k.includes('sd:'))).toEqual([]);
   });
 });

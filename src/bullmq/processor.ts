@@ -18,7 +18,8 @@ function unrecoverable(error: Error): UnrecoverableError {
  * The BullMQ processor: one dispatch job in, one attempt of its stage.
  * - dispatched, deferred, suppressed, cancelled, stale, done: the job completes
  *   with the `DispatchResult` (a deferral lives on in its wake-up job).
- * - in flight elsewhere: the job is delayed by `inFlightRetryMs` (no attempt used).
+ * - in flight elsewhere, or the lock expired before the deferral was recorded:
+ *   the job is delayed by `inFlightRetryMs` (no attempt used) and tries again.
  * - a real failure: thrown, so BullMQ's attempts and backoff apply, counted
  *   across the stage's chain; the last one is unrecoverable.
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
@@ -44,6 +45,7 @@ export function createProcessor<P>(dispatcher: Dispatcher<P>, store: DeferralSto
     );
     switch (attempt.kind) {
       case 'in_flight':
+      case 'lost':
         await job.moveToDelayed(Date.now() + opts.inFlightRetryMs, token);
         throw new DelayedError();
       case 'limit':

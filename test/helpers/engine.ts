@@ -1,6 +1,6 @@
 import type IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine, type DispatchEngineOptions, type ExecutorResult, type StageRef } from '../../src';
-import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from './redis';
+import { client, closeClients, connect, dropPrefix, isolated, keysUnder, onCluster, redisOptions } from './redis';
 
 export const SENT: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
 export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): ExecutorResult => ({
@@ -62,7 +62,8 @@ export function harness(overrides: Partial<DispatchEngineOptions> = {}, shared?:
   const rollbacks: Harness['rollbacks'] = [];
   const journal: Harness['journal'] = [];
   const engine = createDispatchEngine({
-    connection: redisOptions(),
+    // on a cluster run: an ioredis Cluster (the engine never closes it; closeClients() does)
+    connection: onCluster ? connect() : redisOptions(),
     prefix,
     queueName,
     executor: executor.fn,

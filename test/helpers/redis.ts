@@ -1,5 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import IORedis, { type RedisOptions } from 'ioredis';
+import IORedis, { Cluster, type RedisOptions } from 'ioredis';
+
+/**
+ * `TEST_REDIS_CLUSTER=host:port,host:port` runs the core suites against a Redis
+ * Cluster (see scripts/with-cluster.ts): clients become ioredis Clusters and
+ * prefixes get a hash tag.
+ */
+export const clusterNodes = (process.env.TEST_REDIS_CLUSTER ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) }));
+export const onCluster = clusterNodes.length > 0;
+
+/** A client for the test Redis: a plain ioredis client, or a Cluster. Closed by `closeClients()`. */
+export function connect(extra: RedisOptions = {}): IORedis {
+  const c = onCluster
+    ? (new Cluster(clusterNodes, { redisOptions: { ...extra } }) as unknown as IORedis)
+    : new IORedis({ ...redisOptions(), ...extra });
+  open.add(c);
+  return c;
+}
 
 /** Where the tests' Redis is: `REDIS_URL`, else 127.0.0.1:6379. */
 export function redisOptions(): { host: string; port: number; password?: string } {
@@ -11,11 +31,9 @@ export function redisOptions(): { host: string; port: number; password?: string 
 
 const open = new Set<IORedis>();
 
-/** A plain client for assertions; closed by `closeClients()`. */
+/** A client for assertions (a Cluster on a cluster run); closed by `closeClients()`. */
 export function client(extra: RedisOptions = {}): IORedis {
-  const c = new IORedis({ ...redisOptions(), ...extra });
-  open.add(c);
-  return c;
+  return connect(extra);
 }
 
 export async function closeClients(): Promise<void> {
@@ -26,27 +44,30 @@ export async function closeClients(): Promise<void> {
 /** A prefix and queue name no other test uses. */
 export function isolated(): { prefix: string; queueName: string } {
   const id = randomUUID().slice(0, 8);
-  return { prefix: `t-${id}`, queueName: `q-${id}` };
+  return { prefix: onCluster ? `{t-${id}}` : `t-${id}`, queueName: `q-${id}` };
+}
+
+/** The nodes to scan: the client itself, or every master of a Cluster. */
+function scanned(redis: IORedis): IORedis[] {
+  return redis instanceof Cluster ? (redis as Cluster).nodes('master') : [redis];
 }
 
 /** Deletes every key under the prefix (tests only; the library never scans). */
 export async function dropPrefix(redis: IORedis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+  for (const key of await keysUnder(redis, prefix)) await redis.del(key);
 }
 
 export async function keysUnder(redis: IORedis, prefix: string): Promise<string[]> {
   const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    out.push(...keys);
-  } while (cursor !== '0');
+  const pattern = `${prefix.replace(/[{}[\]*?\\]/g, (c) => `\\${c}`)}:*`;
+  for (const node of scanned(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      out.push(...keys);
+    } while (cursor !== '0');
+  }
   return out.sort();
 }
 
