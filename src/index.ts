@@ -39,3 +39,4 @@ export type {
   OutcomeClass,
 } from './types';
 export type { DispatchJobData } from './job-data';
+export { instrumentEngine, METRIC_ATTRIBUTES } from './metrics';

@@ -1,0 +1,56 @@
+import { InvalidStageRefError } from '../errors';
+import { stageId } from '../stage-ref';
+import type { StageRef } from '../types';
+
+/**
+ * The CLI's text form of a stage ref: scope segments joined by `/`, then `:`
+ * and the stage kind, e.g. `book-1/ch-2/sc-7:image`. A backslash escapes the
+ * next `/`, `:` or `\` inside a segment (`a\/b:image` is the scope `['a/b']`).
+ * `formatRefText` and `parseRefText` are inverses.
+ */
+export function parseRefText(text: string): StageRef {
+  const segments: string[] = [];
+  let current = '';
+  let stage: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i] as string;
+    if (ch === '\\') {
+      const next = text[i + 1];
+      if (next !== '/' && next !== ':' && next !== '\\') {
+        throw new InvalidStageRefError(
+          `Cannot read the stage ref ${JSON.stringify(text)}: a backslash must be followed by \`/\`, \`:\` or \`\\\` (at ${i + 1})`,
+        );
+      }
+      current += next;
+      i++;
+    } else if (ch === '/' && stage === undefined) {
+      segments.push(current);
+      current = '';
+    } else if (ch === ':' && stage === undefined) {
+      segments.push(current);
+      current = '';
+      stage = '';
+    } else if (ch === ':' || ch === '/') {
+      throw new InvalidStageRefError(
+        `Cannot read the stage ref ${JSON.stringify(text)}: the stage kind after \`:\` must not contain an unescaped \`${ch}\``,
+      );
+    } else {
+      current += ch;
+    }
+  }
+  if (stage === undefined) {
+    throw new InvalidStageRefError(
+      `Cannot read the stage ref ${JSON.stringify(text)}: expected \`<scope>/<scope>:<stage>\`, e.g. \`book-1/ch-2/sc-7:image\``,
+    );
+  }
+  const ref = { scope: segments, stage: current };
+  stageId(ref); // validates: non-empty segments, depth, length
+  return ref;
+}
+
+const escape = (segment: string) => segment.replace(/[\\/:]/g, (c) => `\\${c}`);
+
+/** `book-1/ch-2/sc-7:image` for `{ scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' }`. */
+export function formatRefText(ref: StageRef): string {
+  return `${ref.scope.map(escape).join('/')}:${escape(ref.stage)}`;
+}

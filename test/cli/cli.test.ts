@@ -1,0 +1,189 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { createDispatchEngine, type DispatchEngine, type ExecutorResult, type StageRef } from '../../src';
+import { buildOnce, ROOT } from '../helpers/build';
+import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
+
+const CLI = join(ROOT, 'dist', 'cli.js');
+const { prefix, queueName } = isolated();
+const o = redisOptions();
+const REDIS_URL = `redis://${o.password ? `:${o.password}@` : ''}${o.host}:${o.port}`;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built bin as a child process against the test Redis, on this test's queue. */
+function cli(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, '--redis', REDIS_URL, '--queue', queueName, '--prefix', prefix, ...args],
+      { timeout: 20_000, env: { ...process.env, REDIS_URL: '' } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const DONE: ExecutorResult = { dispatched: false, jobs: 0, reason: 'already_completed' };
+
+const image1: StageRef = { scope: ['book-1', 'ch-1', 'sc-1'], stage: 'image' };
+const video1: StageRef = { scope: ['book-1', 'ch-1', 'sc-1'], stage: 'video' };
+const image2: StageRef = { scope: ['book-1', 'ch-2', 'sc-1'], stage: 'image' };
+const odd: StageRef = { scope: ['book/2', 'ch:1'], stage: 'img\\x' };
+const other: StageRef = { scope: ['book-9'], stage: 'image' };
+
+let engine: DispatchEngine;
+
+beforeAll(async () => {
+  buildOnce();
+  engine = createDispatchEngine({
+    connection: client(),
+    prefix,
+    queueName,
+    // windows long enough to outlast the test; nothing runs a worker here
+    windows: { capacitySeconds: 300, idempotentSeconds: 600, jitter: 0 },
+    executor: async (ref) => (ref.stage === 'video' ? DONE : NO_WORKER),
+  });
+  for (const ref of [image1, video1, image2, odd, other]) {
+    const r = await engine.dispatchStage(ref, { n: 1 });
+    expect(r.dispatched).toBe(false);
+  }
+  await engine.dispatchStage(image1, { n: 1 }, { force: true }); // suppressed: no second deferral
+}, 120_000);
+
+afterAll(async () => {
+  await engine.close();
+  await dropPrefix(client(), prefix);
+  await closeClients();
+});
+
+describe('list', () => {
+  it('prints every deferred stage as a table with reason, class, deferrals and until', async () => {
+    const r = await cli('list');
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^STAGE\s+CLASS\s+REASON\s+DEFERRALS\s+UNTIL\s+IN$/);
+    expect(lines).toHaveLength(6);
+    expect(r.stdout).toMatch(/book-1\/ch-1\/sc-1:image\s+capacity\s+no_worker_available\s+1\s+\d{4}-\d\d-\d\dT/);
+    expect(r.stdout).toMatch(/book-1\/ch-1\/sc-1:video\s+idempotent\s+already_completed\s+1\s/);
+    expect(r.stdout).toContain('book\\/2/ch\\:1:img\\\\x');
+  });
+
+  it('narrows to a scope prefix, one argument per segment', async () => {
+    const r = await cli('--json', 'list', 'book-1', 'ch-1');
+    expect(r.code).toBe(0);
+    const rows = JSON.parse(r.stdout) as { ref: string; reason: string; until: string; remainingMs: number }[];
+    expect(rows.map((x) => x.ref).sort()).toEqual(['book-1/ch-1/sc-1:image', 'book-1/ch-1/sc-1:video']);
+    const until = Date.parse(rows[0]!.until);
+    expect(until).toBeGreaterThan(Date.now());
+    expect(rows[0]!.remainingMs).toBeGreaterThan(0);
+  });
+
+  it('says so when nothing is deferred in the scope', async () => {
+    const r = await cli('list', 'book-404');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('No deferred stages under book-404');
+  });
+});
+
+describe('show', () => {
+  it('shows a deferred stage, its wake-up job and its log', async () => {
+    const r = await cli('show', 'book-1/ch-1/sc-1:image');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/state\s+deferred/);
+    expect(r.stdout).toMatch(/reason\s+no_worker_available/);
+    expect(r.stdout).toMatch(/wake-up job\s+book-1\/ch-1\/sc-1\/image@cap\.1\./);
+    expect(r.stdout).toMatch(/log:\n {2}\S+ deferred #1 \(capacity\): no_worker_available/);
+  });
+
+  it('takes the ref as --scope/--stage, and escaped characters in the ref text', async () => {
+    const a = JSON.parse(
+      (await cli('--json', 'show', '--scope', 'book/2', '--scope', 'ch:1', '--stage', 'img\\x')).stdout,
+    );
+    const b = JSON.parse((await cli('--json', 'show', 'book\\/2/ch\\:1:img\\\\x')).stdout);
+    expect(a).toMatchObject({ state: 'deferred', scope: ['book/2', 'ch:1'], stage: 'img\\x', class: 'capacity' });
+    expect(b.wakeUpJobId).toBe(a.wakeUpJobId);
+  });
+
+  it('reports a stage with no deferral as idle', async () => {
+    const r = await cli('--json', 'show', 'book-1/ch-1/sc-9:image');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ state: 'idle', stageId: 'book-1/ch-1/sc-9/image' });
+  });
+});
+
+describe('cancel and clear', () => {
+  it('cancel ends one deferral and removes its wake-up', async () => {
+    expect(await engine.isStageDeferred(other)).toBe(true);
+    const r = await cli('--json', 'cancel', 'book-9:image');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ref: 'book-9:image', hadDeferral: true, removedJobs: 1 });
+    expect(await engine.isStageDeferred(other)).toBe(false);
+  });
+
+  it('clear ends every deferral under the scope and nothing outside it', async () => {
+    const r = await cli('clear', 'book-1', 'ch-1');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Cleared 2 deferrals under book-1/ch-1');
+    await waitFor(async () => !(await engine.isStageDeferred(image1)), 'image1 cleared');
+    expect(await engine.isStageDeferred(video1)).toBe(false);
+    expect(await engine.isStageDeferred(image2)).toBe(true);
+    const left = JSON.parse((await cli('--json', 'list')).stdout) as { ref: string }[];
+    expect(left.map((x) => x.ref).sort()).toEqual(['book-1/ch-2/sc-1:image', 'book\\/2/ch\\:1:img\\\\x']);
+  });
+
+  it('show reports a cleared stage as pending, with its promoted job waiting for a worker', async () => {
+    const r = await cli('--json', 'show', 'book-1/ch-1/sc-1:image');
+    expect(r.code).toBe(0);
+    const info = JSON.parse(r.stdout);
+    expect(info).toMatchObject({ state: 'pending', jobState: 'waiting' });
+    expect(info.jobId).toMatch(/^book-1\/ch-1\/sc-1\/image@cap\.1\./);
+  });
+});
+
+describe('bad input', () => {
+  const cases: [string[], RegExp][] = [
+    [['show', 'book-1/ch-1'], /expected `<scope>\/<scope>:<stage>`/],
+    [['show', 'book-1//x:image'], /`scope\[1\]` to be non-empty/],
+    [['show', 'a\\q:image'], /backslash must be followed by/],
+    [['show', 'a:image', '--stage', 'video'], /either as <ref> or as --scope\/--stage/],
+    [['show'], /Missing the stage/],
+    [['cancel', 'a/b/c/d/e/f/g/h/i:image'], /1 to 8 segments, got 9/],
+    [['clear'], /missing required argument 'scope'/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+    [['--queue', 'a:b', 'list'], /`queueName`: must not contain `:`/],
+  ];
+
+  it('refuses each bad command line with a clear message and exit code 2', async () => {
+    const runs = await Promise.all(cases.map(([args]) => cli(...args)));
+    runs.forEach((r, i) => {
+      const [args, message] = cases[i]!;
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect({ args, stderr: r.stderr }).toEqual({ args, stderr: expect.stringMatching(message) });
+    });
+  });
+
+  it('refuses an unknown queue instead of creating it', async () => {
+    const r = await cli('--queue', `${queueName}-typo`, 'list');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`No BullMQ queue "${queueName}-typo"`);
+    expect(await client().exists(`${prefix}:${queueName}-typo:meta`)).toBe(0);
+  });
+
+  it('exits 1 with the cause when Redis does not answer', async () => {
+    const r = await new Promise<Run>((resolve) =>
+      execFile(process.execPath, [CLI, '--redis', 'redis://127.0.0.1:1', 'list'], (error, stdout, stderr) =>
+        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr }),
+      ),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Cannot connect to Redis at redis:\/\/127\.0\.0\.1:1.*ECONNREFUSED/);
+  });
+});

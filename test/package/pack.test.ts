@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { buildOnce, ROOT } from '../helpers/build';
+import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
+
+const run = promisify(execFile);
+
+function redisUrl(): string {
+  const o = redisOptions();
+  return `redis://${o.password ? `:${encodeURIComponent(o.password)}@` : ''}${o.host}:${o.port}`;
+}
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+let dir: string;
+let tarball: string;
+let packed: { files: { path: string }[] };
+
+async function sh(file: string, args: string[], cwd = dir) {
+  try {
+    return await run(file, args, { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${file} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+beforeAll(async () => {
+  buildOnce();
+  dir = mkdtempSync(join(tmpdir(), 'sd-consumer-'));
+  const { stdout } = await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], ROOT);
+  packed = (JSON.parse(stdout) as { filename: string; files: { path: string }[] }[])[0]!;
+  tarball = join(dir, (packed as unknown as { filename: string }).filename);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+  // Dependencies come from the npm cache that installing this repo filled.
+  await sh('npm', [
+    'install',
+    '--prefer-offline',
+    '--ignore-scripts',
+    '--no-audit',
+    '--no-fund',
+    tarball,
+    '@types/node@20',
+  ]);
+}, 240_000);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the packed package', () => {
+  it('holds the build and the manifest, not the sources or tests', () => {
+    const paths = packed.files.map((f) => f.path).sort();
+    expect(paths).toEqual(
+      expect.arrayContaining(['dist/cli.js', 'dist/index.d.mts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.mjs']),
+    );
+    expect(
+      paths.filter((p) => !p.startsWith('dist/') && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(p)),
+    ).toEqual([]);
+    const manifest = JSON.parse(
+      readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'package.json'), 'utf8'),
+    );
+    expect(manifest).toMatchObject({ sideEffects: false, engines: { node: expect.any(String) } });
+  });
+
+  it('loads from CommonJS require (dist/index.js)', async () => {
+    const script = [
+      "const m = require('bullmq-stage-deferral');",
+      "const assert = require('node:assert');",
+      "assert.match(require.resolve('bullmq-stage-deferral'), /dist[\\\\/]index\\.js$/);",
+      "assert.strictEqual(typeof m.createDispatchEngine, 'function');",
+      "assert.strictEqual(m.stageId({ scope: ['book 1'], stage: 'image' }), 'book%201/image');",
+      "assert.throws(() => m.stageId({ scope: [], stage: 'x' }), (e) => e instanceof m.InvalidStageRefError && e.code === 'INVALID_STAGE_REF');",
+      "console.log('cjs ok');",
+    ].join('\n');
+    writeFileSync(join(dir, 'check.cjs'), script);
+    const { stdout } = await sh(process.execPath, ['check.cjs']);
+    expect(stdout.trim()).toBe('cjs ok');
+  });
+
+  it('loads from ESM import (dist/index.mjs) and defers a stage against Redis', async () => {
+    const { prefix, queueName } = isolated();
+    const script = [
+      "import { createDispatchEngine, stageId, isStageDeferralError, StageDeferralError } from 'bullmq-stage-deferral';",
+      "import IORedis from 'ioredis';",
+      "import assert from 'node:assert';",
+      "assert.match(import.meta.resolve('bullmq-stage-deferral'), /dist\\/index\\.mjs$/);",
+      "assert.strictEqual(stageId({ scope: ['a/b'], stage: 'image' }), 'a%2Fb/image');",
+      "assert.ok(isStageDeferralError(new StageDeferralError('INVALID_OPTIONS', 'x')));",
+      `const connection = new IORedis(${JSON.stringify(redisUrl())});`,
+      `const engine = createDispatchEngine({ connection, prefix: '${prefix}', queueName: '${queueName}',`,
+      "  executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }) });",
+      "const r = await engine.dispatchStage({ scope: ['book-1'], stage: 'image' }, null);",
+      "assert.strictEqual(r.reason, 'no_worker_available');",
+      'const [d] = await engine.listDeferred();',
+      "assert.strictEqual(d.class, 'capacity');",
+      'await engine.close();',
+      'await connection.quit();',
+      "console.log('esm ok', d.wakeUpJobId);",
+    ].join('\n');
+    writeFileSync(join(dir, 'check.mjs'), script);
+    try {
+      const { stdout } = await sh(process.execPath, ['check.mjs']);
+      expect(stdout.trim()).toMatch(/^esm ok book-1\/image@cap\.1\.0\.0\./);
+    } finally {
+      await dropPrefix(client(), prefix);
+      await closeClients();
+    }
+  });
+
+  it('type-checks a TypeScript consumer under node16 (CJS and ESM) and bundler resolution', async () => {
+    const consumer = [
+      "import { createDispatchEngine, stageId, type DispatchEngine, type ExecutorResult, type StageRef } from 'bullmq-stage-deferral';",
+      "const ref: StageRef = { scope: ['book-1'], stage: 'image' };",
+      'const id: string = stageId(ref);',
+      "export function make(connection: import('ioredis').Redis): DispatchEngine<{ n: number }> {",
+      '  return createDispatchEngine<{ n: number }>({',
+      '    connection,',
+      "    executor: async (): Promise<ExecutorResult> => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),",
+      '  });',
+      '}',
+      '// @ts-expect-error the stage must be a string: proves the declarations are read, not `any`',
+      "stageId({ scope: ['a'], stage: 1 });",
+      'export { id };',
+    ].join('\n');
+    writeFileSync(join(dir, 'consumer.ts'), consumer);
+    writeFileSync(join(dir, 'consumer-esm.mts'), consumer);
+    const base = { strict: true, noEmit: true, skipLibCheck: true, target: 'ES2022', types: ['node'] };
+    writeFileSync(
+      join(dir, 'tsconfig.node16.json'),
+      JSON.stringify({
+        compilerOptions: { ...base, module: 'node16', moduleResolution: 'node16' },
+        files: ['consumer.ts', 'consumer-esm.mts'],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'tsconfig.bundler.json'),
+      JSON.stringify({
+        compilerOptions: { ...base, module: 'esnext', moduleResolution: 'bundler' },
+        files: ['consumer.ts'],
+      }),
+    );
+    await sh(process.execPath, [TSC, '-p', 'tsconfig.node16.json']);
+    await sh(process.execPath, [TSC, '-p', 'tsconfig.bundler.json']);
+    // the same consumer with a real type error must fail, or the checks above prove nothing
+    writeFileSync(
+      join(dir, 'broken.ts'),
+      "import { stageId } from 'bullmq-stage-deferral';\nconst n: number = stageId({ scope: ['a'], stage: 'b' });\nexport { n };\n",
+    );
+    writeFileSync(
+      join(dir, 'tsconfig.broken.json'),
+      JSON.stringify({
+        compilerOptions: { ...base, module: 'node16', moduleResolution: 'node16' },
+        files: ['broken.ts'],
+      }),
+    );
+    await expect(sh(process.execPath, [TSC, '-p', 'tsconfig.broken.json'])).rejects.toThrow(/TS2322/);
+  }, 120_000);
+
+  it('installs the bin', async () => {
+    const bin = join(dir, 'node_modules', '.bin', 'bullmq-stage-deferral');
+    expect(existsSync(bin)).toBe(true);
+    const { stdout } = await sh(bin, ['--help']);
+    expect(stdout).toContain('Usage: bullmq-stage-deferral');
+  });
+});
