@@ -22,7 +22,7 @@ export function envInt(name: string, ci: number, soak: number): number {
 /** A seed printed by every randomised test, so a run can be reproduced with `SEED=<n>`. */
 export function seedFor(name: string): number {
   const seed = process.env.SEED ? Number(process.env.SEED) : Math.floor(Math.random() * 2 ** 31);
-  // eslint-disable-next-line no-console
+   
   console.log(`[reliability] ${name}: seed ${seed} (reproduce with SEED=${seed})`);
   return seed;
 }
@@ -184,12 +184,22 @@ export class PrivateRedis {
   }
 
   private async launch(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...this.args], {
-      stdio: 'ignore',
-    });
+    this.proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...this.args],
+      {
+        stdio: 'ignore',
+      },
+    );
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const c = new IORedis({ port: this.port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      const c = new IORedis({
+        port: this.port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+      });
       c.on('error', () => undefined);
       try {
         await c.connect();
