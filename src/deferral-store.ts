@@ -29,6 +29,7 @@ const COMMANDS = {
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 5, lua: lua.CANCEL },
   sdFail: { keys: 1, lua: lua.FAIL },
+  sdUntomb: { keys: 1, lua: lua.UNTOMB },
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
 
@@ -51,8 +52,6 @@ const CLEAR_BATCH = 500;
 const MAX_BATCH = 256;
 /** How long a cancel tombstone waits for the begin of a job a worker already took, ms. */
 const TOMBSTONE_MS = 600_000;
-/** How long a release may wait for a begin to share a round trip with, ms. */
-const RELEASE_LINGER_MS = 2;
 
 interface Op {
   keys: string[];
@@ -66,7 +65,6 @@ export class DeferralStore {
   private clientPromise: Promise<Client> | undefined;
   private queued: Op[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
-  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly queue: Queue) {
     this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
@@ -125,26 +123,17 @@ export class DeferralStore {
    * Queues a begin or release operation; everything queued in one turn of the
    * event loop goes to Redis as one `BATCH` script call, in order.
    */
-  private batched(keys: string[], args: (string | number)[], linger = false): Promise<unknown> {
+  private batched(keys: string[], args: (string | number)[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queued.push({ keys, args, resolve, reject });
-      if (!linger) {
-        // someone awaits this operation: send at the end of this turn
-        if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
-      } else if (this.flushImmediate === undefined && this.flushTimer === undefined) {
-        // releases alone may wait a little for the next begin to ride along with
-        this.flushTimer = setTimeout(() => void this.flush(), RELEASE_LINGER_MS);
-      }
+      if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
     });
   }
 
   private async flush(): Promise<void> {
     const ops = this.queued;
     this.queued = [];
-    if (this.flushImmediate !== undefined) clearImmediate(this.flushImmediate);
-    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
     this.flushImmediate = undefined;
-    this.flushTimer = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
       const keys = [this.indexKey];
@@ -200,15 +189,8 @@ export class DeferralStore {
     return { recorded: false, cancelled: r[1] === 1, revoked: [] };
   }
 
-  /** `linger`: nobody waits for it, so it may wait a moment to share a round trip with the next begin. */
-  async release(
-    sid: string,
-    token: string,
-    revoke: boolean,
-    linger = false,
-  ): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const args = ['r', sid, token, revoke ? '1' : '0'];
-    const r = (await this.batched([this.lockKey(sid)], args, linger)) as [number, ...string[]];
+  async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
+    const r = (await this.batched([this.lockKey(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [number, ...string[]];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
   }
 
@@ -272,8 +254,11 @@ export class DeferralStore {
     )) as [number, number, string, ...string[]];
     // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
-    if (r[2]) ids.push(r[2]);
-    const removedJobs = await this.removeJobs(ids);
+    let removedJobs = await this.removeJobs(ids);
+    if (r[2] && (await this.removeJobs([r[2]])) === 1) {
+      removedJobs++;
+      await c.sdUntomb!(this.tombstoneKey(sid), r[2]);
+    }
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
   }
 

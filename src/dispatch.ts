@@ -129,13 +129,8 @@ export class Dispatcher<P> {
 
     if (raw.dispatched) {
       stopHeartbeat();
-      const released = store
-        .release(sid, token, true, job !== undefined)
-        .then((r) => this.removeRevoked(r.revoked, job));
-      // In a worker the release is not awaited: it travels alongside BullMQ's own completion of
-      // the job. If it is lost, the lock expires, and a redelivery of this job takes it over.
-      if (job) released.catch(() => undefined);
-      else await released;
+      const released = await store.release(sid, token, true);
+      await this.removeRevoked(released.revoked, job);
       await opts.faultHook?.('released', ref);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };

@@ -164,7 +164,8 @@ end
 local pending = redis.call('GET', KEYS[4])
 -- a pending job a worker already took, but whose begin has not run yet, cannot be
 -- removed nor marked through the lock: its begin finds this tombstone and stops
-if pending then redis.call('SET', KEYS[5], pending, 'PX', ARGV[2]) end
+-- (the engine deletes it again when it could remove the job)
+if pending and not l then redis.call('SET', KEYS[5], pending, 'PX', ARGV[2]) end
 return {had, inflight, pending or '', unpack(old)}
 `;
 
@@ -208,4 +209,13 @@ for _, lic in ipairs(${licences('KEYS[1]')}) do
   end
 end
 return 1
+`;
+
+/**
+ * untomb: delete the cancel tombstone if it still names this job (the cancel removed it).
+ * KEYS: 1 T   ARGV: 1 job id
+ */
+export const UNTOMB = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 `;

@@ -75,6 +75,7 @@ describe('the Lua scripts', () => {
       'EXTEND',
       'FAIL',
       'PROBE',
+      'UNTOMB',
     ]);
   });
 
