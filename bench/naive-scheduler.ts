@@ -44,7 +44,16 @@ export class HostModel {
 
   async journal(ref: StageRef, type: string, reason: string): Promise<void> {
     this.journalEvents++;
-    await this.redis.xadd(`${this.prefix}:host:journal`, '*', 'type', type, 'stage', `${ref.scope.join('/')}/${ref.stage}`, 'reason', reason);
+    await this.redis.xadd(
+      `${this.prefix}:host:journal`,
+      '*',
+      'type',
+      type,
+      'stage',
+      `${ref.scope.join('/')}/${ref.stage}`,
+      'reason',
+      reason,
+    );
   }
 }
 

@@ -38,7 +38,9 @@ function version(pkg: string): string {
 
 function gitCommit(): string {
   try {
-    return execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     return 'unknown';
   }
@@ -47,9 +49,13 @@ function gitCommit(): string {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const quick = args.includes('--quick');
-  const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const only = args
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
   const names = only ?? Object.keys(SCENARIOS);
-  for (const n of names) if (!SCENARIOS[n]) throw new Error(`Unknown scenario ${n}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+  for (const n of names)
+    if (!SCENARIOS[n]) throw new Error(`Unknown scenario ${n}; known: ${Object.keys(SCENARIOS).join(', ')}`);
   const ctx: BenchContext = { quick, n: (full, small) => (quick ? small : full) };
   // ioredis auto-pipelining for every client the scenarios open (both sides of each comparison).
   if (args.includes('--autopipeline')) process.env.BENCH_AUTOPIPELINE = '1';
@@ -76,7 +82,9 @@ async function main(): Promise<void> {
   const header = `Node ${env.node}, Redis ${env.redis}, BullMQ ${env.bullmq}, ioredis ${env.ioredis}; ${env.cpu}, ${env.cores} cores, ${env.memoryGiB} GiB; load ${env.loadAverageAtStart.join(' ')}; ${env.mode} run`;
   log(header);
   if (env.redisClientsAtStart > 1) {
-    log(`warning: ${env.redisClientsAtStart - 1} other client(s) on this Redis; command, write and memory counts are server-wide`);
+    log(
+      `warning: ${env.redisClientsAtStart - 1} other client(s) on this Redis; command, write and memory counts are server-wide`,
+    );
   }
 
   const results: ScenarioResult[] = [];
@@ -101,7 +109,9 @@ async function main(): Promise<void> {
 
   process.stdout.write(`\n${header}; ${seconds.toFixed(0)} s\n\n${table(rows)}\n\n`);
   const missed = rows.filter((r) => r.met === false).length;
-  process.stdout.write(`${missed === 0 ? 'Every target met.' : `${missed} target(s) missed.`} Details: ${path.relative(process.cwd(), file)}\n`);
+  process.stdout.write(
+    `${missed === 0 ? 'Every target met.' : `${missed} target(s) missed.`} Details: ${path.relative(process.cwd(), file)}\n`,
+  );
   await closeClients();
 }
 

@@ -55,7 +55,9 @@ async function pluginRun(redis: IORedis): Promise<Run> {
       ticks++;
       for (const ref of STAGES) if (!dispatched.has(key(ref))) await engine.enqueue(ref, { book: 'book-1' });
       const deferred = (await engine.listDeferred(['book-1'])).length;
-      live(`plugin  tick ${ticks}  done ${done.size}/${STAGES.length}  deferred now ${deferred}  executor calls ${farm.executorCalls}  suppressed ticks ${suppressed}`);
+      live(
+        `plugin  tick ${ticks}  done ${done.size}/${STAGES.length}  deferred now ${deferred}  executor calls ${farm.executorCalls}  suppressed ticks ${suppressed}`,
+      );
       await new Promise((r) => setTimeout(r, TICK_MS));
     }
   } finally {
@@ -63,7 +65,15 @@ async function pluginRun(redis: IORedis): Promise<Run> {
     await dropPrefix(redis, prefix);
   }
   live('');
-  return { name: 'plugin', executorCalls: farm.executorCalls, deferrals: journalEvents, suppressed, journalEvents, ticks, drainMs: Date.now() - started };
+  return {
+    name: 'plugin',
+    executorCalls: farm.executorCalls,
+    deferrals: journalEvents,
+    suppressed,
+    journalEvents,
+    ticks,
+    drainMs: Date.now() - started,
+  };
 }
 
 async function naiveRun(redis: IORedis): Promise<Run> {
@@ -85,14 +95,24 @@ async function naiveRun(redis: IORedis): Promise<Run> {
     while (done.size < STAGES.length) {
       ticks++;
       await scheduler.tick(STAGES.filter((ref) => !dispatched.has(key(ref))));
-      live(`naive   tick ${ticks}  done ${done.size}/${STAGES.length}  executor calls ${farm.executorCalls}  journal events ${scheduler.journalEvents}`);
+      live(
+        `naive   tick ${ticks}  done ${done.size}/${STAGES.length}  executor calls ${farm.executorCalls}  journal events ${scheduler.journalEvents}`,
+      );
       await new Promise((r) => setTimeout(r, TICK_MS));
     }
   } finally {
     await dropPrefix(redis, ns);
   }
   live('');
-  return { name: 'naive', executorCalls: farm.executorCalls, deferrals: 0, suppressed: 0, journalEvents: scheduler.journalEvents, ticks, drainMs: Date.now() - started };
+  return {
+    name: 'naive',
+    executorCalls: farm.executorCalls,
+    deferrals: 0,
+    suppressed: 0,
+    journalEvents: scheduler.journalEvents,
+    ticks,
+    drainMs: Date.now() - started,
+  };
 }
 
 async function dropPrefix(redis: IORedis, prefix: string): Promise<void> {
@@ -109,10 +129,14 @@ async function main() {
   try {
     await redis.connect();
   } catch {
-    console.error(`No Redis at ${REDIS_URL}: run \`npm run demo\` (it starts a private redis-server) or set REDIS_URL.`);
+    console.error(
+      `No Redis at ${REDIS_URL}: run \`npm run demo\` (it starts a private redis-server) or set REDIS_URL.`,
+    );
     process.exit(1);
   }
-  console.log(`${STAGES.length} stages, ${SLOTS} render slots, a producer ticking every ${TICK_MS} ms (Redis ${REDIS_URL})\n`);
+  console.log(
+    `${STAGES.length} stages, ${SLOTS} render slots, a producer ticking every ${TICK_MS} ms (Redis ${REDIS_URL})\n`,
+  );
   const plugin = await pluginRun(redis);
   const naive = await naiveRun(redis);
   await redis.quit();
@@ -128,7 +152,9 @@ async function main() {
   console.log('| --- | ---: | ---: |');
   for (const [label, k] of rows) console.log(`| ${label} | ${plugin[k]} | ${naive[k]} |`);
   const ratio = (a: number, b: number) => (b === 0 ? 'n/a' : (a / b).toFixed(1));
-  console.log(`\nThe naive scheduler made ${ratio(naive.executorCalls, plugin.executorCalls)}x the executor calls and ${ratio(naive.journalEvents, plugin.journalEvents)}x the journal events.`);
+  console.log(
+    `\nThe naive scheduler made ${ratio(naive.executorCalls, plugin.executorCalls)}x the executor calls and ${ratio(naive.journalEvents, plugin.journalEvents)}x the journal events.`,
+  );
 }
 
 main().catch((err) => {

@@ -19,10 +19,13 @@ async function main() {
       // try to hand the stage to a render worker; say why if none could take it
       const sent = Math.random() < 0.5;
       console.log('dispatching', ref, payload.sceneUrl, sent ? 'sent' : 'no slot');
-      return sent ? { dispatched: true, jobs: 1, reason: null } : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+      return sent
+        ? { dispatched: true, jobs: 1, reason: null }
+        : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
     },
     rollback: async (ref, reason) => console.log('back to PENDING', ref.stage, reason),
-    journal: async (ref, event) => console.log('journal', event.type, event.reason, new Date(event.until).toISOString()),
+    journal: async (ref, event) =>
+      console.log('journal', event.type, event.reason, new Date(event.until).toISOString()),
   });
 
   // Your own Worker, with the engine's processor (a Worker needs maxRetriesPerRequest: null).

@@ -201,7 +201,12 @@ export class DeferralStore {
   }
 
   /** `linger`: nobody waits for it, so it may wait a moment to share a round trip with the next begin. */
-  async release(sid: string, token: string, revoke: boolean, linger = false): Promise<{ cancelled: boolean; revoked: string[] }> {
+  async release(
+    sid: string,
+    token: string,
+    revoke: boolean,
+    linger = false,
+  ): Promise<{ cancelled: boolean; revoked: string[] }> {
     const args = ['r', sid, token, revoke ? '1' : '0'];
     const r = (await this.batched([this.lockKey(sid)], args, linger)) as [number, ...string[]];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
@@ -293,7 +298,14 @@ export class DeferralStore {
       const ids = (await c.sdClear!(keys.length, ...keys, ...batch)) as string[];
       cleared.push(...ids);
     }
-    await Promise.all(cleared.map((id) => this.queue.getBackend().promote(id).catch(() => undefined)));
+    await Promise.all(
+      cleared.map((id) =>
+        this.queue
+          .getBackend()
+          .promote(id)
+          .catch(() => undefined),
+      ),
+    );
     return cleared;
   }
 
@@ -304,7 +316,9 @@ export class DeferralStore {
   }
 
   /** Marker value, remaining ms and job data of each licence (one pipeline). */
-  async inspect(licences: readonly string[]): Promise<{ id: string; marker: string | null; pttl: number; data: string | null }[]> {
+  async inspect(
+    licences: readonly string[],
+  ): Promise<{ id: string; marker: string | null; pttl: number; data: string | null }[]> {
     if (licences.length === 0) return [];
     const c = await this.client();
     const p = c.pipeline();

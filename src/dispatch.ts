@@ -10,7 +10,17 @@ import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, Sta
 
 /** How one dispatch attempt ended, for the processor; `result` is what `dispatchStage` returns. */
 export interface Attempt {
-  kind: 'dispatched' | 'suppressed' | 'in_flight' | 'lost' | 'stale' | 'deferred' | 'done' | 'cancelled' | 'failed' | 'limit';
+  kind:
+    | 'dispatched'
+    | 'suppressed'
+    | 'in_flight'
+    | 'lost'
+    | 'stale'
+    | 'deferred'
+    | 'done'
+    | 'cancelled'
+    | 'failed'
+    | 'limit';
   result: DispatchResult;
   /** The chain state the attempt ran under (after it, for `deferred` and `limit`). */
   chain: ChainState;
@@ -25,7 +35,6 @@ export interface JobContext {
   /** BullMQ's failed attempts of this job so far. */
   attemptsMade: number;
 }
-
 
 /**
  * One dispatch attempt of one stage: the contract of `dispatchStage`.
@@ -68,16 +77,32 @@ export class Dispatcher<P> {
       const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
       const until = Date.now() + begun.remainingMs;
       this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
-      return { kind: 'suppressed', chain: FRESH_CHAIN, result: { dispatched: false, reason, retryable: true, deferred: true, until } };
+      return {
+        kind: 'suppressed',
+        chain: FRESH_CHAIN,
+        result: { dispatched: false, reason, retryable: true, deferred: true, until },
+      };
     }
     if (begun.kind === 'in_flight') {
-      return { kind: 'in_flight', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'dispatch_in_flight', retryable: true } };
+      return {
+        kind: 'in_flight',
+        chain: FRESH_CHAIN,
+        result: { dispatched: false, reason: 'dispatch_in_flight', retryable: true },
+      };
     }
     if (begun.kind === 'cancelled') {
-      return { kind: 'cancelled', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'cancelled', retryable: false, cancelled: true } };
+      return {
+        kind: 'cancelled',
+        chain: FRESH_CHAIN,
+        result: { dispatched: false, reason: 'cancelled', retryable: false, cancelled: true },
+      };
     }
     if (begun.kind === 'stale') {
-      return { kind: 'stale', chain: FRESH_CHAIN, result: { dispatched: false, reason: 'stale_wake_up', retryable: false } };
+      return {
+        kind: 'stale',
+        chain: FRESH_CHAIN,
+        result: { dispatched: false, reason: 'stale_wake_up', retryable: false },
+      };
     }
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
     await opts.faultHook?.('lock-taken', ref);
@@ -104,7 +129,9 @@ export class Dispatcher<P> {
 
     if (raw.dispatched) {
       stopHeartbeat();
-      const released = store.release(sid, token, true, job !== undefined).then((r) => this.removeRevoked(r.revoked, job));
+      const released = store
+        .release(sid, token, true, job !== undefined)
+        .then((r) => this.removeRevoked(r.revoked, job));
       // In a worker the release is not awaited: it travels alongside BullMQ's own completion of
       // the job. If it is lost, the lock expires, and a redelivery of this job takes it over.
       if (job) released.catch(() => undefined);
@@ -171,7 +198,12 @@ export class Dispatcher<P> {
     const until = Date.now() + windowMs;
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + (job?.attemptsMade ?? 0) };
     const id = wakeUpJobId(sid, cls, next, until);
-    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, until: new Date(until).toISOString(), deferrals });
+    const data = dispatchJobData(ref, payload, call.buildId, {
+      reason,
+      class: cls,
+      until: new Date(until).toISOString(),
+      deferrals,
+    });
     const wakeUp = new Job(this.queue, ref.stage, data, this.jobOptions({ delay: windowMs }), id);
     const log = opts.jobLog
       ? `${new Date().toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`
@@ -182,7 +214,11 @@ export class Dispatcher<P> {
     // The lock expired under us (e.g. across a failover): nothing was recorded, and another
     // attempt may own the stage now. A job tries again later, as if it had found it in flight.
     if (!recorded.recorded) {
-      return { kind: 'lost', chain, result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true, result: raw } };
+      return {
+        kind: 'lost',
+        chain,
+        result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true, result: raw },
+      };
     }
     await opts.faultHook?.('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
@@ -233,7 +269,6 @@ function reportedReason(raw: ExecutorResult): string {
   const failures = counted.filter(([r]) => outcomeClass(r) === null).sort((a, b) => b[1] - a[1]);
   return failures[0]![0];
 }
-
 
 /** Checks the executor's answer at the boundary (hand-written: this runs once per dispatch). */
 function checkExecutorResult(value: unknown): ExecutorResult {

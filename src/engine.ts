@@ -111,7 +111,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async listDeferred(scope) {
       open();
-      const prefix = scope === undefined || scope.length === 0 ? '' : `${scopePath(scope, 'scopePrefix', 1).join('/')}/`;
+      const prefix =
+        scope === undefined || scope.length === 0 ? '' : `${scopePath(scope, 'scopePrefix', 1).join('/')}/`;
       const rows = await store.inspect(await store.licencesIn(prefix));
       const out: DeferredStage[] = [];
       for (const row of rows) {
@@ -134,7 +135,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     async enqueue(ref, payload, call = {}) {
       open();
       const r = await enqueueStage(store, dispatcher, ref, payload, call);
-      if (r.reason === 'deferred') events.emit('suppressed', { ref, reason: 'deferred', until: r.until ?? 0, via: 'enqueue' });
+      if (r.reason === 'deferred')
+        events.emit('suppressed', { ref, reason: 'deferred', until: r.until ?? 0, via: 'enqueue' });
       return r;
     },
 
@@ -171,12 +173,18 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 type OwnedClient = { quit(): Promise<unknown>; disconnect(): void };
 
 function workerConnection(connection: ConnectionOptions): { connection: ConnectionOptions; owned?: OwnedClient } {
-  const client = connection as { duplicate?: (...args: unknown[]) => OwnedClient; isCluster?: boolean; options?: Record<string, unknown> };
+  const client = connection as {
+    duplicate?: (...args: unknown[]) => OwnedClient;
+    isCluster?: boolean;
+    options?: Record<string, unknown>;
+  };
   if (typeof client.duplicate !== 'function') {
     return { connection: { ...(connection as object), maxRetriesPerRequest: null } as ConnectionOptions };
   }
   const owned = client.isCluster
-    ? client.duplicate(undefined, { redisOptions: { ...((client.options?.redisOptions as object) ?? {}), maxRetriesPerRequest: null } })
+    ? client.duplicate(undefined, {
+        redisOptions: { ...((client.options?.redisOptions as object) ?? {}), maxRetriesPerRequest: null },
+      })
     : client.duplicate({ maxRetriesPerRequest: null });
   return { connection: owned as unknown as ConnectionOptions, owned };
 }

@@ -56,7 +56,10 @@ export function dispatchJobData<P>(
 export function parseJobData(data: unknown, jobId: string | undefined): DispatchJobData {
   const parsed = schema.safeParse(data);
   if (!parsed.success) {
-    throw new InvalidJobDataError(`Malformed dispatch job ${jobId ?? '?'}: ${formatZodError(parsed.error, data)}`, jobId);
+    throw new InvalidJobDataError(
+      `Malformed dispatch job ${jobId ?? '?'}: ${formatZodError(parsed.error, data)}`,
+      jobId,
+    );
   }
   return parsed.data as DispatchJobData;
 }

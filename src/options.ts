@@ -58,12 +58,7 @@ export interface DispatchEngineOptions<P = unknown> {
 }
 
 /** Crash points of one dispatch attempt, in order. */
-export type FaultPoint =
-  | 'lock-taken'
-  | 'executor-answered'
-  | 'rolled-back'
-  | 'deferral-recorded'
-  | 'released';
+export type FaultPoint = 'lock-taken' | 'executor-answered' | 'rolled-back' | 'deferral-recorded' | 'released';
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
@@ -77,8 +72,12 @@ const schema = z.object({
     .default('stage-dispatch'),
   prefix: z.string().min(1).max(200).default('bull'),
   executor: z.custom<Executor>((v) => typeof v === 'function', 'a function'),
-  rollback: z.custom<NonNullable<DispatchEngineOptions['rollback']>>((v) => typeof v === 'function', 'a function').optional(),
-  journal: z.custom<NonNullable<DispatchEngineOptions['journal']>>((v) => typeof v === 'function', 'a function').optional(),
+  rollback: z
+    .custom<NonNullable<DispatchEngineOptions['rollback']>>((v) => typeof v === 'function', 'a function')
+    .optional(),
+  journal: z
+    .custom<NonNullable<DispatchEngineOptions['journal']>>((v) => typeof v === 'function', 'a function')
+    .optional(),
   windows: z
     .object({
       capacitySeconds: z.number().min(0.05).max(600).default(DEFERRED_STAGE_TTL_S),
@@ -107,7 +106,9 @@ const schema = z.object({
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
   jobLog: z.boolean().default(true),
-  faultHook: z.custom<NonNullable<DispatchEngineOptions['faultHook']>>((v) => typeof v === 'function', 'a function').optional(),
+  faultHook: z
+    .custom<NonNullable<DispatchEngineOptions['faultHook']>>((v) => typeof v === 'function', 'a function')
+    .optional(),
 });
 
 export type ResolvedOptions<P = unknown> = z.output<typeof schema> & {

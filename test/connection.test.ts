@@ -33,9 +33,16 @@ describe('connections', () => {
 
   it('methods after close reject with EngineClosedError', async () => {
     const { prefix, queueName } = isolated();
-    const engine = createDispatchEngine({ connection: redisOptions(), prefix, queueName, executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    const engine = createDispatchEngine({
+      connection: redisOptions(),
+      prefix,
+      queueName,
+      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
+    });
     await engine.close();
-    await expect(engine.dispatchStage({ scope: ['b'], stage: 's' }, {})).rejects.toMatchObject({ code: 'ENGINE_CLOSED' });
+    await expect(engine.dispatchStage({ scope: ['b'], stage: 's' }, {})).rejects.toMatchObject({
+      code: 'ENGINE_CLOSED',
+    });
     await dropPrefix(client(), prefix);
   });
 });

@@ -73,19 +73,37 @@ describe('clause 7: clearDeferrals(scope)', () => {
   it('clears every deferral in the scope, returns the count, and touches nothing outside it', async () => {
     const h = harness();
     const inside = [ref('book', 'c1', 's1'), ref('book', 'c1', 's2'), ref('book', 'c2', 's1', 'video')];
-    const outside = [ref('book:x', 'c1', 's1'), ref('bookx', 'c1', 's1'), ref('boo', 'k', 's1'), { scope: ['book/c1'], stage: 'image' }];
+    const outside = [
+      ref('book:x', 'c1', 's1'),
+      ref('bookx', 'c1', 's1'),
+      ref('boo', 'k', 's1'),
+      { scope: ['book/c1'], stage: 'image' },
+    ];
     await deferAll(h, [...inside, ...outside]);
     expect(await h.engine.clearDeferrals(['book'])).toBe(3);
     for (const r of inside) expect(await h.engine.isStageDeferred(r)).toBe(false);
     for (const r of outside) expect(await h.engine.isStageDeferred(r)).toBe(true);
-    expect((await h.engine.listDeferred()).map((d) => d.ref.scope[0]).sort()).toEqual(['boo', 'book/c1', 'book:x', 'bookx']);
+    expect((await h.engine.listDeferred()).map((d) => d.ref.scope[0]).sort()).toEqual([
+      'boo',
+      'book/c1',
+      'book:x',
+      'bookx',
+    ]);
   });
 
   it('clears one scene exactly', async () => {
     const h = harness();
-    await deferAll(h, [ref('book', 'ch', 'sc'), ref('book', 'ch', 'sc', 'video'), ref('book', 'ch', 'sc2'), ref('book', 'ch2', 'sc')]);
+    await deferAll(h, [
+      ref('book', 'ch', 'sc'),
+      ref('book', 'ch', 'sc', 'video'),
+      ref('book', 'ch', 'sc2'),
+      ref('book', 'ch2', 'sc'),
+    ]);
     expect(await h.engine.clearDeferrals(['book', 'ch', 'sc'])).toBe(2);
-    expect((await h.engine.listDeferred(['book'])).map((d) => d.ref.scope.join('/')).sort()).toEqual(['book/ch/sc2', 'book/ch2/sc']);
+    expect((await h.engine.listDeferred(['book'])).map((d) => d.ref.scope.join('/')).sort()).toEqual([
+      'book/ch/sc2',
+      'book/ch2/sc',
+    ]);
   });
 
   it('makes the stage due at once and dispatches it once, not twice, with a fresh chain', async () => {

@@ -18,7 +18,12 @@ describe('clause 1: a deferrable outcome defers the stage for its class window',
     expect(r.until).toBeGreaterThanOrEqual(before + 30_000 - 50);
     expect(h.rollbacks).toEqual([{ ref: image, reason: 'no_worker_available' }]);
     expect(h.journal).toHaveLength(1);
-    expect(h.journal[0]!.event).toMatchObject({ type: 'stage_deferred', reason: 'no_worker_available', class: 'capacity', deferrals: 1 });
+    expect(h.journal[0]!.event).toMatchObject({
+      type: 'stage_deferred',
+      reason: 'no_worker_available',
+      class: 'capacity',
+      deferrals: 1,
+    });
     expect(await h.engine.isStageDeferred(image)).toBe(true);
     const pttl = await h.redis.pttl(h.engine.deferredStageKey(image));
     expect(pttl).toBeGreaterThan(29_000);
@@ -37,7 +42,15 @@ describe('clause 1: a deferrable outcome defers the stage for its class window',
 
   it('reports the dominant notSent reason', async () => {
     const h = harness();
-    h.executor.script(image, notSent('no_jobs_sent', { notSent: new Map([['duplicate_pending', 1], ['ambiguous_post', 3]]) }));
+    h.executor.script(
+      image,
+      notSent('no_jobs_sent', {
+        notSent: new Map([
+          ['duplicate_pending', 1],
+          ['ambiguous_post', 3],
+        ]),
+      }),
+    );
     const r = await h.engine.dispatchStage(image, {});
     expect(r.reason).toBe('ambiguous_post');
     expect(await h.engine.isStageDeferred(image)).toBe(true);
@@ -45,7 +58,15 @@ describe('clause 1: a deferrable outcome defers the stage for its class window',
 
   it('does not defer when notSent holds a real failure', async () => {
     const h = harness();
-    h.executor.script(image, notSent('no_worker_available', { notSent: new Map([['no_worker_available', 3], ['send_failed', 1]]) }));
+    h.executor.script(
+      image,
+      notSent('no_worker_available', {
+        notSent: new Map([
+          ['no_worker_available', 3],
+          ['send_failed', 1],
+        ]),
+      }),
+    );
     const r = await h.engine.dispatchStage(image, {});
     // the executor's own reason is capacity, but the attempt also had a real failure: that one is reported
     expect(r).toMatchObject({ dispatched: false, reason: 'send_failed' });
@@ -150,7 +171,9 @@ describe('clause 8: deferral is per stage', () => {
     h.executor.script(image, notSent('no_worker_available'));
     await h.engine.dispatchStage(image, {});
     expect((await h.engine.dispatchStage(video, {})).dispatched).toBe(true);
-    expect((await h.engine.dispatchStage({ scope: ['book-2', 'ch-2', 'sc-7'], stage: 'image' }, {})).dispatched).toBe(true);
+    expect((await h.engine.dispatchStage({ scope: ['book-2', 'ch-2', 'sc-7'], stage: 'image' }, {})).dispatched).toBe(
+      true,
+    );
     expect((await h.engine.dispatchStage({ scope: ['book-1', 'ch-2'], stage: 'image' }, {})).dispatched).toBe(true);
     expect(await h.engine.isStageDeferred(image)).toBe(true);
   });
@@ -196,7 +219,8 @@ describe('events', () => {
   it('emits deferred then suppressed, and dispatched', async () => {
     const h = harness();
     const seen: string[] = [];
-    for (const name of ['deferred', 'suppressed', 'dispatched', 'failed'] as const) h.engine.on(name, () => seen.push(name));
+    for (const name of ['deferred', 'suppressed', 'dispatched', 'failed'] as const)
+      h.engine.on(name, () => seen.push(name));
     h.executor.script(image, notSent('no_worker_available'));
     await h.engine.dispatchStage(image, {});
     await h.engine.dispatchStage(image, {});

@@ -7,11 +7,16 @@ afterEach(teardown);
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const short = { windows: { capacitySeconds: 0.3, idempotentSeconds: 0.6, jitter: 0 } };
 
-function completions(h: ReturnType<typeof harness>, worker: ReturnType<ReturnType<typeof harness>['engine']['createWorker']>) {
+function completions(
+  h: ReturnType<typeof harness>,
+  worker: ReturnType<ReturnType<typeof harness>['engine']['createWorker']>,
+) {
   const done: { id: string; result: unknown }[] = [];
   const failed: { id: string; message: string; attemptsMade: number }[] = [];
   worker.on('completed', (job, result) => done.push({ id: job.id as string, result }));
-  worker.on('failed', (job, err) => failed.push({ id: job?.id as string, message: err.message, attemptsMade: job?.attemptsMade ?? -1 }));
+  worker.on('failed', (job, err) =>
+    failed.push({ id: job?.id as string, message: err.message, attemptsMade: job?.attemptsMade ?? -1 }),
+  );
   return { done, failed };
 }
 
@@ -44,7 +49,10 @@ describe('clause 5: the stage comes back by itself when the window ends', () => 
     h2.engine.createWorker();
     await waitFor(() => h2.executor.calls.length === 1, 'wake-up dispatched by the new engine');
     expect(h2.executor.calls[0]).toMatchObject({ payload: { v: 1 }, buildId: 'b' });
-    await waitFor(async () => (await h2.engine.queue.getJobCounts('delayed', 'wait', 'active')).delayed === 0, 'drained');
+    await waitFor(
+      async () => (await h2.engine.queue.getJobCounts('delayed', 'wait', 'active')).delayed === 0,
+      'drained',
+    );
   });
 
   it('the wake-up job is readable: named after the stage, data shows reason, class, count, until; one log line', async () => {
@@ -55,7 +63,13 @@ describe('clause 5: the stage comes back by itself when the window ends', () => 
     const job = await Job.fromId(h.engine.queue, d!.wakeUpJobId);
     expect(job!.name).toBe('image');
     expect(job!.id).toMatch(/^book-1\/ch-2\/sc-7\/image@cap\.1\./);
-    expect(job!.data).toMatchObject({ scope: image.scope, stage: 'image', reason: 'no_worker_available', class: 'capacity', deferrals: 1 });
+    expect(job!.data).toMatchObject({
+      scope: image.scope,
+      stage: 'image',
+      reason: 'no_worker_available',
+      class: 'capacity',
+      deferrals: 1,
+    });
     expect(Math.abs(Date.parse(job!.data.until) - d!.until)).toBeLessThan(1000);
     expect(Math.abs(job!.timestamp + job!.delay - Date.parse(job!.data.until))).toBeLessThan(5);
     const logs = await h.engine.queue.getJobLogs(job!.id as string);
@@ -171,7 +185,10 @@ describe('clause 14: deferral is bounded', () => {
   });
 
   it('repeated idempotent outcomes complete the stage as already done, with no further wake-up', async () => {
-    const h = harness({ windows: { capacitySeconds: 0.05, idempotentSeconds: 0.05, jitter: 0 }, limits: { maxIdempotentDeferrals: 2 } });
+    const h = harness({
+      windows: { capacitySeconds: 0.05, idempotentSeconds: 0.05, jitter: 0 },
+      limits: { maxIdempotentDeferrals: 2 },
+    });
     h.executor.fallback = notSent('already_completed');
     await h.engine.enqueue(image, {});
     const worker = h.engine.createWorker();

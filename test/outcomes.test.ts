@@ -42,12 +42,33 @@ describe('classifyNotSentReasons', () => {
   const m = (entries: [string, number][]) => new Map(entries);
 
   it('returns the dominant reason when all are deferrable', () => {
-    expect(classifyNotSentReasons(m([['duplicate_pending', 2], ['no_worker_available', 5]]))).toBe('no_worker_available');
-    expect(classifyNotSentReasons(m([['already_completed', 3], ['ambiguous_post', 1]]))).toBe('already_completed');
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['duplicate_pending', 2],
+          ['no_worker_available', 5],
+        ]),
+      ),
+    ).toBe('no_worker_available');
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['already_completed', 3],
+          ['ambiguous_post', 1],
+        ]),
+      ),
+    ).toBe('already_completed');
   });
 
   it('returns null when any reason is not deferrable (a real failure wins)', () => {
-    expect(classifyNotSentReasons(m([['no_worker_available', 9], ['send_failed', 1]]))).toBeNull();
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['no_worker_available', 9],
+          ['send_failed', 1],
+        ]),
+      ),
+    ).toBeNull();
     expect(classifyNotSentReasons(m([['unknown_reason', 1]]))).toBeNull();
   });
 
@@ -56,10 +77,30 @@ describe('classifyNotSentReasons', () => {
   });
 
   it('breaks a tie by the order the classes are listed', () => {
-    expect(classifyNotSentReasons(m([['ambiguous_post', 2], ['no_worker_available', 2]]))).toBe('no_worker_available');
-    expect(classifyNotSentReasons(m([['already_completed', 2], ['duplicate_pending', 2]]))).toBe('duplicate_pending');
-    expect(classifyNotSentReasons(m([['already_completed', 4], ['ambiguous_post', 4], ['duplicate_pending', 4]]))).toBe(
-      'duplicate_pending',
-    );
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['ambiguous_post', 2],
+          ['no_worker_available', 2],
+        ]),
+      ),
+    ).toBe('no_worker_available');
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['already_completed', 2],
+          ['duplicate_pending', 2],
+        ]),
+      ),
+    ).toBe('duplicate_pending');
+    expect(
+      classifyNotSentReasons(
+        m([
+          ['already_completed', 4],
+          ['ambiguous_post', 4],
+          ['duplicate_pending', 4],
+        ]),
+      ),
+    ).toBe('duplicate_pending');
   });
 });

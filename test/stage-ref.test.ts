@@ -49,7 +49,10 @@ describe('clause 9: keys and job ids are injective and valid for BullMQ', () => 
     try {
       for (const scope of [['1'], ['0'], ['1', '2'], ['a:b:c'], ['{t}'], ['0:x']]) {
         const sid = stageId({ scope, stage: '7' });
-        for (const id of [wakeUpJobId(sid, 'capacity', { capacity: 1, idempotent: 0, failures: 0 }, Date.now()), readyJobId(sid)]) {
+        for (const id of [
+          wakeUpJobId(sid, 'capacity', { capacity: 1, idempotent: 0, failures: 0 }, Date.now()),
+          readyJobId(sid),
+        ]) {
           expect(id).not.toMatch(/:/);
           expect(id).not.toMatch(/^\d+$/);
           const job = await queue.add('image', {}, { jobId: id, delay: 60_000 });

@@ -12,7 +12,11 @@ export function redisOptions(): RedisOptions {
 
 /** Options BullMQ Workers accept (they refuse a client without `maxRetriesPerRequest: null`). */
 export function bullConnection(): ConnectionOptions {
-  return { ...redisOptions(), maxRetriesPerRequest: null, ...(process.env.BENCH_AUTOPIPELINE ? { enableAutoPipelining: true } : {}) } as ConnectionOptions;
+  return {
+    ...redisOptions(),
+    maxRetriesPerRequest: null,
+    ...(process.env.BENCH_AUTOPIPELINE ? { enableAutoPipelining: true } : {}),
+  } as ConnectionOptions;
 }
 
 const open = new Set<IORedis>();
@@ -68,7 +72,17 @@ export async function commandCalls(redis: IORedis): Promise<Record<string, numbe
 }
 
 /** Commands the measuring itself issues; left out of every count. */
-const OWN = new Set(['info', 'config|resetstat', 'config|get', 'ping', 'echo', 'monitor', 'memory|usage', 'scan', 'dbsize']);
+const OWN = new Set([
+  'info',
+  'config|resetstat',
+  'config|get',
+  'ping',
+  'echo',
+  'monitor',
+  'memory|usage',
+  'scan',
+  'dbsize',
+]);
 
 export interface RedisCounts {
   /** Every command Redis ran, those inside Lua scripts and MULTI included. */

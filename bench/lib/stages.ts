@@ -11,10 +11,7 @@ export function refs(scope: string, count: number, from = 0, stage = 'image'): S
 }
 
 /** An engine on its own prefix whose executor always answers `no_worker_available` unless told otherwise. */
-export function engine<P = unknown>(
-  prefix: string,
-  extra: Partial<DispatchEngineOptions<P>> = {},
-): DispatchEngine<P> {
+export function engine<P = unknown>(prefix: string, extra: Partial<DispatchEngineOptions<P>> = {}): DispatchEngine<P> {
   return createDispatchEngine<P>({
     connection: bullConnection(),
     prefix,
@@ -26,9 +23,15 @@ export function engine<P = unknown>(
 }
 
 /** Defers every ref through `dispatchStage` (its executor must answer a capacity reason). */
-export async function deferAll<P>(e: DispatchEngine<P>, stages: readonly StageRef[], payload: P, concurrency = 64): Promise<void> {
+export async function deferAll<P>(
+  e: DispatchEngine<P>,
+  stages: readonly StageRef[],
+  payload: P,
+  concurrency = 64,
+): Promise<void> {
   await pool(stages, concurrency, async (ref) => {
     const r = await e.dispatchStage(ref, payload);
-    if (r.dispatched || r.deferred || r.until === undefined) throw new Error(`expected a new deferral, got ${JSON.stringify(r)}`);
+    if (r.dispatched || r.deferred || r.until === undefined)
+      throw new Error(`expected a new deferral, got ${JSON.stringify(r)}`);
   });
 }

@@ -98,5 +98,11 @@ async function run(variant: Variant, prefix: string, stages: readonly StageRef[]
   const seconds = (Date.now() - t0) / 1000;
   const c = await counter.stop();
   await e?.close();
-  return { executorCalls: host.executorCalls, journalEvents: host.journalEvents, commands: c.commands, writes: c.writes, seconds };
+  return {
+    executorCalls: host.executorCalls,
+    journalEvents: host.journalEvents,
+    commands: c.commands,
+    writes: c.writes,
+    seconds,
+  };
 }

@@ -20,14 +20,18 @@ export async function deferralCost(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
   const jobs = ctx.n(300, 100);
   const rounds = ctx.n(3, 2);
-  const runs = await interleave(rounds, ['raw-complete', 'plugin-defer', 'plugin-dispatch'] as Variant[], async (variant) => {
-    const prefix = benchPrefix(`defer-${variant}`);
-    try {
-      return await drainCounted(variant, prefix, jobs);
-    } finally {
-      await dropPrefix(redis, prefix);
-    }
-  });
+  const runs = await interleave(
+    rounds,
+    ['raw-complete', 'plugin-defer', 'plugin-dispatch'] as Variant[],
+    async (variant) => {
+      const prefix = benchPrefix(`defer-${variant}`);
+      try {
+        return await drainCounted(variant, prefix, jobs);
+      } finally {
+        await dropPrefix(redis, prefix);
+      }
+    },
+  );
   const m = (v: Variant, k: 'roundTrips' | 'commands' | 'writes') => median(runs[v].map((r) => r[k]));
   const extraRt = m('plugin-defer', 'roundTrips') - m('raw-complete', 'roundTrips');
   const extraCmd = m('plugin-defer', 'commands') - m('raw-complete', 'commands');
@@ -113,7 +117,8 @@ async function drainCounted(variant: Variant, prefix: string, count: number): Pr
   if (e) await e.close();
   else await queue.close();
   const per = (x: number) => x / count;
-  const perMap = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(per(v))]));
+  const perMap = (o: Record<string, number>) =>
+    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(per(v))]));
   return {
     roundTrips: per(rt.roundTrips),
     commands: per(counts.commands),

@@ -22,7 +22,9 @@ export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
   const windowMs = 30_000;
   const runs = await interleave(ctx.n(2, 1), ['jitter-default', 'jitter-0'] as Variant[], async (variant) => {
     const prefix = benchPrefix(`herd-${variant}`);
-    const e = engine(prefix, { windows: { capacitySeconds: windowMs / 1000, ...(variant === 'jitter-0' ? { jitter: 0 } : {}) } });
+    const e = engine(prefix, {
+      windows: { capacitySeconds: windowMs / 1000, ...(variant === 'jitter-0' ? { jitter: 0 } : {}) },
+    });
     try {
       const t0 = Date.now();
       // Each stage: when its dispatch started, and the due time of its wake-up (from the licence index).
@@ -34,8 +36,12 @@ export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
       });
       const deferSpanMs = Date.now() - t0;
       const licences = await redis.zrange(`${prefix}:q:sd:licences`, '0', '-1');
-      const rows = licences.map((l) => ({ start: started.get(l.slice(0, l.indexOf('@'))) ?? NaN, due: parseLicence(l)?.until ?? NaN }));
-      if (rows.length !== count || rows.some((r) => Number.isNaN(r.start + r.due))) throw new Error('licences do not match the stages');
+      const rows = licences.map((l) => ({
+        start: started.get(l.slice(0, l.indexOf('@'))) ?? NaN,
+        due: parseLicence(l)?.until ?? NaN,
+      }));
+      if (rows.length !== count || rows.some((r) => Number.isNaN(r.start + r.due)))
+        throw new Error('licences do not match the stages');
       // The busiest second of deferrals: the stages whose dispatch started in it.
       const bySecond = new Map<number, typeof rows>();
       for (const r of rows) {
@@ -48,7 +54,8 @@ export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
       const lengths = rows.map((r) => r.due - r.start);
       const bucket = windowMs / 100;
       const counts = new Map<number, number>();
-      for (const d of due) counts.set(Math.floor((d - due[0]!) / bucket), (counts.get(Math.floor((d - due[0]!) / bucket)) ?? 0) + 1);
+      for (const d of due)
+        counts.set(Math.floor((d - due[0]!) / bucket), (counts.get(Math.floor((d - due[0]!) / bucket)) ?? 0) + 1);
       return {
         spread,
         sameSecondStages: sameSecond.length,
@@ -65,7 +72,9 @@ export async function herd(ctx: BenchContext): Promise<ScenarioResult> {
   const spread0 = median(runs['jitter-0'].map((r) => r.spread));
   const span = median(runs['jitter-default'].map((r) => r.deferSpanMs));
   const sameSecond = Math.round(median(runs['jitter-default'].map((r) => r.sameSecondStages)));
-  log(`herd: spread ${(spread * 100).toFixed(1)} % (jitter 0: ${(spread0 * 100).toFixed(1)} %), deferred in ${span} ms`);
+  log(
+    `herd: spread ${(spread * 100).toFixed(1)} % (jitter 0: ${(spread0 * 100).toFixed(1)} %), deferred in ${span} ms`,
+  );
   const rows: Row[] = [
     {
       scenario: 'wake-up herd',

@@ -38,7 +38,8 @@ export async function suppressedTick(ctx: BenchContext): Promise<ScenarioResult>
           if (!r.deferred) throw new Error(`expected a suppressed dispatch, got ${JSON.stringify(r)}`);
         } else {
           const r = await e.enqueue(ref, payload);
-          if (r.added || r.reason !== 'deferred') throw new Error(`expected a suppressed enqueue, got ${JSON.stringify(r)}`);
+          if (r.added || r.reason !== 'deferred')
+            throw new Error(`expected a suppressed enqueue, got ${JSON.stringify(r)}`);
         }
       }
       await rt.flush();

@@ -25,7 +25,11 @@ function unrecoverable(error: Error): UnrecoverableError {
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data: unrecoverable; other jobs are unaffected.
  */
-export function createProcessor<P>(dispatcher: Dispatcher<P>, store: DeferralStore, opts: ResolvedOptions<P>): Processor {
+export function createProcessor<P>(
+  dispatcher: Dispatcher<P>,
+  store: DeferralStore,
+  opts: ResolvedOptions<P>,
+): Processor {
   return async (job: Job, token?: string): Promise<DispatchResult> => {
     let data;
     let sid: string;
@@ -53,7 +57,9 @@ export function createProcessor<P>(dispatcher: Dispatcher<P>, store: DeferralSto
         throw unrecoverable(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
         const error =
-          attempt.error instanceof Error ? attempt.error : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
+          attempt.error instanceof Error
+            ? attempt.error
+            : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + job.attemptsMade + 1;
         if (spent < opts.retry.attempts && !(error instanceof UnrecoverableError)) throw error;
         if (data.wakeUp) await store.markFailed(sid, job.id as string);

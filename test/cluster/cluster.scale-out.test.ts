@@ -59,7 +59,12 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
       lockMs: 5000,
       timeoutMs: 60_000,
     });
-    saveFigures('cluster-concurrency', report, { nodes: harness.nodes.length, masters: 3, queues: queues.length, failovers: 0 });
+    saveFigures('cluster-concurrency', report, {
+      nodes: harness.nodes.length,
+      masters: 3,
+      queues: queues.length,
+      failovers: 0,
+    });
     expectClean(report);
     expect(report.errors).toEqual([]);
     // every capacity answer became exactly one deferral, and the workload did defer
@@ -75,7 +80,12 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
     const queues = await queuesOnEveryMaster(harness, 'fail');
     prefixes.push(...queues.map((q) => q.prefix));
     const victim = queues[0]!;
-    const observer = createDispatchEngine({ connection: cluster, prefix: victim.prefix, queueName: victim.queueName, executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    const observer = createDispatchEngine({
+      connection: cluster,
+      prefix: victim.prefix,
+      queueName: victim.queueName,
+      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
+    });
     try {
       const report = await runWorkload(harness, cluster, {
         stages: 300,
@@ -90,7 +100,11 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
         during: async (progress) => {
           // mid-run: some stages are done, and the victim's queue holds open deferrals
           await waitFor(() => progress().sent >= 30, 'the run to get going', 30_000);
-          const deferredAtKill = await waitFor(async () => (await observer.listDeferred()).length, 'open deferrals on the victim', 30_000);
+          const deferredAtKill = await waitFor(
+            async () => (await observer.listDeferred()).length,
+            'open deferrals on the victim',
+            30_000,
+          );
           const before = progress();
           const killedAt = Date.now();
           await harness.kill(victim.port, 'SIGKILL');
@@ -100,8 +114,18 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
           return { killedAt, killedPort: victim.port, newOwner, deferredAtKill, sentAtKill: before.sent, failoverMs };
         },
       });
-      const during = report.during as { killedPort: number; newOwner: number; deferredAtKill: number; failoverMs: number };
-      saveFigures('cluster-failover', report, { nodes: harness.nodes.length, masters: 3, queues: queues.length, failovers: 1 });
+      const during = report.during as {
+        killedPort: number;
+        newOwner: number;
+        deferredAtKill: number;
+        failoverMs: number;
+      };
+      saveFigures('cluster-failover', report, {
+        nodes: harness.nodes.length,
+        masters: 3,
+        queues: queues.length,
+        failovers: 1,
+      });
       expect(during.deferredAtKill).toBeGreaterThan(0);
       expect(during.newOwner).not.toBe(during.killedPort);
       expectClean(report);

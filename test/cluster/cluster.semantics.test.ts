@@ -115,7 +115,11 @@ describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', (
 
   describe('keys', () => {
     it('every key of a queue is in the slot of its hash tag, on one master', async () => {
-      const { engine: e, prefix, queueName } = engine((k) => (k.endsWith('a') ? [NO_WORKER, NO_WORKER] : [NO_WORKER]), 30);
+      const {
+        engine: e,
+        prefix,
+        queueName,
+      } = engine((k) => (k.endsWith('a') ? [NO_WORKER, NO_WORKER] : [NO_WORKER]), 30);
       const stages = ['a', 'b', 'c'].map((s) => ref(['book', s], s));
       for (const s of stages) await e.dispatchStage(s, {});
       await e.enqueue(ref(['book', 'd']), {});
@@ -127,14 +131,17 @@ describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', (
       expect([...kinds]).toEqual(expect.arrayContaining(['sd', 'de', 'delayed', 'id', 'events', 'meta']));
       const tag = prefix.slice(1, -1);
       const slot = await cluster.call('CLUSTER', 'KEYSLOT', tag);
-      for (const { key } of keys) expect({ key, slot: await cluster.call('CLUSTER', 'KEYSLOT', key) }).toEqual({ key, slot });
+      for (const { key } of keys)
+        expect({ key, slot: await cluster.call('CLUSTER', 'KEYSLOT', key) }).toEqual({ key, slot });
       const owner = await harness.ownerOf(`{${tag}}`);
       expect(new Set(keys.map((k) => k.port))).toEqual(new Set([owner]));
     });
 
     it('a prefix without hash tag is refused before anything is written', async () => {
       const names = { prefix: `untagged-${Date.now()}`, queueName: 'q' };
-      expect(() => createDispatchEngine({ connection: cluster, ...names, executor: async () => SENT })).toThrow(InvalidOptionsError);
+      expect(() => createDispatchEngine({ connection: cluster, ...names, executor: async () => SENT })).toThrow(
+        InvalidOptionsError,
+      );
       expect(await clusterKeysUnder(cluster, names.prefix)).toEqual([]);
     });
   });

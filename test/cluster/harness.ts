@@ -78,7 +78,8 @@ async function poll<T>(check: () => Promise<T | undefined | false>, what: string
       if (e instanceof NodeExitedError) throw e;
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`Cluster harness: timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`Cluster harness: timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -134,7 +135,14 @@ export class RedisClusterHarness {
       );
       const create = spawnSync(
         'redis-cli',
-        ['--cluster', 'create', ...h.nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+        [
+          '--cluster',
+          'create',
+          ...h.nodes.map((n) => `127.0.0.1:${n.port}`),
+          '--cluster-replicas',
+          String(replicas),
+          '--cluster-yes',
+        ],
         { encoding: 'utf8', timeout: 60_000 },
       );
       if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
@@ -151,16 +159,26 @@ export class RedisClusterHarness {
     const child = spawn(
       'redis-server',
       [
-        '--port', String(port),
-        '--cluster-port', String(busPort),
-        '--bind', '127.0.0.1',
-        '--dir', dir,
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', join(dir, 'nodes.conf'),
-        '--cluster-node-timeout', String(this.nodeTimeoutMs),
-        '--appendonly', 'yes',
-        '--save', '',
-        '--logfile', join(dir, 'redis.log'),
+        '--port',
+        String(port),
+        '--cluster-port',
+        String(busPort),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, 'nodes.conf'),
+        '--cluster-node-timeout',
+        String(this.nodeTimeoutMs),
+        '--appendonly',
+        'yes',
+        '--save',
+        '',
+        '--logfile',
+        join(dir, 'redis.log'),
       ],
       { stdio: 'ignore' },
     );
@@ -181,7 +199,13 @@ export class RedisClusterHarness {
   node(port: number): IORedis {
     let c = this.clients.get(port);
     if (!c) {
-      c = new IORedis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, lazyConnect: false, retryStrategy: () => 200 });
+      c = new IORedis({
+        host: '127.0.0.1',
+        port,
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+        retryStrategy: () => 200,
+      });
       c.on('error', () => undefined);
       this.clients.set(port, c);
     }

@@ -7,7 +7,10 @@ const executor = async () => ({ dispatched: true, jobs: 1, reason: null });
 
 describe('on a Redis Cluster connection', () => {
   // lazyConnect: the check happens before anything is sent, so no server is needed here
-  const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true, clusterRetryStrategy: () => null });
+  const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+    lazyConnect: true,
+    clusterRetryStrategy: () => null,
+  });
   cluster.on('error', () => undefined);
   afterAll(() => cluster.disconnect());
 
@@ -24,7 +27,9 @@ describe('on a Redis Cluster connection', () => {
   });
 
   it('names a tagged prefix to use instead', () => {
-    expect(() => createDispatchEngine({ connection: cluster, prefix: 'app', queueName: 'q', executor })).toThrow(/'\{app\}'/);
+    expect(() => createDispatchEngine({ connection: cluster, prefix: 'app', queueName: 'q', executor })).toThrow(
+      /'\{app\}'/,
+    );
   });
 
   it.each([
@@ -39,7 +44,9 @@ describe('on a Redis Cluster connection', () => {
 
 describe('on a single Redis', () => {
   it('accepts a prefix without hash tag', () => {
-    expect(resolveOptions({ connection: { host: '127.0.0.1', port: 6379 }, prefix: 'bull', executor }).prefix).toBe('bull');
+    expect(resolveOptions({ connection: { host: '127.0.0.1', port: 6379 }, prefix: 'bull', executor }).prefix).toBe(
+      'bull',
+    );
   });
 });
 
@@ -60,7 +67,15 @@ describe('the Lua scripts', () => {
   const scripts = Object.entries(lua).filter(([, v]) => typeof v === 'string') as [string, string][];
 
   it('are all found', () => {
-    expect(scripts.map(([name]) => name).sort()).toEqual(['BATCH', 'CANCEL', 'CLEAR', 'DEFER', 'EXTEND', 'FAIL', 'PROBE']);
+    expect(scripts.map(([name]) => name).sort()).toEqual([
+      'BATCH',
+      'CANCEL',
+      'CLEAR',
+      'DEFER',
+      'EXTEND',
+      'FAIL',
+      'PROBE',
+    ]);
   });
 
   it.each(scripts)('%s touches only keys passed in KEYS', (_name, source) => {
@@ -79,7 +94,8 @@ describe('the Lua scripts', () => {
     }
     for (const [, fn, args] of source.matchAll(/(\w+)\((KEYS[^)]*)\)/g)) {
       const list = args!.split(',').map((a) => a.trim());
-      for (const i of keyParams.get(fn!) ?? []) expect({ fn, arg: list[i] }).toEqual({ fn, arg: expect.stringMatching(/^KEYS\[/) });
+      for (const i of keyParams.get(fn!) ?? [])
+        expect({ fn, arg: list[i] }).toEqual({ fn, arg: expect.stringMatching(/^KEYS\[/) });
     }
     for (const [, command, firstArg] of calls) {
       const key = firstArg!.trim();

@@ -16,7 +16,11 @@ describe('a deferral transaction resent by the client after a failover', () => {
 
   beforeEach(() => {
     names = isolated();
-    engine = createDispatchEngine({ connection: redis, ...names, executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    engine = createDispatchEngine({
+      connection: redis,
+      ...names,
+      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
+    });
   });
 
   afterEach(async () => {
@@ -34,7 +38,14 @@ describe('a deferral transaction resent by the client after a failover', () => {
     expect(begun.kind).toBe('locked');
 
     const id = `${sid}@cap.1.0.0.${Date.now().toString(36)}abcd`;
-    const wakeUp = () => new Job(engine.queue, ref.stage, { v: 1, scope: ref.scope, stage: ref.stage, payload: {}, wakeUp: true }, { delay: 60_000 }, id);
+    const wakeUp = () =>
+      new Job(
+        engine.queue,
+        ref.stage,
+        { v: 1, scope: ref.scope, stage: ref.stage, payload: {}, wakeUp: true },
+        { delay: 60_000 },
+        id,
+      );
     const first = await store.defer(sid, 'token-1', wakeUp(), 60_000, 'deferred #1');
     expect(first.recorded).toBe(true);
 

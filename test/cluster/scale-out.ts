@@ -67,7 +67,11 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   const deferrals: Deferral[] = [];
   const errors: string[] = [];
   const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
-    createDispatchEngine<StagePayload>({ connection: cluster, ...q, executor: async () => ({ dispatched: false, jobs: 0, reason: 'unused' }) }),
+    createDispatchEngine<StagePayload>({
+      connection: cluster,
+      ...q,
+      executor: async () => ({ dispatched: false, jobs: 0, reason: 'unused' }),
+    }),
   );
   const started = Date.now();
   const counterRedis = client();
@@ -106,7 +110,12 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
     const stages: { engine: DispatchEngine<StagePayload>; queue: string; scope: string[]; stage: string }[] = [];
     for (let i = 0; i < w.stages; i++) {
       const q = w.queues[i % w.queues.length]!;
-      stages.push({ engine: engines[i % engines.length]!, queue: `${q.prefix}:${q.queueName}`, scope: [`book-${i % 7}`, `ch-${i}`], stage: i % 2 ? 'image' : 'video' });
+      stages.push({
+        engine: engines[i % engines.length]!,
+        queue: `${q.prefix}:${q.queueName}`,
+        scope: [`book-${i % 7}`, `ch-${i}`],
+        stage: i % 2 ? 'image' : 'video',
+      });
     }
     await Promise.all(
       stages.map(async (s) => {
@@ -139,7 +148,16 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
 
     const report = check(keys, calls, deferrals);
     const callsPerProcess = children.map((c) => calls.filter((e) => e.pid === c.pid).length);
-    return { ...report, scriptedCapacity, callsPerProcess, stages: w.stages, processes: w.processes, errors, during, ms: Date.now() - started };
+    return {
+      ...report,
+      scriptedCapacity,
+      callsPerProcess,
+      stages: w.stages,
+      processes: w.processes,
+      errors,
+      during,
+      ms: Date.now() - started,
+    };
   } finally {
     await Promise.all(
       children.map(
@@ -179,7 +197,10 @@ async function diagnose(
     const name = `${e.queue.opts.prefix}:${e.queue.name}`;
     const missing = keys.filter((k) => k.startsWith(`${name}|`) && !sent.has(k));
     const counts = await e.queue.getJobCounts().catch((x: Error) => x.message);
-    const deferred = await e.listDeferred().then((d) => d.length, (x: Error) => x.message);
+    const deferred = await e.listDeferred().then(
+      (d) => d.length,
+      (x: Error) => x.message,
+    );
     lines.push(`${name}: missing ${missing.length}, counts ${JSON.stringify(counts)}, deferred ${deferred}`);
     for (const k of missing.slice(0, 3)) {
       const path = k.slice(name.length + 1).split('/');
@@ -187,16 +208,22 @@ async function diagnose(
       const licences = await cluster.zrangebylex(`${name}:sd:licences`, `[${sid}@`, `[${sid}@\xff`);
       const jobs = await Promise.all(licences.map((l) => cluster.exists(`${name}:${l.replace(/!$/, '')}`)));
       const seen = calls.filter((c) => `${c.queue}|${c.key}` === k).map((c) => (c.sent ? 'sent' : 'capacity'));
-      lines.push(`  ${k}: calls [${seen.join(',')}], licences ${JSON.stringify(licences)}, job exists ${JSON.stringify(jobs)}`);
+      lines.push(
+        `  ${k}: calls [${seen.join(',')}], licences ${JSON.stringify(licences)}, job exists ${JSON.stringify(jobs)}`,
+      );
     }
   }
   const last = calls.reduce((m, c) => Math.max(m, c.end), 0);
-  lines.push(`last executor call ${Date.now() - last} ms ago; ${errors.length} worker errors, last: ${errors.slice(-3).join(' | ')}`);
+  lines.push(
+    `last executor call ${Date.now() - last} ms ago; ${errors.length} worker errors, last: ${errors.slice(-3).join(' | ')}`,
+  );
   return lines.join('\n');
 }
 
 function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
-  const byStage = new Map<string, { calls: Call[]; deferrals: Deferral[] }>(keys.map((k) => [k, { calls: [], deferrals: [] }]));
+  const byStage = new Map<string, { calls: Call[]; deferrals: Deferral[] }>(
+    keys.map((k) => [k, { calls: [], deferrals: [] }]),
+  );
   for (const c of calls) byStage.get(`${c.queue}|${c.key}`)?.calls.push(c);
   for (const d of deferrals) byStage.get(`${d.queue}|${d.key}`)?.deferrals.push(d);
   const lost: string[] = [];
@@ -211,7 +238,9 @@ function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
     if (sent === 0) lost.push(key);
     if (sent > 1) {
       duplicated.push(key);
-      details.push(`${key}: ${cs.map((c) => `${c.sent ? 'sent' : 'cap'}@${c.start}[${c.pid}]`).join(' ')}; deferrals until ${s.deferrals.map((d) => d.until).join(',')}`);
+      details.push(
+        `${key}: ${cs.map((c) => `${c.sent ? 'sent' : 'cap'}@${c.start}[${c.pid}]`).join(' ')}; deferrals until ${s.deferrals.map((d) => d.until).join(',')}`,
+      );
     }
     for (let i = 1; i < cs.length; i++) if (cs[i]!.start < cs[i - 1]!.end) overlaps.push(`${key} @${cs[i]!.start}`);
     for (const d of s.deferrals) {
@@ -219,12 +248,22 @@ function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
       const from = cs.filter((c) => !c.sent && c.end <= d.at).pop();
       const after = from?.end ?? 0;
       for (const c of cs) {
-        if (c.start > after && c.start < d.until - WINDOW_TOLERANCE_MS) insideWindow.push(`${key} ran ${d.until - c.start} ms early`);
+        if (c.start > after && c.start < d.until - WINDOW_TOLERANCE_MS)
+          insideWindow.push(`${key} ran ${d.until - c.start} ms early`);
       }
     }
     unrecordedDeferrals += Math.abs(cs.filter((c) => !c.sent).length - s.deferrals.length);
   }
-  return { calls: calls.length, deferrals: deferrals.length, lost, duplicated, overlaps, insideWindow, unrecordedDeferrals, details };
+  return {
+    calls: calls.length,
+    deferrals: deferrals.length,
+    lost,
+    duplicated,
+    overlaps,
+    insideWindow,
+    unrecordedDeferrals,
+    details,
+  };
 }
 
 /** Writes the figures of a run to test/artifacts/ (git-ignored) for docs/scaling.md. */

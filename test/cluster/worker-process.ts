@@ -38,8 +38,15 @@ const config = JSON.parse(process.argv[2] as string) as WorkerProcessConfig;
 const send = (e: WorkerEvent) => process.send?.(e);
 const keyOf = (ref: StageRef) => `${ref.scope.join('/')}/${ref.stage}`;
 
-const counter = new IORedis({ host: config.counter.host, port: config.counter.port, password: config.counter.password });
-const cluster = new Cluster(config.startupNodes, { ...FAILOVER_TOLERANT, redisOptions: { maxRetriesPerRequest: null } });
+const counter = new IORedis({
+  host: config.counter.host,
+  port: config.counter.port,
+  password: config.counter.password,
+});
+const cluster = new Cluster(config.startupNodes, {
+  ...FAILOVER_TOLERANT,
+  redisOptions: { maxRetriesPerRequest: null },
+});
 cluster.on('error', () => undefined);
 
 const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, queueName }) => {
@@ -61,10 +68,19 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
       const sent = n > payload.capacityCalls;
       const end = Date.now();
       send({ type: 'call', pid: process.pid, queue, key: keyOf(ref), start, end, sent });
-      return sent ? { dispatched: true, jobs: 1, reason: null } : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+      return sent
+        ? { dispatched: true, jobs: 1, reason: null }
+        : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
     },
     journal: async (ref, event) => {
-      send({ type: 'deferred', pid: process.pid, queue, key: keyOf(ref), until: event.until, wakeUpJobId: event.wakeUpJobId });
+      send({
+        type: 'deferred',
+        pid: process.pid,
+        queue,
+        key: keyOf(ref),
+        until: event.until,
+        wakeUpJobId: event.wakeUpJobId,
+      });
     },
   });
   const worker = engine.createWorker({
@@ -74,7 +90,9 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
     maxStalledCount: 100,
   });
   worker.on('error', (e) => send({ type: 'error', pid: process.pid, message: `worker: ${e.message}` }));
-  worker.on('failed', (job, e) => send({ type: 'error', pid: process.pid, message: `job ${job?.id} failed: ${e.message}` }));
+  worker.on('failed', (job, e) =>
+    send({ type: 'error', pid: process.pid, message: `job ${job?.id} failed: ${e.message}` }),
+  );
   return engine;
 });
 

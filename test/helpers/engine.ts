@@ -1,5 +1,11 @@
 import type IORedis from 'ioredis';
-import { createDispatchEngine, type DispatchEngine, type DispatchEngineOptions, type ExecutorResult, type StageRef } from '../../src';
+import {
+  createDispatchEngine,
+  type DispatchEngine,
+  type DispatchEngineOptions,
+  type ExecutorResult,
+  type StageRef,
+} from '../../src';
 import { client, closeClients, connect, dropPrefix, isolated, keysUnder, onCluster, redisOptions } from './redis';
 
 export const SENT: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
@@ -56,7 +62,10 @@ const engines: DispatchEngine[] = [];
 const prefixes: string[] = [];
 
 /** An engine on its own prefix and queue, with a scripted executor; torn down by `teardown()`. */
-export function harness(overrides: Partial<DispatchEngineOptions> = {}, shared?: { prefix: string; queueName: string }): Harness {
+export function harness(
+  overrides: Partial<DispatchEngineOptions> = {},
+  shared?: { prefix: string; queueName: string },
+): Harness {
   const { prefix, queueName } = shared ?? isolated();
   const executor = new ScriptedExecutor();
   const rollbacks: Harness['rollbacks'] = [];
@@ -104,7 +113,10 @@ export async function snapshot(redis: IORedis, prefix: string): Promise<Map<stri
   return out;
 }
 
-export function expectUnwritten(before: Map<string, { dump: string; pttl: number }>, after: Map<string, { dump: string; pttl: number }>): void {
+export function expectUnwritten(
+  before: Map<string, { dump: string; pttl: number }>,
+  after: Map<string, { dump: string; pttl: number }>,
+): void {
   expect([...after.keys()]).toEqual([...before.keys()]);
   for (const [key, was] of before) {
     const now = after.get(key)!;

@@ -72,7 +72,11 @@ export async function keysUnder(redis: IORedis, prefix: string): Promise<string[
 }
 
 /** Polls until `check` returns a truthy value, or fails after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T> | T, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => Promise<T> | T,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

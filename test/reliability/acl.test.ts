@@ -47,7 +47,9 @@ describe('under a Redis ACL user restricted to the prefix', () => {
       executor: async (ref: StageRef): Promise<ExecutorResult> => {
         const n = (calls.get(ref.stage) ?? 0) + 1;
         calls.set(ref.stage, n);
-        return n < 3 ? { dispatched: false, jobs: 0, reason: 'no_worker_available' } : { dispatched: true, jobs: 1, reason: null };
+        return n < 3
+          ? { dispatched: false, jobs: 0, reason: 'no_worker_available' }
+          : { dispatched: true, jobs: 1, reason: null };
       },
       windows: { capacitySeconds: 0.1, jitter: 0 },
     });

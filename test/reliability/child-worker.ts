@@ -54,11 +54,13 @@ const plan = (env.FAULT_PLAN ?? '').split(',').filter(Boolean);
 const planned: Promise<{ point: string; skip: number } | null> =
   plan.length === 0
     ? Promise.resolve(null)
-    : rec.incr(`${R}:incarnation`).then((i) =>
-        i <= plan.length * Number(env.FAULT_ROUNDS ?? 1)
-          ? { point: plan[(i - 1) % plan.length]!, skip: Math.floor(random() * 20) }
-          : null,
-      );
+    : rec
+        .incr(`${R}:incarnation`)
+        .then((i) =>
+          i <= plan.length * Number(env.FAULT_ROUNDS ?? 1)
+            ? { point: plan[(i - 1) % plan.length]!, skip: Math.floor(random() * 20) }
+            : null,
+        );
 
 let dying = false;
 
@@ -82,7 +84,8 @@ const engine = createDispatchEngine({
   executor: async (ref) => {
     const sid = stageId(ref);
     const n = await rec.incr(`${R}:n:${sid}`);
-    if (checkOverlap && (await rec.incr(`${R}:run:${sid}`)) > 1) await rec.rpush(`${R}:violations`, `overlap ${sid} call ${n}`);
+    if (checkOverlap && (await rec.incr(`${R}:run:${sid}`)) > 1)
+      await rec.rpush(`${R}:violations`, `overlap ${sid} call ${n}`);
     const outcome = scripted(sid, n);
     await rec.rpush(`${R}:log:${sid}`, `${Date.now()}|${n}|${outcome}|${pid}`);
     await new Promise((r) => setTimeout(r, Math.floor(random() * 4)));

@@ -5,31 +5,35 @@ import { runFleet, summary } from './fleet';
 const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
 
 describe('several worker processes over many stages', () => {
-  it('dispatches every stage that is not cancelled exactly once, with one wake-up at most and nothing left over', async () => {
-    const report = await runFleet({
-      redisUrl: url(),
-      recUrl: url(),
-      processes: envInt('FLEET_PROCESSES', 3, 4),
-      concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
-      stages: envInt('FLEET_STAGES', 600, 5000),
-      seed: seedFor('concurrency'),
-      cancelRate: 0.1,
-      checkOverlap: true,
-      workerLockMs: 30_000,
-      deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
-    });
-    // eslint-disable-next-line no-console
-    console.log(summary('concurrency', report));
-    expect(report.lost).toEqual([]);
-    expect(report.duplicated).toEqual([]);
-    expect(report.windowViolations).toEqual([]);
-    expect(report.overlaps).toEqual([]);
-    expect(report.crowded).toEqual([]);
-    expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
-    expect(report.maxQueuedJobsPerStage).toBeLessThanOrEqual(1);
-    expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
-    expect(report.orphans).toEqual([]);
-    expect(report.cancelled).toBeGreaterThan(0);
-    expect(report.deferrals).toBeGreaterThan(0);
-  }, LONG_MS);
+  it(
+    'dispatches every stage that is not cancelled exactly once, with one wake-up at most and nothing left over',
+    async () => {
+      const report = await runFleet({
+        redisUrl: url(),
+        recUrl: url(),
+        processes: envInt('FLEET_PROCESSES', 3, 4),
+        concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
+        stages: envInt('FLEET_STAGES', 600, 5000),
+        seed: seedFor('concurrency'),
+        cancelRate: 0.1,
+        checkOverlap: true,
+        workerLockMs: 30_000,
+        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+      });
+      // eslint-disable-next-line no-console
+      console.log(summary('concurrency', report));
+      expect(report.lost).toEqual([]);
+      expect(report.duplicated).toEqual([]);
+      expect(report.windowViolations).toEqual([]);
+      expect(report.overlaps).toEqual([]);
+      expect(report.crowded).toEqual([]);
+      expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+      expect(report.maxQueuedJobsPerStage).toBeLessThanOrEqual(1);
+      expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+      expect(report.orphans).toEqual([]);
+      expect(report.cancelled).toBeGreaterThan(0);
+      expect(report.deferrals).toBeGreaterThan(0);
+    },
+    LONG_MS,
+  );
 });

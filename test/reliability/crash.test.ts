@@ -14,68 +14,76 @@ const POINTS = ['lock-taken', 'executor-answered', 'rolled-back', 'deferral-reco
  * are allowed only for stages with an attempt open in a killed process.
  */
 describe('worker processes killed with SIGKILL and restarted', () => {
-  it('at each fault point on purpose: every stage still reaches its end', async () => {
-    const rounds = envInt('CRASH_ROUNDS', 1, 6);
-    const report = await runFleet({
-      redisUrl: url(),
-      recUrl: url(),
-      processes: 3,
-      concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
-      stages: envInt('CRASH_STAGES', 150, 3000),
-      seed: seedFor('crash-points'),
-      cancelRate: 0.05,
-      faultPlan: POINTS,
-      faultRounds: rounds,
-      deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
-    });
-    // eslint-disable-next-line no-console
-    console.log(summary('crash-points', report));
-    expect(report.lost).toEqual([]);
-    expect(report.duplicatedUnexplained).toEqual([]);
-    expect(report.windowViolations).toEqual([]);
-    expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
-    expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
-    expect(report.orphans).toEqual([]);
-    // every crash point was actually hit, `rounds` times
-    expect(report.killsByPoint).toEqual(Object.fromEntries(POINTS.map((p) => [p, rounds])));
-  }, LONG_MS);
-
-  it('at random moments, many times in one run: lost = 0', async () => {
-    const seed = seedFor('crash-random');
-    const random = rng(seed);
-    let kills = 0;
-    const report = await runFleet(
-      {
+  it(
+    'at each fault point on purpose: every stage still reaches its end',
+    async () => {
+      const rounds = envInt('CRASH_ROUNDS', 1, 6);
+      const report = await runFleet({
         redisUrl: url(),
         recUrl: url(),
         processes: 3,
         concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
         stages: envInt('CRASH_STAGES', 150, 3000),
-        seed,
+        seed: seedFor('crash-points'),
         cancelRate: 0.05,
+        faultPlan: POINTS,
+        faultRounds: rounds,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
-      },
-      async (fleet, finished) => {
-        let over = false;
-        void finished.then(() => (over = true));
-        const max = envInt('CRASH_KILLS', 6, 60);
-        while (!over && kills < max) {
-          await Promise.race([finished, new Promise((r) => setTimeout(r, 150 + random() * 600))]);
-          if (over) break;
-          fleet.killOne(random);
-          kills += 1;
-        }
-      },
-    );
-    // eslint-disable-next-line no-console
-    console.log(summary('crash-random', report), `parent kills: ${kills}`);
-    expect(kills).toBeGreaterThan(0);
-    expect(report.restarts).toBeGreaterThanOrEqual(kills);
-    expect(report.lost).toEqual([]);
-    expect(report.duplicatedUnexplained).toEqual([]);
-    expect(report.windowViolations).toEqual([]);
-    expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
-    expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
-    expect(report.orphans).toEqual([]);
-  }, LONG_MS);
+      });
+      // eslint-disable-next-line no-console
+      console.log(summary('crash-points', report));
+      expect(report.lost).toEqual([]);
+      expect(report.duplicatedUnexplained).toEqual([]);
+      expect(report.windowViolations).toEqual([]);
+      expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+      expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+      expect(report.orphans).toEqual([]);
+      // every crash point was actually hit, `rounds` times
+      expect(report.killsByPoint).toEqual(Object.fromEntries(POINTS.map((p) => [p, rounds])));
+    },
+    LONG_MS,
+  );
+
+  it(
+    'at random moments, many times in one run: lost = 0',
+    async () => {
+      const seed = seedFor('crash-random');
+      const random = rng(seed);
+      let kills = 0;
+      const report = await runFleet(
+        {
+          redisUrl: url(),
+          recUrl: url(),
+          processes: 3,
+          concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
+          stages: envInt('CRASH_STAGES', 150, 3000),
+          seed,
+          cancelRate: 0.05,
+          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+        },
+        async (fleet, finished) => {
+          let over = false;
+          void finished.then(() => (over = true));
+          const max = envInt('CRASH_KILLS', 6, 60);
+          while (!over && kills < max) {
+            await Promise.race([finished, new Promise((r) => setTimeout(r, 150 + random() * 600))]);
+            if (over) break;
+            fleet.killOne(random);
+            kills += 1;
+          }
+        },
+      );
+      // eslint-disable-next-line no-console
+      console.log(summary('crash-random', report), `parent kills: ${kills}`);
+      expect(kills).toBeGreaterThan(0);
+      expect(report.restarts).toBeGreaterThanOrEqual(kills);
+      expect(report.lost).toEqual([]);
+      expect(report.duplicatedUnexplained).toEqual([]);
+      expect(report.windowViolations).toEqual([]);
+      expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+      expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+      expect(report.orphans).toEqual([]);
+    },
+    LONG_MS,
+  );
 });

@@ -196,7 +196,10 @@ async function persist<T>(op: () => Promise<T>, deadline: number): Promise<T> {
  * moments, run `chaos` meanwhile, wait for the drain, and check everything
  * the children recorded.
  */
-export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until: Promise<void>) => Promise<void>): Promise<FleetReport> {
+export async function runFleet(
+  opts: FleetOptions,
+  chaos?: (fleet: Fleet, until: Promise<void>) => Promise<void>,
+): Promise<FleetReport> {
   const id = randomUUID().slice(0, 8);
   const prefix = `rel-${id}`;
   const queueName = `fleet-${id}`;
@@ -332,7 +335,13 @@ export async function runFleet(opts: FleetOptions, chaos?: (fleet: Fleet, until:
   }
 }
 
-async function describeStages(redis: IORedis, rec: IORedis, base: string, R: string, sids: string[]): Promise<string[]> {
+async function describeStages(
+  redis: IORedis,
+  rec: IORedis,
+  base: string,
+  R: string,
+  sids: string[],
+): Promise<string[]> {
   const out: string[] = [];
   for (const sid of sids) {
     const marker = await redis.get(`${base}sd:deferred:${sid}`);
@@ -344,15 +353,25 @@ async function describeStages(redis: IORedis, rec: IORedis, base: string, R: str
       if (key.endsWith(':logs') || key.endsWith(':lock')) continue;
       const id = key.slice(base.length);
       const [state, failed] = await Promise.all([
-        redis.zscore(`${base}delayed`, id).then(async (d) =>
-          d !== null ? 'delayed' : (await redis.lpos(`${base}wait`, id)) !== null ? 'wait' : (await redis.lpos(`${base}active`, id)) !== null ? 'active' : 'other',
-        ),
+        redis
+          .zscore(`${base}delayed`, id)
+          .then(async (d) =>
+            d !== null
+              ? 'delayed'
+              : (await redis.lpos(`${base}wait`, id)) !== null
+                ? 'wait'
+                : (await redis.lpos(`${base}active`, id)) !== null
+                  ? 'active'
+                  : 'other',
+          ),
         redis.hget(key, 'failedReason'),
       ]);
       jobs.push(`${id}=${state}${failed ? `(${failed})` : ''}`);
     }
     const log = await rec.lrange(`${R}:log:${sid}`, '0', '-1');
-    out.push(`${sid}: marker=${marker}/${pttl} lock=${lock} licences=${lic.join(',')} jobs=${jobs.join(',')} calls=${log.join(' ')}`);
+    out.push(
+      `${sid}: marker=${marker}/${pttl} lock=${lock} licences=${lic.join(',')} jobs=${jobs.join(',')} calls=${log.join(' ')}`,
+    );
   }
   return out;
 }
@@ -370,7 +389,12 @@ async function pendingStages(rec: IORedis, R: string, sids: string[], cancelAt: 
   return pending;
 }
 
-async function verify(fleet: Fleet, sids: string[], cancelAt: Map<string, number>, opts: FleetOptions): Promise<FleetReport> {
+async function verify(
+  fleet: Fleet,
+  sids: string[],
+  cancelAt: Map<string, number>,
+  opts: FleetOptions,
+): Promise<FleetReport> {
   const { rec, R } = fleet;
   const p = rec.pipeline();
   for (const sid of sids) p.lrange(`${R}:log:${sid}`, '0', '-1').lrange(`${R}:win:${sid}`, '0', '-1');

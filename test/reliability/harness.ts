@@ -184,12 +184,22 @@ export class PrivateRedis {
   }
 
   private async launch(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...this.args], {
-      stdio: 'ignore',
-    });
+    this.proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...this.args],
+      {
+        stdio: 'ignore',
+      },
+    );
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const c = new IORedis({ port: this.port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      const c = new IORedis({
+        port: this.port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+      });
       c.on('error', () => undefined);
       try {
         await c.connect();

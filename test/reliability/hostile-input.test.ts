@@ -9,14 +9,46 @@ import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions, wa
 import { engineFor, envInt, seedFor } from './harness';
 
 /** Segments built to break encodings: separators, braces, `%`, emoji, lone surrogates, digits, very long. */
-const nasty = fc.constantFrom('/', '@', ':', '::', '{', '}', '{app}', '%', '%2F', '%25', '|', '!', '.', '0', '123', ' ', '\u0000', '😀', '👩‍👩‍👧', '\uD800', '\uDFFF', 'é', 'é');
+const nasty = fc.constantFrom(
+  '/',
+  '@',
+  ':',
+  '::',
+  '{',
+  '}',
+  '{app}',
+  '%',
+  '%2F',
+  '%25',
+  '|',
+  '!',
+  '.',
+  '0',
+  '123',
+  ' ',
+  '\u0000',
+  '😀',
+  '👩‍👩‍👧',
+  '\uD800',
+  '\uDFFF',
+  'é',
+  'é',
+);
 const segment = fc.oneof(
   { weight: 4, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }) },
   { weight: 1, arbitrary: fc.constant('') },
-  { weight: 3, arbitrary: fc.array(fc.oneof(nasty, fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 6 }).map((a) => a.join('')) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .array(fc.oneof(nasty, fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 6 })
+      .map((a) => a.join('')),
+  },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 100, maxLength: 600 }) },
 );
-const refArb: fc.Arbitrary<StageRef> = fc.record({ scope: fc.array(segment, { minLength: 0, maxLength: 9 }), stage: segment });
+const refArb: fc.Arbitrary<StageRef> = fc.record({
+  scope: fc.array(segment, { minLength: 0, maxLength: 9 }),
+  stage: segment,
+});
 
 function tryId(ref: StageRef): string | InvalidStageRefError {
   try {
@@ -93,7 +125,9 @@ describe('hostile stage refs', () => {
         { seed, numRuns: runs() },
       );
       // eslint-disable-next-line no-console
-      console.log(`[reliability] hostile-job-ids: ${accepted} refs accepted (3 job ids each added to BullMQ), ${rejected} rejected before any write`);
+      console.log(
+        `[reliability] hostile-job-ids: ${accepted} refs accepted (3 job ids each added to BullMQ), ${rejected} rejected before any write`,
+      );
       expect(accepted).toBeGreaterThan(0);
       expect(rejected).toBeGreaterThan(0);
     } finally {
@@ -105,7 +139,9 @@ describe('hostile stage refs', () => {
 
   it('scope prefixes given to clear and list are validated the same way', async () => {
     const { prefix, queueName } = isolated();
-    const engine = engineFor(prefix, queueName, { executor: async () => ({ dispatched: true, jobs: 1, reason: null }) });
+    const engine = engineFor(prefix, queueName, {
+      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
+    });
     try {
       await fc.assert(
         fc.asyncProperty(fc.array(segment, { maxLength: 10 }), async (scope) => {
@@ -174,10 +210,19 @@ describe('malformed job data added straight to the queue', () => {
       const good = [1, 2, 3].map((i) => ({ scope: ['good'], stage: `s${i}` }));
       for (const ref of good) await engine.enqueue(ref, {});
       const worker = engine.createWorker({ concurrency: 4 });
-      await waitFor(async () => (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length, 'bad jobs failed, good ones dispatched', 60_000);
+      await waitFor(
+        async () =>
+          (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length,
+        'bad jobs failed, good ones dispatched',
+        60_000,
+      );
       for (const id of badIds) {
         const job = (await engine.queue.getJob(id))!;
-        expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({ id, state: 'failed', attemptsMade: 1 });
+        expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({
+          id,
+          state: 'failed',
+          attemptsMade: 1,
+        });
       }
       expect(dispatched.sort()).toEqual(['s1', 's2', 's3']);
       await worker.close();

@@ -69,7 +69,8 @@ function makeEngine(real: Pick<Real, 'prefix' | 'queueName' | 'model' | 'calls' 
       const s = real.model.stages.find((x) => x.sid === sidOf(ref))!;
       real.calls.push({ sid: s.sid, state: s.state });
       if (s.state === 'deferred') real.violations.push(`executor called for ${s.sid} inside its window`);
-      if (s.state !== 'pending' && s.state !== 'wakeable') real.violations.push(`executor called for ${s.sid} in state ${s.state}`);
+      if (s.state !== 'pending' && s.state !== 'wakeable')
+        real.violations.push(`executor called for ${s.sid} in state ${s.state}`);
       return answer(s.next);
     },
     windows: { capacitySeconds: 600, idempotentSeconds: 600, jitter: 0 },
@@ -91,7 +92,10 @@ async function checkInvariants(m: Model, r: Real) {
   const jobs = await r.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
   for (const s of m.stages) {
     const ctx = `stage ${s.sid} (model: ${s.state}${s.end ? `/${s.end}` : ''})`;
-    expect({ ctx, marker: (await r.redis.exists(r.engine.deferredStageKey(s.ref))) === 1 }).toEqual({ ctx, marker: s.marker });
+    expect({ ctx, marker: (await r.redis.exists(r.engine.deferredStageKey(s.ref))) === 1 }).toEqual({
+      ctx,
+      marker: s.marker,
+    });
     expect({ ctx, lock: await r.redis.exists(`${base(r)}sd:inflight:${s.sid}`) }).toEqual({ ctx, lock: 0 });
     // a licence marked `?` records a wake-up that failed for good: it holds nothing pending
     const lic = (await licencesOf(r, s.sid)).filter((l) => !l.endsWith('?'));
@@ -101,9 +105,13 @@ async function checkInvariants(m: Model, r: Real) {
     // exactly one way back for a stage that is neither ended nor idle; none otherwise
     expect({ ctx, waysBack: live.length, jobs: mine.length }).toEqual({ ctx, waysBack, jobs: waysBack });
     // a deferred or woken stage is held by one licence; an ended one by none
-    expect({ ctx, licences: lic.length }).toEqual({ ctx, licences: s.state === 'deferred' || s.state === 'wakeable' ? 1 : 0 });
+    expect({ ctx, licences: lic.length }).toEqual({
+      ctx,
+      licences: s.state === 'deferred' || s.state === 'wakeable' ? 1 : 0,
+    });
     if (s.state === 'deferred') expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'delayed' });
-    if (s.state === 'pending' || s.state === 'wakeable') expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'waiting' });
+    if (s.state === 'pending' || s.state === 'wakeable')
+      expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'waiting' });
   }
 }
 
@@ -123,7 +131,8 @@ class Enqueue implements Cmd {
     const res = await r.engine.enqueue(s.ref, { i: this.i });
     tally(`enqueue:${s.state}${s.end ? `/${s.end}` : ''}`);
     if (s.marker) expect(res).toMatchObject({ added: false, reason: 'deferred' });
-    else if (s.state === 'pending' || s.state === 'wakeable') expect(res).toMatchObject({ added: false, reason: 'pending' });
+    else if (s.state === 'pending' || s.state === 'wakeable')
+      expect(res).toMatchObject({ added: false, reason: 'pending' });
     else {
       expect(res).toMatchObject({ added: true });
       s.state = 'pending';
@@ -136,7 +145,10 @@ class Enqueue implements Cmd {
 }
 
 class Script implements Cmd {
-  constructor(readonly i: number, readonly outcome: Outcome) {}
+  constructor(
+    readonly i: number,
+    readonly outcome: Outcome,
+  ) {}
   check = () => true;
   async run(m: Model) {
     m.stages[this.i]!.next = this.outcome;
@@ -156,7 +168,10 @@ class ProcessNext implements Cmd {
       return;
     }
     const s = m.stages.find((x) => x.sid === stageIdOfJobId(out.job.id as string))!;
-    expect({ job: out.job.id, state: s.state }).toEqual({ job: out.job.id, state: expect.stringMatching(/^(pending|wakeable)$/) });
+    expect({ job: out.job.id, state: s.state }).toEqual({
+      job: out.job.id,
+      state: expect.stringMatching(/^(pending|wakeable)$/),
+    });
     expect(r.calls.length - before).toBe(1);
     s.marker = false;
     const st = await r.engine.queue.getJobState(out.job.id as string);
@@ -213,7 +228,10 @@ class ProcessNext implements Cmd {
 }
 
 class Expire implements Cmd {
-  constructor(readonly i: number, readonly dropMarker: boolean) {}
+  constructor(
+    readonly i: number,
+    readonly dropMarker: boolean,
+  ) {}
   check = (m: Readonly<Model>) => m.stages[this.i]!.state === 'deferred';
   async run(m: Model, r: Real) {
     const s = m.stages[this.i]!;
@@ -320,7 +338,6 @@ const commands = [
   fc.constant(new Restart()),
 ];
 
-
 describe('the deferral contract, model-based', () => {
   let redis: IORedis;
   beforeAll(() => {
@@ -328,31 +345,50 @@ describe('the deferral contract, model-based', () => {
   });
   afterAll(closeClients);
 
-  it('keeps exactly one way back per live stage and never calls the executor inside a window', async () => {
-    const seed = seedFor('model');
-    const numRuns = envInt('MODEL_RUNS', 40, 500);
-    const maxCommands = envInt('MODEL_COMMANDS', 60, 120);
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands, size: 'max' }), async (cmds) => {
-        const { prefix, queueName } = isolated();
-        const model: Model = {
-          stages: REFS.map((ref) => ({ ref, sid: sidOf(ref), state: 'idle', marker: false, cap: 0, idem: 0, failures: 0, attempts: 0, next: 'capacity' })),
-        };
-        const shared = { prefix, queueName, model, calls: [], violations: [] };
-        const real: Real = { ...shared, redis, engine: makeEngine(shared), worker: new ManualWorker(queueName, prefix) };
-        try {
-          await fc.asyncModelRun(() => ({ model, real }), cmds);
-        } finally {
-          await real.worker.close();
-          await real.engine.close();
-          await dropPrefix(redis, prefix);
-        }
-      }),
-      { seed, numRuns, verbose: 1 },
-    );
-    // eslint-disable-next-line no-console
-    console.log(
-      `[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
-    );
-  }, LONG_MS);
+  it(
+    'keeps exactly one way back per live stage and never calls the executor inside a window',
+    async () => {
+      const seed = seedFor('model');
+      const numRuns = envInt('MODEL_RUNS', 40, 500);
+      const maxCommands = envInt('MODEL_COMMANDS', 60, 120);
+      await fc.assert(
+        fc.asyncProperty(fc.commands(commands, { maxCommands, size: 'max' }), async (cmds) => {
+          const { prefix, queueName } = isolated();
+          const model: Model = {
+            stages: REFS.map((ref) => ({
+              ref,
+              sid: sidOf(ref),
+              state: 'idle',
+              marker: false,
+              cap: 0,
+              idem: 0,
+              failures: 0,
+              attempts: 0,
+              next: 'capacity',
+            })),
+          };
+          const shared = { prefix, queueName, model, calls: [], violations: [] };
+          const real: Real = {
+            ...shared,
+            redis,
+            engine: makeEngine(shared),
+            worker: new ManualWorker(queueName, prefix),
+          };
+          try {
+            await fc.asyncModelRun(() => ({ model, real }), cmds);
+          } finally {
+            await real.worker.close();
+            await real.engine.close();
+            await dropPrefix(redis, prefix);
+          }
+        }),
+        { seed, numRuns, verbose: 1 },
+      );
+      // eslint-disable-next-line no-console
+      console.log(
+        `[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
+      );
+    },
+    LONG_MS,
+  );
 });

@@ -21,57 +21,65 @@ describe('Redis killed and restarted, connections dropped', () => {
     await redis.stop();
   });
 
-  it('workers reconnect and resume; no deferred stage is lost, none runs twice in its window', async () => {
-    const seed = seedFor('redis-faults');
-    const random = rng(seed);
-    const restarts = envInt('REDIS_RESTARTS', 2, 6);
-    const clientKills = envInt('CLIENT_KILLS', 3, 10);
-    let done = { restarts: 0, clientKills: 0, dropped: 0 };
-    const report = await runFleet(
-      {
-        redisUrl: redis.url,
-        recUrl: recUrl(),
-        processes: 3,
-        concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
-        stages: envInt('REDIS_FAULT_STAGES', 300, 3000),
-        seed,
-        cancelRate: 0.05,
-        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
-      },
-      async (_fleet, finished) => {
-        let over = false;
-        void finished.then(() => (over = true));
-        const pause = (ms: number) => Promise.race([finished, new Promise((r) => setTimeout(r, ms))]);
-        const admin = new IORedis(redis.url, { maxRetriesPerRequest: null });
-        admin.on('error', () => undefined);
-        const plan = [...Array(restarts).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(() => random() - 0.5);
-        for (const step of plan) {
-          await pause(300 + random() * 700);
-          if (over) break;
-          if (step === 'restart') {
-            await redis.kill9();
-            await pause(200 + random() * 500);
-            await redis.restart();
-            done.restarts += 1;
-          } else {
-            done.dropped += Number(await (admin.call('CLIENT', 'KILL', 'TYPE', 'normal') as Promise<number>).catch(() => 0));
-            done.clientKills += 1;
+  it(
+    'workers reconnect and resume; no deferred stage is lost, none runs twice in its window',
+    async () => {
+      const seed = seedFor('redis-faults');
+      const random = rng(seed);
+      const restarts = envInt('REDIS_RESTARTS', 2, 6);
+      const clientKills = envInt('CLIENT_KILLS', 3, 10);
+      let done = { restarts: 0, clientKills: 0, dropped: 0 };
+      const report = await runFleet(
+        {
+          redisUrl: redis.url,
+          recUrl: recUrl(),
+          processes: 3,
+          concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
+          stages: envInt('REDIS_FAULT_STAGES', 300, 3000),
+          seed,
+          cancelRate: 0.05,
+          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+        },
+        async (_fleet, finished) => {
+          let over = false;
+          void finished.then(() => (over = true));
+          const pause = (ms: number) => Promise.race([finished, new Promise((r) => setTimeout(r, ms))]);
+          const admin = new IORedis(redis.url, { maxRetriesPerRequest: null });
+          admin.on('error', () => undefined);
+          const plan = [...Array(restarts).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(
+            () => random() - 0.5,
+          );
+          for (const step of plan) {
+            await pause(300 + random() * 700);
+            if (over) break;
+            if (step === 'restart') {
+              await redis.kill9();
+              await pause(200 + random() * 500);
+              await redis.restart();
+              done.restarts += 1;
+            } else {
+              done.dropped += Number(
+                await (admin.call('CLIENT', 'KILL', 'TYPE', 'normal') as Promise<number>).catch(() => 0),
+              );
+              done.clientKills += 1;
+            }
           }
-        }
-        admin.disconnect();
-      },
-    );
-    // eslint-disable-next-line no-console
-    console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
-    expect(done.restarts + done.clientKills).toBeGreaterThan(0);
-    expect(report.lost).toEqual([]);
-    expect(report.windowViolations).toEqual([]);
-    expect(report.duplicatedUnexplained).toEqual([]);
-    expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
-    expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
-    expect(report.orphans).toEqual([]);
-    done = { restarts: 0, clientKills: 0, dropped: 0 };
-  }, LONG_MS);
+          admin.disconnect();
+        },
+      );
+      // eslint-disable-next-line no-console
+      console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
+      expect(done.restarts + done.clientKills).toBeGreaterThan(0);
+      expect(report.lost).toEqual([]);
+      expect(report.windowViolations).toEqual([]);
+      expect(report.duplicatedUnexplained).toEqual([]);
+      expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+      expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+      expect(report.orphans).toEqual([]);
+      done = { restarts: 0, clientKills: 0, dropped: 0 };
+    },
+    LONG_MS,
+  );
 });
 
 describe('a Redis without persistence, restarted', () => {
@@ -91,7 +99,10 @@ describe('a Redis without persistence, restarted', () => {
       expect(await engine.dispatchStage(ref, {})).toMatchObject({ dispatched: false, until: expect.any(Number) });
       expect(await engine.listDeferred()).toHaveLength(1);
       await volatile.restart();
-      await waitFor(async () => (await engine.queue.getJobCounts('delayed')).delayed === 0, 'the restarted Redis to answer');
+      await waitFor(
+        async () => (await engine.queue.getJobCounts('delayed')).delayed === 0,
+        'the restarted Redis to answer',
+      );
       expect(await engine.isStageDeferred(ref)).toBe(false);
       expect(await engine.listDeferred()).toEqual([]);
     } finally {
