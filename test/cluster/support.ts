@@ -8,7 +8,7 @@ export function describeWithRedisServer(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
-  // eslint-disable-next-line no-console
+
   console.warn(`Skipping "${name}": redis-server / redis-cli are not installed (apt-get install redis-server).`);
   describe.skip(name, fn);
 }

@@ -30,7 +30,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
         faultRounds: rounds,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
       });
-      // eslint-disable-next-line no-console
+
       console.log(summary('crash-points', report));
       expect(report.lost).toEqual([]);
       expect(report.duplicatedUnexplained).toEqual([]);
@@ -73,7 +73,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
           }
         },
       );
-      // eslint-disable-next-line no-console
+
       console.log(summary('crash-random', report), `parent kills: ${kills}`);
       expect(kills).toBeGreaterThan(0);
       expect(report.restarts).toBeGreaterThanOrEqual(kills);

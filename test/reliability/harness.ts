@@ -22,7 +22,7 @@ export function envInt(name: string, ci: number, soak: number): number {
 /** A seed printed by every randomised test, so a run can be reproduced with `SEED=<n>`. */
 export function seedFor(name: string): number {
   const seed = process.env.SEED ? Number(process.env.SEED) : Math.floor(Math.random() * 2 ** 31);
-  // eslint-disable-next-line no-console
+
   console.log(`[reliability] ${name}: seed ${seed} (reproduce with SEED=${seed})`);
   return seed;
 }

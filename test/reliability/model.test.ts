@@ -384,7 +384,7 @@ describe('the deferral contract, model-based', () => {
         }),
         { seed, numRuns, verbose: 1 },
       );
-      // eslint-disable-next-line no-console
+
       console.log(
         `[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
       );

@@ -252,7 +252,7 @@ describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
             expect({ r, i, early: next < win.until - EDGE_TOLERANCE_MS }).toEqual({ r, i, early: false });
           });
         }
-        // eslint-disable-next-line no-console
+
         console.log(
           `[reliability] window-edge: ${stages} stages, ${total} windows of 0.04-0.05 s, ${suppressed.n} suppressed scheduler calls`,
         );

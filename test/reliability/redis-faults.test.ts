@@ -67,7 +67,7 @@ describe('Redis killed and restarted, connections dropped', () => {
           admin.disconnect();
         },
       );
-      // eslint-disable-next-line no-console
+
       console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
       expect(done.restarts + done.clientKills).toBeGreaterThan(0);
       expect(report.lost).toEqual([]);
