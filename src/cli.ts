@@ -26,6 +26,25 @@ interface GlobalOptions {
   json: boolean;
 }
 
+/** What `show` prints (`--json`: this object). */
+interface StageInfo {
+  ref: string;
+  scope: readonly string[];
+  stage: string;
+  stageId: string;
+  state: 'deferred' | 'in_flight' | 'pending' | 'failed' | 'idle';
+  reason?: string;
+  class?: string;
+  deferrals?: number;
+  until?: string;
+  remainingMs?: number;
+  wakeUpJobId?: string;
+  log?: string[];
+  jobId?: string;
+  jobState?: string;
+  failedReason?: string;
+}
+
 interface RefOptions {
   scope?: string[];
   stage?: string;
@@ -188,7 +207,7 @@ export function buildProgram(): Command {
 
   program
     .command('show')
-    .description('Show one stage: deferred (why, until when, its wake-up log), in flight, pending or idle.')
+    .description('Show one stage: deferred (why, until when, its wake-up log), in flight, pending, failed or idle.')
     .argument('[ref]', 'stage ref, e.g. book-1/ch-2/sc-7:image (escape / : \\ inside a segment with \\)')
     .option('--scope <segment>', 'scope segment (repeat, outermost first)', collect)
     .option('--stage <kind>', 'stage kind')
@@ -196,40 +215,47 @@ export function buildProgram(): Command {
       const g = globals();
       const ref = resolveRef(text, opts);
       const sid = stageId(ref);
-      const info = await withEngine(g, async (engine, store) => {
+      const info: StageInfo = await withEngine(g, async (engine, store) => {
         const now = Date.now();
         const probe = await store.probe(sid);
         const deferred = (await engine.listDeferred(ref.scope)).find((d) => stageId(d.ref) === sid);
         const base = { ref: formatRefText(ref), scope: ref.scope, stage: ref.stage, stageId: sid };
         if (deferred) {
           const logs = await engine.queue.getJobLogs(deferred.wakeUpJobId);
-          return { ...base, state: 'deferred', ...deferredJson(deferred, now), log: logs.logs };
+          return { ...base, ...deferredJson(deferred, now), state: 'deferred', log: logs.logs };
         }
-        const jobId =
-          probe.kind === 'pending' ? probe.licence.replace(/!$/, '') : await engine.queue.getDeduplicationJobId(sid);
-        const job = jobId ? { jobId, jobState: await engine.queue.getJobState(jobId) } : {};
-        const state = probe.kind === 'in_flight' ? 'in_flight' : jobId ? 'pending' : 'idle';
-        return { ...base, state, ...job };
+        // the job that speaks for the stage: its pending wake-up, a wake-up that failed
+        // for good (licence marked `?`), or the job `enqueue` added
+        let jobId: string | null = probe.kind === 'pending' ? probe.licence.replace(/[!?]$/, '') : null;
+        if (!jobId && probe.kind === 'none') {
+          const failed = (await store.licencesIn(`${sid}@`)).find((l) => l.endsWith('?'));
+          if (failed) jobId = failed.slice(0, -1);
+        }
+        jobId ??= await engine.queue.getDeduplicationJobId(sid);
+        const jobState = jobId ? await engine.queue.getJobState(jobId) : 'unknown';
+        if (probe.kind === 'in_flight') return { ...base, state: 'in_flight' };
+        if (!jobId || jobState === 'unknown' || jobState === 'completed') return { ...base, state: 'idle' };
+        if (jobState !== 'failed') return { ...base, state: 'pending', jobId, jobState };
+        const failedReason = (await engine.queue.getJob(jobId))?.failedReason;
+        return { ...base, state: 'failed', jobId, jobState, ...(failedReason ? { failedReason } : {}) };
       });
       if (g.json) return print(JSON.stringify(info, null, 2));
-      const lines: [string, string][] = [
+      const rows: [string, string | undefined][] = [
         ['stage', info.ref],
         ['stage id', info.stageId],
         ['state', info.state],
+        ['reason', info.reason],
+        ['class', info.class],
+        ['deferrals', info.deferrals === undefined ? undefined : String(info.deferrals)],
+        ['until', info.until && `${info.until} (in ${formatRemaining(info.remainingMs ?? 0)})`],
+        ['wake-up job', info.wakeUpJobId],
+        ['job', info.jobId && `${info.jobId} (${info.jobState})`],
+        ['failed', info.failedReason],
       ];
-      if ('reason' in info) {
-        lines.push(
-          ['reason', info.reason],
-          ['class', info.class],
-          ['deferrals', String(info.deferrals)],
-          ['until', `${info.until} (in ${formatRemaining(info.remainingMs)})`],
-          ['wake-up job', info.wakeUpJobId],
-        );
-      }
-      if ('jobId' in info && info.jobId) lines.push(['job', `${info.jobId} (${info.jobState})`]);
-      const width = Math.max(...lines.map(([k]) => k.length));
-      print(lines.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
-      if ('log' in info && info.log.length > 0) print(`log:\n${info.log.map((l) => `  ${l}`).join('\n')}`);
+      const shown = rows.filter((r): r is [string, string] => r[1] !== undefined);
+      const width = Math.max(...shown.map(([k]) => k.length));
+      print(shown.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
+      if (info.log && info.log.length > 0) print(`log:\n${info.log.map((l) => `  ${l}`).join('\n')}`);
     });
 
   program

@@ -15,12 +15,16 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the built bin as a child process against the test Redis, on this test's queue. */
+/** Runs the built bin as a child process against the test Redis, on this test's queue (or `on`'s). */
 function cli(...args: string[]): Promise<Run> {
+  return cliOn({ prefix, queueName }, ...args);
+}
+
+function cliOn(on: { prefix: string; queueName: string }, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [CLI, '--redis', REDIS_URL, '--queue', queueName, '--prefix', prefix, ...args],
+      [CLI, '--redis', REDIS_URL, '--queue', on.queueName, '--prefix', on.prefix, ...args],
       { timeout: 20_000, env: { ...process.env, REDIS_URL: '' } },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
@@ -145,6 +149,35 @@ describe('cancel and clear', () => {
     const info = JSON.parse(r.stdout);
     expect(info).toMatchObject({ state: 'pending', jobState: 'waiting' });
     expect(info.jobId).toMatch(/^book-1\/ch-1\/sc-1\/image@cap\.1\./);
+  });
+});
+
+describe('a stage whose wake-up failed for good', () => {
+  const own = isolated();
+  let e: DispatchEngine;
+  afterAll(async () => {
+    await e?.close();
+    await dropPrefix(client(), own.prefix);
+  });
+
+  it('show reports it failed, with the job and its error', async () => {
+    let calls = 0;
+    e = createDispatchEngine({
+      connection: client(),
+      ...own,
+      windows: { capacitySeconds: 0.1 },
+      retry: { attempts: 1 },
+      executor: async () => (++calls === 1 ? NO_WORKER : { dispatched: false, jobs: 0, reason: 'gpu_on_fire' }),
+    });
+    await e.dispatchStage({ scope: ['book-7'], stage: 'image' }, null);
+    e.createWorker();
+    await waitFor(async () => (await e.queue.getFailedCount()) === 1, 'the wake-up to fail');
+    const r = await cliOn(own, '--json', 'show', 'book-7:image');
+    expect(r.code).toBe(0);
+    const info = JSON.parse(r.stdout);
+    expect(info).toMatchObject({ state: 'failed', jobState: 'failed' });
+    expect(info.jobId).toMatch(/^book-7\/image@cap\.1\./);
+    expect(info.failedReason).toMatch(/gpu_on_fire/);
   });
 });
 
