@@ -111,8 +111,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async listDeferred(scope) {
       open();
-      const prefix =
-        scope === undefined || scope.length === 0 ? '' : `${scopePath(scope, 'scopePrefix', 1).join('/')}/`;
+      const prefix = scope === undefined || scope.length === 0 ? '' : scopePrefix(scope);
       const rows = await store.inspect(await store.licencesIn(prefix));
       const out: DeferredStage[] = [];
       for (const row of rows) {

@@ -70,7 +70,8 @@ export function scopePath(scope: unknown, what: string, min: number): string[] {
 export function scopePrefix(scope: readonly string[]): string {
   const path = scopePath(scope, 'scope', 1);
   const prefix = `${path.join('/')}/`;
-  if (prefix.length > MAX_STAGE_ID_LENGTH) {
+  // a scope can hold a stage only if its prefix leaves room for a one-character stage
+  if (prefix.length + 1 > MAX_STAGE_ID_LENGTH) {
     throw new InvalidStageRefError(`Expected the encoded scope to be at most ${MAX_STAGE_ID_LENGTH} characters`);
   }
   return prefix;

@@ -61,6 +61,9 @@ function tryId(ref: StageRef): string | InvalidStageRefError {
 
 const runs = () => envInt('HOSTILE_RUNS', 200, 5000);
 
+// BullMQ writes a queue's `meta` key itself when the queue's connection comes up, whenever that is
+const notMeta = (key: string) => !key.endsWith(':meta');
+
 describe('hostile stage refs', () => {
   let redis: IORedis;
   beforeAll(() => {
@@ -99,11 +102,11 @@ describe('hostile stage refs', () => {
           const sid = tryId(ref);
           if (typeof sid !== 'string') {
             rejected += 1;
-            const before = (await keysUnder(redis, prefix)).length;
+            const before = (await keysUnder(redis, prefix)).filter(notMeta).length;
             await expect(engine.enqueue(ref, {})).rejects.toBeInstanceOf(InvalidStageRefError);
             await expect(engine.dispatchStage(ref, {})).rejects.toBeInstanceOf(InvalidStageRefError);
             await expect(engine.cancelActiveDispatch(ref)).rejects.toBeInstanceOf(InvalidStageRefError);
-            expect((await keysUnder(redis, prefix)).length).toBe(before);
+            expect((await keysUnder(redis, prefix)).filter(notMeta).length).toBe(before);
             return;
           }
           accepted += 1;

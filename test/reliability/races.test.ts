@@ -242,7 +242,9 @@ describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
         await scheduler;
         let total = 0;
         for (const r of refs) {
-          const c = calls.get(sidOf(r))!;
+          // calls up to the stage's dispatch: a scheduler call decided before that dispatch
+          // finished may still run after it (outside every window: the host's own race)
+          const c = calls.get(sidOf(r))!.slice(0, windowsPerStage + 1);
           const w = windows.get(sidOf(r))!;
           total += w.length;
           // one call opens each window, and exactly one call follows it, after its end
