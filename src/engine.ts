@@ -7,7 +7,7 @@ import { createProcessor } from './bullmq/processor';
 import { enqueueStage } from './bullmq/producer';
 import { parseLicence, type DispatchJobData } from './job-data';
 import { resolveOptions, type DispatchEngineOptions } from './options';
-import { parseStageId, scopePath, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
+import { parseStageId, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
 import type { DeferredStage, DispatchResult, EnqueueResult, OutcomeClass, StageRef } from './types';
 
 export interface CancelResult {
