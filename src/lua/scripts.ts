@@ -38,11 +38,15 @@ return {0, lic or ''}
  * defer: record a deferral; runs in the same MULTI as the wake-up's add.
  * KEYS: 1 L, 2 M, 3 IDX, 4 the wake-up's log list
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 window ms, 5 log line ('' for none)
+ * Wake-up ids are unique, so finding ARGV[3] already licensed means this is a
+ * replay of a transaction that already ran (ioredis resends unanswered
+ * commands after a reconnect): it answers "recorded" and changes nothing.
  * Returns {1, old licence...} recorded, lock released; the old licences are revoked
  *         {0, 1}                 cancelled while in flight: nothing recorded, lock released
  *         {0, 0}                 lock lost: nothing recorded
  */
 export const DEFER = `
+if redis.call('ZSCORE', KEYS[3], ARGV[3]) or redis.call('ZSCORE', KEYS[3], ARGV[3] .. '!') then return {1} end
 local l = redis.call('GET', KEYS[1])
 if l ~= ARGV[2] then
   if l == 'x' .. ARGV[2] then
