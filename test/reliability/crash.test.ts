@@ -26,7 +26,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
       cancelRate: 0.05,
       faultPlan: POINTS,
       faultRounds: rounds,
-      deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+      deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
     });
     // eslint-disable-next-line no-console
     console.log(summary('crash-points', report));
@@ -53,7 +53,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
         stages: envInt('CRASH_STAGES', 150, 3000),
         seed,
         cancelRate: 0.05,
-        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       },
       async (fleet, finished) => {
         let over = false;

@@ -36,7 +36,7 @@ describe('Redis killed and restarted, connections dropped', () => {
         stages: envInt('REDIS_FAULT_STAGES', 300, 3000),
         seed,
         cancelRate: 0.05,
-        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       },
       async (_fleet, finished) => {
         let over = false;
