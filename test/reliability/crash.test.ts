@@ -28,9 +28,9 @@ describe('worker processes killed with SIGKILL and restarted', () => {
         cancelRate: 0.05,
         faultPlan: POINTS,
         faultRounds: rounds,
-        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+        deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       });
-
+      // eslint-disable-next-line no-console
       console.log(summary('crash-points', report));
       expect(report.lost).toEqual([]);
       expect(report.duplicatedUnexplained).toEqual([]);
@@ -59,7 +59,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
           stages: envInt('CRASH_STAGES', 150, 3000),
           seed,
           cancelRate: 0.05,
-          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
         },
         async (fleet, finished) => {
           let over = false;
@@ -68,12 +68,11 @@ describe('worker processes killed with SIGKILL and restarted', () => {
           while (!over && kills < max) {
             await Promise.race([finished, new Promise((r) => setTimeout(r, 150 + random() * 600))]);
             if (over) break;
-            fleet.killOne(random);
-            kills += 1;
+            if (fleet.killOne(random)) kills += 1;
           }
         },
       );
-
+      // eslint-disable-next-line no-console
       console.log(summary('crash-random', report), `parent kills: ${kills}`);
       expect(kills).toBeGreaterThan(0);
       expect(report.restarts).toBeGreaterThanOrEqual(kills);

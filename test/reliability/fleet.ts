@@ -145,11 +145,17 @@ export class Fleet {
     });
   }
 
-  /** SIGKILLs one running child (it is restarted). */
-  killOne(random: () => number): void {
-    const live = [...this.children.values()].filter((c) => c.exitCode === null && c.signalCode === null);
+  private readonly killed = new WeakSet<ChildProcess>();
+
+  /** SIGKILLs one running child (it is restarted); false when none is running. */
+  killOne(random: () => number): boolean {
+    const live = [...this.children.values()].filter(
+      (c) => c.exitCode === null && c.signalCode === null && !this.killed.has(c),
+    );
     const victim = live[Math.floor(random() * live.length)];
-    victim?.kill('SIGKILL');
+    if (!victim) return false;
+    this.killed.add(victim);
+    return victim.kill('SIGKILL');
   }
 
   async stop(): Promise<void> {

@@ -38,7 +38,7 @@ describe('Redis killed and restarted, connections dropped', () => {
           stages: envInt('REDIS_FAULT_STAGES', 300, 3000),
           seed,
           cancelRate: 0.05,
-          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 1_800_000),
+          deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
         },
         async (_fleet, finished) => {
           let over = false;
@@ -67,7 +67,7 @@ describe('Redis killed and restarted, connections dropped', () => {
           admin.disconnect();
         },
       );
-
+      // eslint-disable-next-line no-console
       console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
       expect(done.restarts + done.clientKills).toBeGreaterThan(0);
       expect(report.lost).toEqual([]);
