@@ -25,8 +25,14 @@ interface Run {
   drainMs: number;
 }
 
+let lastPlain = 0;
+/** A live status line on a terminal; elsewhere (CI logs) the same line once a second. */
 const live = (line: string) => {
   if (process.stdout.isTTY) process.stdout.write(`\r\x1b[2K${line}`);
+  else if (line && Date.now() - lastPlain >= 1000) {
+    lastPlain = Date.now();
+    console.log(line);
+  }
 };
 
 async function pluginRun(redis: IORedis): Promise<Run> {
