@@ -1,20 +1,12 @@
 import { EventEmitter } from 'node:events';
-import type { OutcomeClass, StageRef } from './types';
+import type { DeferredStage, StageRef } from './types';
 
 /** The engine's events. The engine tells what happened; listeners log, count or react. */
 export interface EngineEvents {
   /** A dispatch sent jobs downstream. */
   dispatched: { ref: StageRef; jobs: number; executorMs: number };
   /** A deferral began (once per deferral, from the attempt that created it). */
-  deferred: {
-    ref: StageRef;
-    reason: string;
-    class: OutcomeClass;
-    until: number;
-    deferrals: number;
-    wakeUpJobId: string;
-    executorMs: number;
-  };
+  deferred: DeferredStage & { executorMs: number };
   /** A dispatch or enqueue found the stage deferred and did nothing. */
   suppressed: { ref: StageRef; reason: string; until: number; via: 'dispatch' | 'enqueue' };
   /** `cancelActiveDispatch` ran. */
