@@ -9,7 +9,6 @@ import { stageIdOfJobId } from './stage-ref';
  *
  *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
  *   sd:inflight:<stageId>  in-flight dispatch lock: value = token
- *   sd:cancelled:<stageId> cancel tombstone: value = the pending job a cancel could not remove
  *   sd:licences            sorted set of wake-up ids, one per stage at most
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  */
@@ -27,9 +26,8 @@ const COMMANDS = {
   sdDefer: { keys: 4, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
-  sdCancel: { keys: 5, lua: lua.CANCEL },
+  sdCancel: { keys: 4, lua: lua.CANCEL },
   sdFail: { keys: 1, lua: lua.FAIL },
-  sdUntomb: { keys: 1, lua: lua.UNTOMB },
   sdClear: { keys: undefined, lua: lua.CLEAR },
 } as const;
 
@@ -50,8 +48,6 @@ export type ProbeOutcome =
 const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
-/** How long a cancel tombstone waits for the begin of a job a worker already took, ms. */
-const TOMBSTONE_MS = 600_000;
 
 interface Op {
   keys: string[];
@@ -76,9 +72,6 @@ export class DeferralStore {
   lockKey(sid: string): string {
     return `${this.base}sd:inflight:${sid}`;
   }
-  tombstoneKey(sid: string): string {
-    return `${this.base}sd:cancelled:${sid}`;
-  }
   get indexKey(): string {
     return `${this.base}sd:licences`;
   }
@@ -100,10 +93,17 @@ export class DeferralStore {
     return this.clientPromise;
   }
 
-  async begin(sid: string, token: string, lockMs: number, ownJobId: string, isWakeUp: boolean): Promise<BeginOutcome> {
+  /** `kind`: 'w' a wake-up job, 'r' a job added by `enqueue`, '' a direct call or a job added by hand. */
+  async begin(
+    sid: string,
+    token: string,
+    lockMs: number,
+    ownJobId: string,
+    kind: 'w' | 'r' | '',
+  ): Promise<BeginOutcome> {
     const r = (await this.batched(
-      [this.markerKey(sid), this.lockKey(sid), this.tombstoneKey(sid)],
-      ['b', sid, token, lockMs, ownJobId, isWakeUp ? '1' : '0'],
+      [this.markerKey(sid), this.lockKey(sid), this.dedupKey(sid)],
+      ['b', sid, token, lockMs, ownJobId, kind],
     )) as [number, string?, number?];
     switch (r[0]) {
       case 1:
@@ -243,22 +243,16 @@ export class DeferralStore {
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
     const c = await this.client();
-    const r = (await c.sdCancel!(
-      this.markerKey(sid),
-      this.lockKey(sid),
-      this.indexKey,
-      this.dedupKey(sid),
-      this.tombstoneKey(sid),
-      sid,
-      TOMBSTONE_MS,
-    )) as [number, number, string, ...string[]];
+    const r = (await c.sdCancel!(this.markerKey(sid), this.lockKey(sid), this.indexKey, this.dedupKey(sid), sid)) as [
+      number,
+      number,
+      string,
+      ...string[],
+    ];
     // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
-    let removedJobs = await this.removeJobs(ids);
-    if (r[2] && (await this.removeJobs([r[2]])) === 1) {
-      removedJobs++;
-      await c.sdUntomb!(this.tombstoneKey(sid), r[2]);
-    }
+    if (r[2]) ids.push(r[2]);
+    const removedJobs = await this.removeJobs(ids);
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
   }
 

@@ -71,7 +71,7 @@ export class Dispatcher<P> {
     const { store, opts } = this;
     // `<job id>\n<random>`: a redelivered job recognises its crashed attempt's lock.
     const token = `${job?.id ?? ''}\n${randomUUID()}`;
-    const begun = await store.begin(sid, token, opts.lockMs, job?.id ?? '', job?.isWakeUp ?? false);
+    const begun = await store.begin(sid, token, opts.lockMs, job?.id ?? '', jobKind(job));
     if (begun.kind === 'deferred') {
       const lic = parseLicence(begun.wakeUpJobId);
       const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
@@ -284,4 +284,11 @@ function checkExecutorResult(value: unknown): ExecutorResult {
                 : null;
   if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   return r as ExecutorResult;
+}
+
+/** What begin needs to know of the job: a wake-up, or a job `enqueue` added (its id has `@r.`). */
+function jobKind(job: JobContext | undefined): 'w' | 'r' | '' {
+  if (!job) return '';
+  if (job.isWakeUp) return 'w';
+  return job.id.includes('@r.') ? 'r' : '';
 }

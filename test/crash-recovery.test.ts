@@ -19,12 +19,12 @@ describe('a job redelivered after its worker died', () => {
     const store = new DeferralStore(h.engine.queue);
     const sid = stageId(ref);
     // the crashed attempt of job J
-    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', false)).kind).toBe('locked');
+    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '')).kind).toBe('locked');
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('dispatch_in_flight');
-    expect((await store.begin(sid, `K\n${randomUUID()}`, 60_000, 'K', false)).kind).toBe('in_flight');
-    expect((await store.begin(sid, `JX\n${randomUUID()}`, 60_000, 'JX', false)).kind).toBe('in_flight');
+    expect((await store.begin(sid, `K\n${randomUUID()}`, 60_000, 'K', '')).kind).toBe('in_flight');
+    expect((await store.begin(sid, `JX\n${randomUUID()}`, 60_000, 'JX', '')).kind).toBe('in_flight');
     // the redelivery of J
-    const again = await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', false);
+    const again = await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '');
     expect(again.kind).toBe('locked');
   });
 
@@ -32,9 +32,9 @@ describe('a job redelivered after its worker died', () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
     const sid = stageId(ref);
-    await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', false);
+    await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '');
     await h.engine.cancelActiveDispatch(ref);
-    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', false)).kind).toBe('cancelled');
+    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '')).kind).toBe('cancelled');
     expect(await h.redis.exists(store.lockKey(sid))).toBe(0);
     h.executor.script(ref, notSent('no_worker_available'));
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('no_worker_available');

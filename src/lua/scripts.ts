@@ -4,8 +4,8 @@
  *
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: a token, or `x` + token once
- * cancelled); T = the stage's cancel tombstone (value: the id of the pending
- * job a cancel could not remove); IDX = the queue's licence index, a sorted set (all scores 0) of
+ * cancelled); D = BullMQ's deduplication key of the stage's enqueued job (its
+ * value names that job while it is pending); IDX = the queue's licence index, a sorted set (all scores 0) of
  * wake-up job ids `<stageId>@<suffix>`, at most one per stage, optionally
  * ending in `!` (cleared: the chain starts fresh) or `?` (its job failed for
  * good; a retry by hand may run it). A wake-up job that is not the stage's
@@ -20,9 +20,9 @@ const licences = (idx: string, sid = 'ARGV[1]') =>
  * batch: the hot path. Runs, in order, the begin and release operations the
  * engine queued during one turn of the event loop (one command for many
  * attempts, and a success's release rides along with the next begin).
- * KEYS: 1 IDX, then per operation: begin -> M, L, T; release -> L
+ * KEYS: 1 IDX, then per operation: begin -> M, L, D; release -> L
  * ARGV: 1 number of operations, then per operation:
- *   'b', stageId, token, lockMs, own job id ('' for a direct call), '1' if a wake-up
+ *   'b', stageId, token, lockMs, own job id ('' for a direct call), kind: 'w' wake-up, 'r' enqueued, '' other
  *   'r', stageId, token, '1' to revoke the stage's licence (chain ended)
  * Returns one reply per operation, see `begin` and `release` below.
  */
@@ -34,16 +34,14 @@ local IDX = KEYS[1]
 -- running job's own id was left by an earlier attempt of this very job, which
 -- BullMQ only redelivers once that attempt's worker is gone; it is taken over.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
--- {4} this job was cancelled: in flight in an earlier attempt (lock deleted), or
---     after a worker took it but before this begin (tombstone T deleted)
+-- {4} this job was cancelled: in flight in an earlier attempt (lock deleted), or,
+--     for a job enqueued by the engine ('r'), after a worker took it but before
+--     this begin (the stage's deduplication key D no longer names it)
 -- {0, licence or ''} lock taken; the wake-up's own early marker removed
-local function begin(M, L, T, sid, token, lockMs, own, wake)
+local function begin(M, L, D, sid, token, lockMs, own, wake)
   local m = redis.call('GET', M)
   if m and m ~= own then return {1, m, redis.call('PTTL', M)} end
-  if own ~= '' and redis.call('GET', T) == own then
-    redis.call('DEL', T)
-    return {4}
-  end
+  if wake == 'r' and redis.call('GET', D) ~= own then return {4} end
   local l = redis.call('GET', L)
   if l then
     local mine = own .. '\\n'
@@ -55,7 +53,7 @@ local function begin(M, L, T, sid, token, lockMs, own, wake)
     if string.sub(l, 1, #mine) ~= mine then return {2} end
   end
   local lic = ${licences('IDX', 'sid')}[1]
-  if wake == '1' and lic ~= own and lic ~= own .. '!' and lic ~= own .. '?' then return {3} end
+  if wake == 'w' and lic ~= own and lic ~= own .. '!' and lic ~= own .. '?' then return {3} end
   if m then redis.call('DEL', M) end
   redis.call('SET', L, token, 'PX', lockMs)
   return {0, lic or ''}
@@ -147,8 +145,8 @@ return {0}
 
 /**
  * cancel: end a stage's deferral and revoke its wake-up; mark an in-flight dispatch cancelled.
- * KEYS: 1 M, 2 L, 3 IDX, 4 the stage's BullMQ deduplication key (its pending job), 5 T
- * ARGV: 1 stageId, 2 tombstone TTL ms
+ * KEYS: 1 M, 2 L, 3 IDX, 4 D
+ * ARGV: 1 stageId
  * Returns {had marker 0|1, in flight 0|1, pending job id or '', revoked licence...}
  */
 export const CANCEL = `
@@ -162,10 +160,10 @@ if l then
   if string.sub(l, 1, 1) ~= 'x' then redis.call('SET', KEYS[2], 'x' .. l, 'KEEPTTL') end
 end
 local pending = redis.call('GET', KEYS[4])
--- a pending job a worker already took, but whose begin has not run yet, cannot be
--- removed nor marked through the lock: its begin finds this tombstone and stops
--- (the engine deletes it again when it could remove the job)
-if pending and not l then redis.call('SET', KEYS[5], pending, 'PX', ARGV[2]) end
+-- a pending job a worker already took, but whose begin has not run yet, can be
+-- neither removed nor marked through the lock: its begin finds that the stage's
+-- deduplication key no longer names it, and stops
+if pending then redis.call('DEL', KEYS[4]) end
 return {had, inflight, pending or '', unpack(old)}
 `;
 
@@ -209,13 +207,4 @@ for _, lic in ipairs(${licences('KEYS[1]')}) do
   end
 end
 return 1
-`;
-
-/**
- * untomb: delete the cancel tombstone if it still names this job (the cancel removed it).
- * KEYS: 1 T   ARGV: 1 job id
- */
-export const UNTOMB = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 `;

@@ -34,7 +34,7 @@ describe('a deferral transaction resent by the client after a failover', () => {
     const ref = { scope: ['book-1', 'ch-1'], stage: 'image' };
     const sid = stageId(ref);
     const store = new DeferralStore(engine.queue);
-    const begun = await store.begin(sid, 'token-1', 30_000, '', false);
+    const begun = await store.begin(sid, 'token-1', 30_000, '', '');
     expect(begun.kind).toBe('locked');
 
     const id = `${sid}@cap.1.0.0.${Date.now().toString(36)}abcd`;

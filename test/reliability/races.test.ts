@@ -321,8 +321,9 @@ describe('a dispatch lock that expires before the deferral is recorded (a stall 
 
 describe('a cancel arriving after a worker picked the job up but before its dispatch began', () => {
   // The job is active, so `queue.remove` cannot remove it, and it holds no
-  // dispatch lock yet, so the cancel cannot mark it either: the cancel leaves a
-  // tombstone naming the job, and the job's begin honours it.
+  // dispatch lock yet, so the cancel cannot mark it either: the cancel deletes
+  // the stage's deduplication key, and the job's begin, finding it no longer
+  // names the job, stops.
   it('does not call the executor nor record a deferral afterwards', async () => {
     const { prefix, queueName } = isolated();
     let calls = 0;

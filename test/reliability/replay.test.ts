@@ -24,7 +24,7 @@ describe('a deferral transaction replayed after its reply was lost', () => {
     const ref = { scope: ['a'], stage: 's' };
     const sid = stageId(ref);
     try {
-      expect((await store.begin(sid, 'tok', 30_000, '', false)).kind).toBe('locked');
+      expect((await store.begin(sid, 'tok', 30_000, '', '')).kind).toBe('locked');
       const id = wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: 1 }, Date.now() + 60_000);
       const data = { v: 1, scope: ref.scope, stage: ref.stage, payload: {}, wakeUp: true };
       const first = await store.defer(sid, 'tok', new Job(queue, 's', data, { delay: 60_000 }, id), 60_000, '');
