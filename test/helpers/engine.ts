@@ -124,11 +124,3 @@ export function expectUnwritten(
     expect(now.pttl).toBeLessThanOrEqual(was.pttl);
   }
 }
-
-/** Moves the stage's wake-up job to wait now, as if its window had ended (the marker is left alone). */
-export async function promoteWakeUp(h: Harness, ref: StageRef): Promise<string> {
-  const [d] = await h.engine.listDeferred(ref.scope);
-  if (!d) throw new Error('no deferral to promote');
-  await h.engine.queue.getBackend().promote(d.wakeUpJobId);
-  return d.wakeUpJobId;
-}
