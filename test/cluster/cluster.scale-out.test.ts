@@ -76,7 +76,7 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
     for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
   });
 
-  // Not in `npm test`: one run in about five lost a few stages across the failover
+  // Not in `npm test`: one run in eight lost a few stages across the failover
   // (docs/scaling.md, "Open finding"); `npm run test:cluster:failover` and the
   // soak script run it.
   const failoverIt = process.env.CLUSTER_FAILOVER === '1' ? it : it.skip;
