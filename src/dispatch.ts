@@ -105,7 +105,7 @@ export class Dispatcher<P> {
       };
     }
     const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
-    await opts.faultHook?.('lock-taken', ref);
+    if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
     const controller = new AbortController();
     const ctx: DispatchContext = { buildId: call.buildId, force: call.force ?? false, signal: controller.signal };
@@ -125,13 +125,13 @@ export class Dispatcher<P> {
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
     const executorMs = performance.now() - started;
-    await opts.faultHook?.('executor-answered', ref);
+    if (opts.faultHook) await opts.faultHook('executor-answered', ref);
 
     if (raw.dispatched) {
       stopHeartbeat();
       const released = await store.release(sid, token, true);
       await this.removeRevoked(released.revoked, job);
-      await opts.faultHook?.('released', ref);
+      if (opts.faultHook) await opts.faultHook('released', ref);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
       return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
     }
@@ -147,7 +147,7 @@ export class Dispatcher<P> {
       return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
     }
     stopHeartbeat();
-    await opts.faultHook?.('rolled-back', ref);
+    if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
     const cls = outcomeClass(reason);
     if (!cls) {
@@ -215,7 +215,7 @@ export class Dispatcher<P> {
         result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true, result: raw },
       };
     }
-    await opts.faultHook?.('deferral-recorded', ref);
+    if (opts.faultHook) await opts.faultHook('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
     this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });
     await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
