@@ -22,6 +22,18 @@ export function engine<P = unknown>(prefix: string, extra: Partial<DispatchEngin
   });
 }
 
+/** An engine whose executor always answers `no_worker_available`, and the number of calls it got. */
+export function blockedEngine(prefix: string): { engine: DispatchEngine; calls: () => number } {
+  let calls = 0;
+  const e = engine(prefix, {
+    executor: async () => {
+      calls++;
+      return NO_WORKER;
+    },
+  });
+  return { engine: e, calls: () => calls };
+}
+
 /** Defers every ref through `dispatchStage` (its executor must answer a capacity reason). */
 export async function deferAll<P>(
   e: DispatchEngine<P>,

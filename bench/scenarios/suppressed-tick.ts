@@ -1,6 +1,6 @@
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, client, dropPrefix, RedisCounter, RoundTripCounter } from '../lib/redis';
-import { deferAll, engine, NO_WORKER, refs } from '../lib/stages';
+import { deferAll, blockedEngine, refs } from '../lib/stages';
 import { interleave, log, median } from '../lib/stats';
 
 type Variant = 'dispatchStage' | 'enqueue';
@@ -14,22 +14,16 @@ export async function suppressedTick(ctx: BenchContext): Promise<ScenarioResult>
   const redis = client();
   const prefix = benchPrefix('suppressed');
   const stages = refs('book', ctx.n(1000, 200));
-  let executorCalls = 0;
-  const e = engine(prefix, {
-    executor: async () => {
-      executorCalls++;
-      return NO_WORKER;
-    },
-  });
+  const { engine: e, calls: executorCallsSoFar } = blockedEngine(prefix);
   const payload = { n: 1 };
   try {
     await deferAll(e, stages, payload);
-    const deferCalls = executorCalls;
+    const deferCalls = executorCallsSoFar();
     const rt = new RoundTripCounter(redis);
     await rt.start();
     const runs = await interleave(ctx.n(3, 2), ['dispatchStage', 'enqueue'] as Variant[], async (variant) => {
       rt.reset();
-      const calls0 = executorCalls;
+      const calls0 = executorCallsSoFar();
       const counter = new RedisCounter(redis);
       await counter.start();
       for (const ref of stages) {
@@ -49,7 +43,7 @@ export async function suppressedTick(ctx: BenchContext): Promise<ScenarioResult>
         roundTrips: rt.roundTrips / n,
         commands: c.commands / n,
         writes: c.writes / n,
-        executorCalls: (executorCalls - calls0) / n,
+        executorCalls: (executorCallsSoFar() - calls0) / n,
         byCommand: c.byCommand,
       };
     });
