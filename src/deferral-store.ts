@@ -49,6 +49,16 @@ const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
 
+/** A write that is awaited on the replicas when `waitForReplicas` is on. */
+export type ReplicatedOp = 'defer' | 'cancel' | 'clear' | 'fail';
+
+/** `waitForReplicas`, resolved, and where a shortfall is reported. */
+export interface ReplicaWait {
+  replicas: number;
+  timeoutMs: number;
+  onLag(event: { op: ReplicatedOp; acked: number; wanted: number; skipMs: number; error?: unknown }): void;
+}
+
 interface Op {
   keys: string[];
   args: (string | number)[];
@@ -61,8 +71,13 @@ export class DeferralStore {
   private clientPromise: Promise<Client> | undefined;
   private queued: Op[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
+  /** After a replica shortfall, `WAIT` is skipped until this time (ms since the epoch). */
+  private skipWaitUntil = 0;
 
-  constructor(readonly queue: Queue) {
+  constructor(
+    readonly queue: Queue,
+    private readonly replicaWait: ReplicaWait | false = false,
+  ) {
     this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
   }
 
@@ -166,22 +181,20 @@ export class DeferralStore {
     windowMs: number,
     logLine: string,
   ): Promise<{ recorded: boolean; cancelled: boolean; revoked: string[] }> {
-    const c = await this.client();
-    const multi = c.multi();
-    multi.sdDefer!(
-      this.lockKey(sid),
-      this.markerKey(sid),
-      this.indexKey,
-      `${this.jobKey(wakeUp.id as string)}:logs`,
-      sid,
-      token,
-      wakeUp.id,
-      windowMs,
-      logLine,
-    );
-    await wakeUp.addJob(multi as never);
-    const results = await multi.exec();
-    if (!results) throw new Error('Deferral transaction was discarded');
+    const results = await this.transaction('defer', async (m) => {
+      m.sdDefer!(
+        this.lockKey(sid),
+        this.markerKey(sid),
+        this.indexKey,
+        `${this.jobKey(wakeUp.id as string)}:logs`,
+        sid,
+        token,
+        wakeUp.id,
+        windowMs,
+        logLine,
+      );
+      await wakeUp.addJob(m as never);
+    });
     for (const [err] of results) if (err) throw err;
     const r = results[0]![1] as [number, ...(string | number)[]];
     if (r[0] === 1) return { recorded: true, cancelled: false, revoked: r.slice(1) as string[] };
@@ -196,8 +209,7 @@ export class DeferralStore {
 
   /** Marks the wake-up's licence as failed for good (`?`): enqueue may add a job; a retry by hand may run it. */
   async markFailed(sid: string, jobId: string): Promise<void> {
-    const c = await this.client();
-    await c.sdFail!(this.indexKey, sid, jobId);
+    await this.transactionOf('fail', (m) => m.sdFail!(this.indexKey, sid, jobId));
   }
 
   async extend(sid: string, token: string, lockMs: number): Promise<boolean> {
@@ -242,13 +254,9 @@ export class DeferralStore {
   }
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
-    const c = await this.client();
-    const r = (await c.sdCancel!(this.markerKey(sid), this.lockKey(sid), this.indexKey, this.dedupKey(sid), sid)) as [
-      number,
-      number,
-      string,
-      ...string[],
-    ];
+    const r = (await this.transactionOf('cancel', (m) =>
+      m.sdCancel!(this.markerKey(sid), this.lockKey(sid), this.indexKey, this.dedupKey(sid), sid),
+    )) as [number, number, string, ...string[]];
     // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
     if (r[2]) ids.push(r[2]);
@@ -265,7 +273,6 @@ export class DeferralStore {
   /** Ends every deferral in the scope prefix; their wake-ups are promoted to run now. Returns the count. */
   async clear(prefix: string): Promise<string[]> {
     const licences = await this.licencesIn(prefix);
-    const c = await this.client();
     const cleared: string[] = [];
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
       const batch = licences.slice(i, i + CLEAR_BATCH);
@@ -274,7 +281,7 @@ export class DeferralStore {
         const id = jobIdOfLicence(lic);
         keys.push(this.markerKey(stageIdOfJobId(id)), this.jobKey(id));
       }
-      const ids = (await c.sdClear!(keys.length, ...keys, ...batch)) as string[];
+      const ids = (await this.transactionOf('clear', (m) => m.sdClear!(keys.length, ...keys, ...batch))) as string[];
       cleared.push(...ids);
     }
     await Promise.all(
@@ -286,6 +293,49 @@ export class DeferralStore {
       ),
     );
     return cleared;
+  }
+
+  /**
+   * Runs `build`'s commands as one MULTI and returns EXEC's replies as
+   * `[error, value]` pairs. With `waitForReplicas`, a `WAIT` follows the EXEC
+   * in the same pipeline: it goes over the same connection to the same node,
+   * so it counts this very write, and the call returns once the replicas
+   * hold it (or the wait timed out, reported as `replicaLag`).
+   */
+  private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
+    const c = await this.client();
+    const w = this.replicaWait;
+    if (!w || Date.now() < this.skipWaitUntil) {
+      const m = c.multi();
+      await build(m);
+      const results = await m.exec();
+      if (!results) throw new Error('The transaction was discarded');
+      return results;
+    }
+    const p = c.pipeline();
+    p.multi!();
+    await build(p);
+    void p.exec(); // inside a pipeline this queues EXEC; the next exec() sends
+    p.wait!(w.replicas, w.timeoutMs);
+    const replies = (await p.exec()) ?? [];
+    const waited = replies.pop();
+    const exec = replies.pop();
+    for (const [err] of replies) if (err) throw err; // MULTI and QUEUED: a command refused before EXEC
+    if (!exec || exec[0] || !Array.isArray(exec[1])) throw exec?.[0] ?? new Error('The transaction was discarded');
+    const acked = waited && !waited[0] ? Number(waited[1]) : 0;
+    if (acked < w.replicas) {
+      const skipMs = 10 * w.timeoutMs;
+      this.skipWaitUntil = Date.now() + skipMs;
+      w.onLag({ op, acked, wanted: w.replicas, skipMs, ...(waited?.[0] ? { error: waited[0] } : {}) });
+    }
+    return (exec[1] as unknown[]).map((v) => (v instanceof Error ? [v, null] : [null, v]));
+  }
+
+  /** A transaction of one command: its reply, or its error thrown. */
+  private async transactionOf(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<unknown> {
+    const [err, reply] = (await this.transaction(op, build))[0] ?? [new Error('The transaction had no reply')];
+    if (err) throw err;
+    return reply;
   }
 
   /** Removes jobs by id, best effort: a job that is active (locked) stays, and does nothing without its licence. */

@@ -51,8 +51,11 @@ export interface DispatchEngine<P = unknown> {
 export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
   const opts = resolveOptions(options);
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
-  const store = new DeferralStore(queue);
   const events = new EngineEmitter();
+  const store = new DeferralStore(
+    queue,
+    opts.waitForReplicas && { ...opts.waitForReplicas, onLag: (e) => events.emit('replicaLag', e) },
+  );
   const dispatcher = new Dispatcher<P>(opts, store, queue, events);
   const workers: Worker[] = [];
   const ownedConnections: OwnedClient[] = [];

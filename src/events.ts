@@ -17,6 +17,18 @@ export interface EngineEvents {
   woken: { ref: StageRef; jobId: string };
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
   failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
+  /**
+   * Fewer replicas than `waitForReplicas.replicas` acknowledged a write within
+   * its timeout (or `WAIT` failed): until they catch up, a failover may lose
+   * it. The engine stops waiting for `skipMs`, then tries again.
+   */
+  replicaLag: {
+    op: 'defer' | 'cancel' | 'clear' | 'fail';
+    acked: number;
+    wanted: number;
+    skipMs: number;
+    error?: unknown;
+  };
 }
 
 export type EngineEventName = keyof EngineEvents;

@@ -51,6 +51,17 @@ export interface DispatchEngineOptions<P = unknown> {
   /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
   jobLog?: boolean;
   /**
+   * Durability across a failover. After each deferral, cancel, clear or
+   * terminal failure the engine sends Redis `WAIT replicas timeoutMs` on the
+   * same connection, in the same pipeline: the job completes only once
+   * `replicas` replicas hold the write (or the wait timed out). When fewer
+   * acknowledge, a `replicaLag` event is emitted, the engine goes on, and it
+   * stops waiting for `10 × timeoutMs` (a master with no replica in sync would
+   * otherwise stall every deferral). `false` turns it off.
+   * Default: `{ replicas: 1, timeoutMs: 250 }` on a Redis Cluster connection, `false` otherwise.
+   */
+  waitForReplicas?: false | { replicas?: number; timeoutMs?: number };
+  /**
    * For fault-injection tests only: called at each crash point of an attempt
    * (a test may kill the process there). Not part of the stable API.
    */
@@ -106,27 +117,40 @@ const schema = z.object({
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
   jobLog: z.boolean().default(true),
+  waitForReplicas: z
+    .union([
+      z.literal(false),
+      z.object({ replicas: positiveInt(16).default(1), timeoutMs: positiveInt(60_000).default(250) }).strict(),
+    ])
+    .optional(),
   faultHook: z
     .custom<NonNullable<DispatchEngineOptions['faultHook']>>((v) => typeof v === 'function', 'a function')
     .optional(),
 });
 
-export type ResolvedOptions<P = unknown> = z.output<typeof schema> & {
+export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitForReplicas'> & {
   executor: Executor<P>;
+  /** Resolved: `false`, or what `WAIT` is sent with. */
+  waitForReplicas: false | { replicas: number; timeoutMs: number };
 };
+
+/** `waitForReplicas` when the caller did not say: on for a Redis Cluster, where failover is built in. */
+export const CLUSTER_WAIT = { replicas: 1, timeoutMs: 250 } as const;
 
 /** Validates options once, at the boundary; throws `InvalidOptionsError` naming the field. */
 export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOptions<P> {
   const parsed = schema.safeParse(options ?? {});
   if (!parsed.success) throw new InvalidOptionsError(formatZodError(parsed.error, options));
   const { connection, prefix, queueName } = parsed.data;
-  if ((connection as { isCluster?: unknown }).isCluster === true && hashTagOf(`${prefix}:${queueName}:`) === null) {
+  const isCluster = (connection as { isCluster?: unknown }).isCluster === true;
+  if (isCluster && hashTagOf(`${prefix}:${queueName}:`) === null) {
     throw new InvalidOptionsError(
       `Expected \`prefix\` to contain a hash tag on a Redis Cluster, e.g. '{${prefix.replace(/[{}]/g, '') || 'stage'}}', ` +
         `got ${JSON.stringify(prefix)}: without one the queue's keys spread over slots and every deferral fails with CROSSSLOT`,
     );
   }
-  return parsed.data as ResolvedOptions<P>;
+  const waitForReplicas = parsed.data.waitForReplicas ?? (isCluster ? { ...CLUSTER_WAIT } : false);
+  return { ...parsed.data, waitForReplicas } as ResolvedOptions<P>;
 }
 
 /**
