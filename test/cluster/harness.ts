@@ -271,6 +271,27 @@ export class RedisClusterHarness {
     );
   }
 
+  /** The port of the live replica of master `port`, from `ROLE` on each node. */
+  async replicaOf(port: number): Promise<number> {
+    for (const n of this.live()) {
+      const role = (await this.node(n.port).call('ROLE')) as [string, string?, number?];
+      if (role[0] === 'slave' && Number(role[2]) === port) return n.port;
+    }
+    throw new Error(`master ${port} has no live replica`);
+  }
+
+  /** Freezes a node's process (SIGSTOP): it holds its sockets but answers nothing until `resume`. */
+  pause(port: number): void {
+    const n = this.nodes.find((x) => x.port === port && !x.exited);
+    if (!n) throw new Error(`no live node on port ${port}`);
+    process.kill(n.child.pid as number, 'SIGSTOP');
+  }
+
+  resume(port: number): void {
+    const n = this.nodes.find((x) => x.port === port && !x.exited);
+    if (n) process.kill(n.child.pid as number, 'SIGCONT');
+  }
+
   /** Kills one node's process (SIGKILL by default) and waits until it has exited. */
   async kill(port: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const n = this.nodes.find((x) => x.port === port);

@@ -1,0 +1,132 @@
+import type { Cluster } from 'ioredis';
+import { createDispatchEngine, InvalidOptionsError, type DispatchEngine, type EngineEvents } from '../../src';
+import { waitFor } from '../helpers/redis';
+import { dropClusterPrefix, RedisClusterHarness } from './harness';
+import { describeWithRedisServer, NO_WORKER, taggedIsolated } from './support';
+
+jest.setTimeout(60_000);
+
+/** How many WAIT commands a node has run, from `INFO commandstats`. */
+async function waitCalls(harness: RedisClusterHarness, port: number): Promise<number> {
+  const info = await harness.node(port).info('commandstats');
+  return Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+async function blockedClients(harness: RedisClusterHarness, port: number): Promise<number> {
+  const info = await harness.node(port).info('clients');
+  return Number(/blocked_clients:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)', () => {
+  let harness: RedisClusterHarness;
+  let cluster: Cluster;
+  const prefixes: string[] = [];
+  const engines: DispatchEngine[] = [];
+  let paused: number | undefined;
+
+  beforeAll(async () => {
+    harness = await RedisClusterHarness.start({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 5000 });
+    cluster = harness.connect();
+  }, 90_000);
+
+  afterEach(async () => {
+    if (paused !== undefined) harness.resume(paused);
+    paused = undefined;
+    await Promise.all(engines.splice(0).map((e) => e.close()));
+  });
+
+  afterAll(async () => {
+    if (cluster) await Promise.all(prefixes.map((p) => dropClusterPrefix(cluster, p).catch(() => undefined)));
+    await harness?.stop();
+  }, 30_000);
+
+  /** An engine on its own tagged prefix, whose every dispatch is a capacity deferral, with its master and replica. */
+  async function setup(waitForReplicas?: false | { replicas?: number; timeoutMs?: number }) {
+    const names = taggedIsolated();
+    prefixes.push(names.prefix);
+    const engine = createDispatchEngine({
+      connection: cluster,
+      ...names,
+      executor: async () => NO_WORKER,
+      ...(waitForReplicas === undefined ? {} : { waitForReplicas }),
+    });
+    engines.push(engine);
+    const lags: EngineEvents['replicaLag'][] = [];
+    engine.on('replicaLag', (e) => lags.push(e));
+    const master = await harness.ownerOf(names.prefix);
+    const replica = await harness.replicaOf(master);
+    return { engine, lags, master, replica };
+  }
+
+  const ref = (n: number) => ({ scope: ['book', `ch-${n}`], stage: 'image' });
+
+  it('6.4: a deferral returns only once the replica holds it (WAIT blocks while the replica is frozen)', async () => {
+    const { engine, lags, master, replica } = await setup({ timeoutMs: 20_000 });
+    harness.pause(replica);
+    paused = replica;
+    let settled = false;
+    const attempt = engine.dispatchStage(ref(1), {}).finally(() => {
+      settled = true;
+    });
+    // the deferral is written on the master, and the engine's connection is blocked in WAIT
+    const markerKey = engine.deferredStageKey(ref(1));
+    await waitFor(async () => (await harness.node(master).exists(markerKey)) === 1, 'the marker on the master');
+    await waitFor(async () => (await blockedClients(harness, master)) >= 1, 'a client blocked in WAIT');
+    expect(settled).toBe(false);
+
+    harness.resume(replica);
+    paused = undefined;
+    const result = await attempt;
+    expect(result).toMatchObject({ dispatched: false, reason: 'no_worker_available', retryable: true });
+    expect(lags).toEqual([]);
+    const onReplica = harness.node(replica);
+    await onReplica.call('READONLY');
+    expect(await onReplica.exists(markerKey)).toBe(1);
+  });
+
+  it('6.4: with no replica in sync a deferral goes on after timeoutMs, emits replicaLag, and stops waiting for 10 x timeoutMs', async () => {
+    const { engine, lags, master, replica } = await setup({ replicas: 1, timeoutMs: 1000 });
+    harness.pause(replica);
+    paused = replica;
+    const first = await engine.dispatchStage(ref(1), {});
+    expect(first.reason).toBe('no_worker_available');
+    expect(lags).toEqual([{ op: 'defer', acked: 0, wanted: 1, skipMs: 10_000 }]);
+    expect(await harness.node(master).exists(engine.deferredStageKey(ref(1)))).toBe(1);
+
+    // within the skip window the next deferral sends no WAIT and reports nothing
+    const before = await waitCalls(harness, master);
+    await engine.dispatchStage(ref(2), {});
+    expect(await waitCalls(harness, master)).toBe(before);
+    expect(lags).toHaveLength(1);
+    expect(await engine.isStageDeferred(ref(2))).toBe(true);
+  });
+
+  it('6.4: on by default on a Cluster: deferral, cancel and clear each send one WAIT to the master; `false` sends none', async () => {
+    const on = await setup();
+    const before = await waitCalls(harness, on.master);
+    await on.engine.dispatchStage(ref(1), {});
+    await on.engine.dispatchStage(ref(2), {});
+    expect(await waitCalls(harness, on.master)).toBe(before + 2);
+    await on.engine.cancelActiveDispatch(ref(1));
+    expect(await waitCalls(harness, on.master)).toBe(before + 3);
+    expect(await on.engine.clearDeferrals(['book'])).toBe(1);
+    expect(await waitCalls(harness, on.master)).toBe(before + 4);
+    expect(on.lags).toEqual([]);
+
+    const off = await setup(false);
+    const offBefore = await waitCalls(harness, off.master);
+    await off.engine.dispatchStage(ref(1), {});
+    await off.engine.cancelActiveDispatch(ref(1));
+    expect(await off.engine.isStageDeferred(ref(1))).toBe(false);
+    expect(await waitCalls(harness, off.master)).toBe(offBefore);
+  });
+
+  it('6.4: waitForReplicas is validated: replicas and timeoutMs are positive integers', () => {
+    const base = { connection: cluster, ...taggedIsolated(), executor: async () => NO_WORKER };
+    expect(() => createDispatchEngine({ ...base, waitForReplicas: { replicas: 0 } })).toThrow(InvalidOptionsError);
+    expect(() => createDispatchEngine({ ...base, waitForReplicas: { timeoutMs: 0 } })).toThrow(
+      /waitForReplicas\.timeoutMs/,
+    );
+    expect(() => createDispatchEngine({ ...base, waitForReplicas: true as never })).toThrow(InvalidOptionsError);
+  });
+});
