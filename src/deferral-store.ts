@@ -50,7 +50,7 @@ const CLEAR_BATCH = 500;
 const MAX_BATCH = 256;
 
 /** A write that is awaited on the replicas when `waitForReplicas` is on. */
-export type ReplicatedOp = 'defer' | 'cancel' | 'clear' | 'fail';
+export type ReplicatedOp = 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
 
 /** `waitForReplicas`, resolved, and where a shortfall is reported. */
 export interface ReplicaWait {
@@ -322,13 +322,32 @@ export class DeferralStore {
     const exec = replies.pop();
     for (const [err] of replies) if (err) throw err; // MULTI and QUEUED: a command refused before EXEC
     if (!exec || exec[0] || !Array.isArray(exec[1])) throw exec?.[0] ?? new Error('The transaction was discarded');
-    const acked = waited && !waited[0] ? Number(waited[1]) : 0;
-    if (acked < w.replicas) {
-      const skipMs = 10 * w.timeoutMs;
-      this.skipWaitUntil = Date.now() + skipMs;
-      w.onLag({ op, acked, wanted: w.replicas, skipMs, ...(waited?.[0] ? { error: waited[0] } : {}) });
-    }
+    this.checkAcks(op, waited);
     return (exec[1] as unknown[]).map((v) => (v instanceof Error ? [v, null] : [null, v]));
+  }
+
+  /**
+   * Waits until the replicas hold a write BullMQ made on this connection (an
+   * added job). The `EXISTS` on `key` routes the pipeline to the node of the
+   * queue's slot on a Cluster, the node whose connection made the write.
+   */
+  async awaitReplicas(op: ReplicatedOp, key: string): Promise<void> {
+    const w = this.replicaWait;
+    if (!w || Date.now() < this.skipWaitUntil) return;
+    const c = await this.client();
+    const replies = (await c.pipeline().exists!(key).wait!(w.replicas, w.timeoutMs).exec()) ?? [];
+    this.checkAcks(op, replies[1]);
+  }
+
+  /** Reports a `WAIT` that fewer replicas than asked acknowledged, and stops waiting for a while. */
+  private checkAcks(op: ReplicatedOp, waited: [Error | null, unknown] | undefined): void {
+    const w = this.replicaWait;
+    if (!w) return;
+    const acked = waited && !waited[0] ? Number(waited[1]) : 0;
+    if (acked >= w.replicas) return;
+    const skipMs = 10 * w.timeoutMs;
+    this.skipWaitUntil = Date.now() + skipMs;
+    w.onLag({ op, acked, wanted: w.replicas, skipMs, ...(waited?.[0] ? { error: waited[0] } : {}) });
   }
 
   /** A transaction of one command: its reply, or its error thrown. */

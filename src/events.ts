@@ -23,7 +23,7 @@ export interface EngineEvents {
    * it. The engine stops waiting for `skipMs`, then tries again.
    */
   replicaLag: {
-    op: 'defer' | 'cancel' | 'clear' | 'fail';
+    op: 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
     acked: number;
     wanted: number;
     skipMs: number;

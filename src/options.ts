@@ -51,10 +51,11 @@ export interface DispatchEngineOptions<P = unknown> {
   /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
   jobLog?: boolean;
   /**
-   * Durability across a failover. After each deferral, cancel, clear or
-   * terminal failure the engine sends Redis `WAIT replicas timeoutMs` on the
-   * same connection, in the same pipeline: the job completes only once
-   * `replicas` replicas hold the write (or the wait timed out). When fewer
+   * Durability across a failover. After each deferral, cancel, clear,
+   * terminal failure or job added by `enqueue`, the engine sends Redis
+   * `WAIT replicas timeoutMs` on the same connection: the job completes (the
+   * call returns) only once `replicas` replicas hold the write (or the wait
+   * timed out). When fewer
    * acknowledge, a `replicaLag` event is emitted, the engine goes on, and it
    * stops waiting for `10 × timeoutMs` (a master with no replica in sync would
    * otherwise stall every deferral). `false` turns it off.

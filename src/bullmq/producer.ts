@@ -8,7 +8,8 @@ import type { EnqueueResult, StageRef } from '../types';
  * Adds a dispatch job for a stage unless it has one waiting, running or
  * deferred. A deferred stage costs one read-only round trip and no write.
  * Concurrent enqueues of one stage meet at BullMQ's deduplication key
- * `de:<stageId>`, held by the stage's job until it finishes.
+ * `de:<stageId>`, held by the stage's job until it finishes. With
+ * `waitForReplicas`, a job added returns once the replicas hold it.
  */
 export async function enqueueStage<P>(
   store: DeferralStore,
@@ -28,5 +29,6 @@ export async function enqueueStage<P>(
   const jobId = readyJobId(sid);
   const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
   const added = job.id === jobId;
+  if (added) await store.awaitReplicas('enqueue', store.jobKey(jobId));
   return { added, reason: added ? null : 'pending', jobId: job.id as string };
 }

@@ -101,7 +101,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await engine.isStageDeferred(ref(2))).toBe(true);
   });
 
-  it('6.4: on by default on a Cluster: deferral, cancel and clear each send one WAIT to the master; `false` sends none', async () => {
+  it('6.4: on by default on a Cluster: deferral, cancel, clear and an added job each send one WAIT to the master; `false` sends none', async () => {
     const on = await setup();
     const before = await waitCalls(harness, on.master);
     await on.engine.dispatchStage(ref(1), {});
@@ -111,6 +111,11 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await waitCalls(harness, on.master)).toBe(before + 3);
     expect(await on.engine.clearDeferrals(['book'])).toBe(1);
     expect(await waitCalls(harness, on.master)).toBe(before + 4);
+    // a job enqueue adds is awaited; a refused enqueue (the stage has a job) writes nothing and waits for nothing
+    expect(await on.engine.enqueue(ref(3), {})).toMatchObject({ added: true });
+    expect(await waitCalls(harness, on.master)).toBe(before + 5);
+    expect(await on.engine.enqueue(ref(3), {})).toMatchObject({ added: false, reason: 'pending' });
+    expect(await waitCalls(harness, on.master)).toBe(before + 5);
     expect(on.lags).toEqual([]);
 
     const off = await setup(false);

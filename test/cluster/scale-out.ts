@@ -50,6 +50,8 @@ export interface Report {
   details: string[];
   /** Executor calls per worker process. */
   callsPerProcess: number[];
+  /** `replicaLag` events: writes the replicas did not acknowledge in time (after a failover: no replica). */
+  replicaLags: number;
   errors: string[];
   during: unknown;
   ms: number;
@@ -66,6 +68,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   const calls: Call[] = [];
   const deferrals: Deferral[] = [];
   const errors: string[] = [];
+  let replicaLags = 0;
   const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
     createDispatchEngine<StagePayload>({
       connection: cluster,
@@ -99,6 +102,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
         if (e.type === 'ready') ready++;
         else if (e.type === 'call') calls.push(e);
         else if (e.type === 'deferred') deferrals.push({ ...e, at: Date.now() });
+        else if (e.type === 'lag') replicaLags++;
         else errors.push(e.message);
       });
       children.push(child);
@@ -154,6 +158,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
       callsPerProcess,
       stages: w.stages,
       processes: w.processes,
+      replicaLags,
       errors,
       during,
       ms: Date.now() - started,

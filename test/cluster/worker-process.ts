@@ -32,6 +32,7 @@ export type WorkerEvent =
   | { type: 'ready'; pid: number }
   | { type: 'call'; pid: number; queue: string; key: string; start: number; end: number; sent: boolean }
   | { type: 'deferred'; pid: number; queue: string; key: string; until: number; wakeUpJobId: string }
+  | { type: 'lag'; pid: number; queue: string; acked: number }
   | { type: 'error'; pid: number; message: string };
 
 const config = JSON.parse(process.argv[2] as string) as WorkerProcessConfig;
@@ -83,6 +84,7 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
       });
     },
   });
+  engine.on('replicaLag', (e) => send({ type: 'lag', pid: process.pid, queue, acked: e.acked }));
   const worker = engine.createWorker({
     concurrency: config.concurrency,
     lockDuration: config.lockMs,
