@@ -60,30 +60,6 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
 
   const ref = (n: number) => ({ scope: ['book', `ch-${n}`], stage: 'image' });
 
-  it('6.4: a deferral returns only once the replica holds it (WAIT blocks while the replica is frozen)', async () => {
-    const { engine, lags, master, replica } = await setup({ timeoutMs: 20_000 });
-    harness.pause(replica);
-    paused = replica;
-    let settled = false;
-    const attempt = engine.dispatchStage(ref(1), {}).finally(() => {
-      settled = true;
-    });
-    // the deferral is written on the master, and the engine's connection is blocked in WAIT
-    const markerKey = engine.deferredStageKey(ref(1));
-    await waitFor(async () => (await harness.node(master).exists(markerKey)) === 1, 'the marker on the master');
-    await waitFor(async () => (await blockedClients(harness, master)) >= 1, 'a client blocked in WAIT');
-    expect(settled).toBe(false);
-
-    harness.resume(replica);
-    paused = undefined;
-    const result = await attempt;
-    expect(result).toMatchObject({ dispatched: false, reason: 'no_worker_available', retryable: true });
-    expect(lags).toEqual([]);
-    const onReplica = harness.node(replica);
-    await onReplica.call('READONLY');
-    expect(await onReplica.exists(markerKey)).toBe(1);
-  });
-
   it('6.4: with no replica in sync a deferral goes on after timeoutMs, emits replicaLag, and stops waiting for 10 x timeoutMs', async () => {
     const { engine, lags, master, replica } = await setup({ replicas: 1, timeoutMs: 1000 });
     harness.pause(replica);
@@ -133,5 +109,37 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
       /waitForReplicas\.timeoutMs/,
     );
     expect(() => createDispatchEngine({ ...base, waitForReplicas: true as never })).toThrow(InvalidOptionsError);
+  });
+  // last: it kills a master, so the cluster has one master without a replica afterwards
+  it('6.4: a deferral returns only once the replica holds it, and survives its master killed with SIGKILL right after', async () => {
+    const { engine, lags, master, replica } = await setup({ timeoutMs: 20_000 });
+    harness.pause(replica);
+    paused = replica;
+    let settled = false;
+    const attempt = engine.dispatchStage(ref(1), {}).finally(() => {
+      settled = true;
+    });
+    // the deferral is written on the master, and the engine's connection is blocked in WAIT
+    const markerKey = engine.deferredStageKey(ref(1));
+    await waitFor(async () => (await harness.node(master).exists(markerKey)) === 1, 'the marker on the master');
+    await waitFor(async () => (await blockedClients(harness, master)) >= 1, 'a client blocked in WAIT');
+    expect(settled).toBe(false);
+
+    harness.resume(replica);
+    paused = undefined;
+    const result = await attempt;
+    expect(result).toMatchObject({ dispatched: false, reason: 'no_worker_available', retryable: true });
+    expect(lags).toEqual([]);
+    const onReplica = harness.node(replica);
+    await onReplica.call('READONLY');
+    expect(await onReplica.exists(markerKey)).toBe(1);
+
+    // the master dies at once; the replica takes over with the deferral
+    await harness.kill(master, 'SIGKILL');
+    await harness.waitFailover(master, 30_000);
+    expect(await harness.ownerOf(markerKey)).toBe(replica);
+    await waitFor(() => engine.isStageDeferred(ref(1)).catch(() => false), 'the deferral on the promoted replica');
+    const listed = await engine.listDeferred(['book']);
+    expect(listed.map((d) => d.ref)).toEqual([ref(1)]);
   });
 });
