@@ -27,6 +27,7 @@ export const METRIC_ATTRIBUTES = {
   stage: 'stage_deferral.stage',
   via: 'stage_deferral.via',
   hadDeferral: 'stage_deferral.had_deferral',
+  op: 'stage_deferral.op',
   errorType: 'error.type',
 } as const;
 
@@ -69,6 +70,11 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
   const cleared = meter.createCounter('stage_deferral.clears.deferrals', {
     description: 'Deferrals ended by clearDeferrals.',
     unit: '{deferral}',
+  });
+  const replicaLags = meter.createCounter('stage_deferral.replica.lags', {
+    description:
+      'Writes the replicas did not acknowledge within waitForReplicas.timeoutMs (WAIT then skipped a while).',
+    unit: '{write}',
   });
   const latency = meter.createHistogram('stage_deferral.executor.duration', {
     description: 'How long the host executor took per dispatch attempt.',
@@ -114,6 +120,9 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     cleared: (e: EngineEvents['cleared']) => {
       clears.add(1, queue);
       cleared.add(e.count, queue);
+    },
+    replicaLag: (e: EngineEvents['replicaLag']) => {
+      replicaLags.add(1, { ...queue, [A.op]: e.op });
     },
   };
   for (const [name, listener] of Object.entries(listeners)) {

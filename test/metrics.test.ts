@@ -149,6 +149,30 @@ describe('instrumentEngine', () => {
     expect(text).toContain('# TYPE stage_deferral_ticks_suppressed_total counter');
   });
 
+  it('counts writes the replicas did not acknowledge, by op (a single Redis has no replica to WAIT for)', async () => {
+    const names = isolated();
+    const lagging = createDispatchEngine({
+      connection: client(),
+      ...names,
+      waitForReplicas: { replicas: 1, timeoutMs: 1 },
+      executor: answers['sc-b']!,
+    });
+    const lags: unknown[] = [];
+    lagging.on('replicaLag', (e) => lags.push(e));
+    const stopLagging = instrumentEngine(lagging, { meter: provider.getMeter('lagging'), deferredGauge: false });
+    try {
+      const result = await lagging.dispatchStage(B, null);
+      expect(result.reason).toBe('no_worker_available');
+      expect(await lagging.isStageDeferred(B)).toBe(true); // the write stands on the master
+      expect(lags).toEqual([{ op: 'defer', acked: 0, wanted: 1, skipMs: 10 }]);
+      expect(sum(await collect(), 'stage_deferral.replica.lags', { 'stage_deferral.op': 'defer' })).toBe(1);
+    } finally {
+      stopLagging();
+      await lagging.close();
+      await dropPrefix(client(), names.prefix);
+    }
+  });
+
   it('stops counting once stopped', async () => {
     stop();
     await engine.dispatchStage(A, null);
