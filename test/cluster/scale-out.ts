@@ -90,6 +90,8 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
       capacitySeconds: w.capacitySeconds,
       jitter: w.jitter,
       lockMs: w.lockMs,
+      // the control experiment of docs/scaling.md: `SD_WAIT_FOR_REPLICAS=off npm run test:cluster:soak`
+      waitForReplicas: process.env.SD_WAIT_FOR_REPLICAS !== 'off',
     };
     let ready = 0;
     for (let i = 0; i < w.processes; i++) {

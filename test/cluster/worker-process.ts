@@ -20,6 +20,8 @@ export interface WorkerProcessConfig {
   jitter: number;
   /** Engine lock and BullMQ lock, ms: how soon work held by a lost write is picked up again. */
   lockMs: number;
+  /** `false` turns the engine's `waitForReplicas` off (a control run); `true` keeps the Cluster default. */
+  waitForReplicas: boolean;
   /** Standalone Redis holding the per-stage call counters, and their key prefix. */
   counter: { host: string; port: number; password?: string; prefix: string };
 }
@@ -59,6 +61,7 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
     windows: { capacitySeconds: config.capacitySeconds, jitter: config.jitter },
     lockMs: config.lockMs,
     inFlightRetryMs: 200,
+    ...(config.waitForReplicas ? {} : { waitForReplicas: false as const }),
     limits: { maxCapacityDeferrals: 1000 },
     retry: { attempts: 50, backoff: { type: 'fixed', delay: 200 } },
     executor: async (ref, payload) => {
