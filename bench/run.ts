@@ -18,6 +18,7 @@ import { deferralCost } from './scenarios/deferral-cost';
 import { happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
 import { memory } from './scenarios/memory';
+import { replicaWait } from './scenarios/replica-wait';
 import { suppressedTick } from './scenarios/suppressed-tick';
 import { tickStorm } from './scenarios/tick-storm';
 
@@ -30,6 +31,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   memory,
   'clear-scope': clearScope,
   herd,
+  'replica-wait': replicaWait,
 };
 
 function version(pkg: string): string {

@@ -56,7 +56,7 @@ export type ReplicatedOp = 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
 export interface ReplicaWait {
   replicas: number;
   timeoutMs: number;
-  onLag(event: { op: ReplicatedOp; acked: number; wanted: number; skipMs: number; error?: unknown }): void;
+  onLag(event: { op: ReplicatedOp; writes: number; acked: number; wanted: number; skipMs: number }): void;
 }
 
 interface Op {
@@ -73,6 +73,8 @@ export class DeferralStore {
   private flushImmediate: NodeJS.Immediate | undefined;
   /** After a replica shortfall, `WAIT` is skipped until this time (ms since the epoch). */
   private skipWaitUntil = 0;
+  /** The `WAIT` not sent yet, that the writes acknowledged in this turn of the event loop join. */
+  private pendingWait: { op: ReplicatedOp; writes: number; done: Promise<void> } | undefined;
 
   constructor(
     readonly queue: Queue,
@@ -297,57 +299,54 @@ export class DeferralStore {
 
   /**
    * Runs `build`'s commands as one MULTI and returns EXEC's replies as
-   * `[error, value]` pairs. With `waitForReplicas`, a `WAIT` follows the EXEC
-   * in the same pipeline: it goes over the same connection to the same node,
-   * so it counts this very write, and the call returns once the replicas
-   * hold it (or the wait timed out, reported as `replicaLag`).
+   * `[error, value]` pairs, once the replicas hold the write when
+   * `waitForReplicas` is on.
    */
   private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
     const c = await this.client();
-    const w = this.replicaWait;
-    if (!w || Date.now() < this.skipWaitUntil) {
-      const m = c.multi();
-      await build(m);
-      const results = await m.exec();
-      if (!results) throw new Error('The transaction was discarded');
-      return results;
-    }
-    const p = c.pipeline();
-    p.multi!();
-    await build(p);
-    void p.exec(); // inside a pipeline this queues EXEC; the next exec() sends
-    p.wait!(w.replicas, w.timeoutMs);
-    const replies = (await p.exec()) ?? [];
-    const waited = replies.pop();
-    const exec = replies.pop();
-    for (const [err] of replies) if (err) throw err; // MULTI and QUEUED: a command refused before EXEC
-    if (!exec || exec[0] || !Array.isArray(exec[1])) throw exec?.[0] ?? new Error('The transaction was discarded');
-    this.checkAcks(op, waited);
-    return (exec[1] as unknown[]).map((v) => (v instanceof Error ? [v, null] : [null, v]));
+    const m = c.multi();
+    await build(m);
+    const results = await m.exec();
+    if (!results) throw new Error('The transaction was discarded');
+    await this.replicated(op);
+    return results;
   }
 
   /**
-   * Waits until the replicas hold a write BullMQ made on this connection (an
-   * added job). The `EXISTS` on `key` routes the pipeline to the node of the
-   * queue's slot on a Cluster, the node whose connection made the write.
+   * Resolves once `waitForReplicas.replicas` replicas hold every write this
+   * store's connection has made so far (a job BullMQ added through the
+   * queue's client included). Group commit: the writes whose replies arrive
+   * in one turn of the event loop share one `WAIT`, sent after all of them on
+   * the same connection (Redis answers a client's commands in order, and a
+   * `WAIT` counts every earlier write of its connection). The `EXISTS` routes
+   * the pipeline to the node of the queue's slot on a Cluster.
+   *
+   * A `WAIT` that fails (the connection closed: the master may have died
+   * before its replica had the write) rejects, so the job is retried rather
+   * than completed. One that times out with fewer replicas is reported as
+   * `replicaLag`; then no `WAIT` is sent for `10 × timeoutMs`.
    */
-  async awaitReplicas(op: ReplicatedOp, key: string): Promise<void> {
+  replicated(op: ReplicatedOp): Promise<void> {
     const w = this.replicaWait;
-    if (!w || Date.now() < this.skipWaitUntil) return;
-    const c = await this.client();
-    const replies = (await c.pipeline().exists!(key).wait!(w.replicas, w.timeoutMs).exec()) ?? [];
-    this.checkAcks(op, replies[1]);
-  }
-
-  /** Reports a `WAIT` that fewer replicas than asked acknowledged, and stops waiting for a while. */
-  private checkAcks(op: ReplicatedOp, waited: [Error | null, unknown] | undefined): void {
-    const w = this.replicaWait;
-    if (!w) return;
-    const acked = waited && !waited[0] ? Number(waited[1]) : 0;
-    if (acked >= w.replicas) return;
-    const skipMs = 10 * w.timeoutMs;
-    this.skipWaitUntil = Date.now() + skipMs;
-    w.onLag({ op, acked, wanted: w.replicas, skipMs, ...(waited?.[0] ? { error: waited[0] } : {}) });
+    if (!w || Date.now() < this.skipWaitUntil) return Promise.resolve();
+    if (this.pendingWait) {
+      this.pendingWait.writes++;
+      return this.pendingWait.done;
+    }
+    const batch = { op, writes: 1, done: Promise.resolve() };
+    batch.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      this.pendingWait = undefined;
+      const c = await this.client();
+      const replies = (await c.pipeline().exists!(this.indexKey).wait!(w.replicas, w.timeoutMs).exec()) ?? [];
+      const [err, acked] = replies[1] ?? [new Error('WAIT had no reply')];
+      if (err) throw err;
+      if (Number(acked) >= w.replicas) return;
+      const skipMs = 10 * w.timeoutMs;
+      this.skipWaitUntil = Date.now() + skipMs;
+      w.onLag({ op: batch.op, writes: batch.writes, acked: Number(acked), wanted: w.replicas, skipMs });
+    });
+    this.pendingWait = batch;
+    return batch.done;
   }
 
   /** A transaction of one command: its reply, or its error thrown. */

@@ -18,16 +18,17 @@ export interface EngineEvents {
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
   failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
   /**
-   * Fewer replicas than `waitForReplicas.replicas` acknowledged a write within
-   * its timeout (or `WAIT` failed): until they catch up, a failover may lose
-   * it. The engine stops waiting for `skipMs`, then tries again.
+   * Fewer replicas than `waitForReplicas.replicas` acknowledged a `WAIT`
+   * within its timeout: until they catch up, a failover may lose the `writes`
+   * it covered (`op`: the kind of the first). The engine goes on, and sends no
+   * `WAIT` for `skipMs`.
    */
   replicaLag: {
     op: 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
+    writes: number;
     acked: number;
     wanted: number;
     skipMs: number;
-    error?: unknown;
   };
 }
 

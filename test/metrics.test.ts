@@ -164,7 +164,7 @@ describe('instrumentEngine', () => {
       const result = await lagging.dispatchStage(B, null);
       expect(result.reason).toBe('no_worker_available');
       expect(await lagging.isStageDeferred(B)).toBe(true); // the write stands on the master
-      expect(lags).toEqual([{ op: 'defer', acked: 0, wanted: 1, skipMs: 10 }]);
+      expect(lags).toEqual([{ op: 'defer', writes: 1, acked: 0, wanted: 1, skipMs: 10 }]);
       expect(sum(await collect(), 'stage_deferral.replica.lags', { 'stage_deferral.op': 'defer' })).toBe(1);
     } finally {
       stopLagging();

@@ -29,6 +29,6 @@ export async function enqueueStage<P>(
   const jobId = readyJobId(sid);
   const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
   const added = job.id === jobId;
-  if (added) await store.awaitReplicas('enqueue', store.jobKey(jobId));
+  if (added) await store.replicated('enqueue');
   return { added, reason: added ? null : 'pending', jobId: job.id as string };
 }

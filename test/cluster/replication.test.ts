@@ -66,7 +66,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     paused = replica;
     const first = await engine.dispatchStage(ref(1), {});
     expect(first.reason).toBe('no_worker_available');
-    expect(lags).toEqual([{ op: 'defer', acked: 0, wanted: 1, skipMs: 10_000 }]);
+    expect(lags).toEqual([{ op: 'defer', writes: 1, acked: 0, wanted: 1, skipMs: 10_000 }]);
     expect(await harness.node(master).exists(engine.deferredStageKey(ref(1)))).toBe(1);
 
     // within the skip window the next deferral sends no WAIT and reports nothing
