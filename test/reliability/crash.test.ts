@@ -68,7 +68,7 @@ describe('worker processes killed with SIGKILL and restarted', () => {
           while (!over && kills < max) {
             await Promise.race([finished, new Promise((r) => setTimeout(r, 150 + random() * 600))]);
             if (over) break;
-            if (fleet.killOne(random)) kills += 1;
+            if (await fleet.killOne(random)) kills += 1;
           }
         },
       );

@@ -147,15 +147,21 @@ export class Fleet {
 
   private readonly killed = new WeakSet<ChildProcess>();
 
-  /** SIGKILLs one running child (it is restarted); false when none is running. */
-  killOne(random: () => number): boolean {
+  /**
+   * SIGKILLs one running child and resolves once it has exited (so its restart
+   * is counted before the run can stop); false when none is running.
+   */
+  async killOne(random: () => number): Promise<boolean> {
     const live = [...this.children.values()].filter(
       (c) => c.exitCode === null && c.signalCode === null && !this.killed.has(c),
     );
     const victim = live[Math.floor(random() * live.length)];
     if (!victim) return false;
     this.killed.add(victim);
-    return victim.kill('SIGKILL');
+    const exited = new Promise<void>((resolve) => victim.once('exit', () => resolve()));
+    if (!victim.kill('SIGKILL')) return false;
+    await exited;
+    return true;
   }
 
   async stop(): Promise<void> {
