@@ -76,7 +76,7 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
     for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
   });
 
-  // Before `waitForReplicas`, one run in eight lost a few stages here: deferrals acknowledged by
+  // Before `waitForReplicas`, one run in eleven lost a few stages here: deferrals acknowledged by
   // the master but not yet replicated, whose jobs' completions then landed on the promoted replica
   // (docs/scaling.md, "What the failover test found").
   it('a master killed with SIGKILL mid-run: its replica takes over, no deferred stage is lost or run inside its window', async () => {
