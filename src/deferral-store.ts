@@ -1,5 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
+import { ReplicationUnconfirmedError } from './errors';
 import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 
@@ -74,7 +75,7 @@ export class DeferralStore {
   /** After a replica shortfall, `WAIT` is skipped until this time (ms since the epoch). */
   private skipWaitUntil = 0;
   /** The `WAIT` not sent yet, that the writes acknowledged in this turn of the event loop join. */
-  private pendingWait: { op: ReplicatedOp; writes: number; done: Promise<void> } | undefined;
+  private pendingWait: { op: ReplicatedOp; writes: number; done: Promise<string> } | undefined;
 
   constructor(
     readonly queue: Queue,
@@ -91,6 +92,10 @@ export class DeferralStore {
   }
   get indexKey(): string {
     return `${this.base}sd:licences`;
+  }
+  /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
+  get routeKey(): string {
+    return `${this.base}sd:route`;
   }
   dedupKey(sid: string): string {
     return `${this.base}de:${sid}`;
@@ -297,56 +302,89 @@ export class DeferralStore {
     return cleared;
   }
 
+  /** `waitForReplicas` when it applies now: on, and not in the skip window after a shortfall. */
+  private get awaiting(): ReplicaWait | undefined {
+    return this.replicaWait && Date.now() >= this.skipWaitUntil ? this.replicaWait : undefined;
+  }
+
   /**
    * Runs `build`'s commands as one MULTI and returns EXEC's replies as
-   * `[error, value]` pairs, once the replicas hold the write when
-   * `waitForReplicas` is on.
+   * `[error, value]` pairs. With `waitForReplicas`, the MULTI also reads
+   * `CLIENT INFO` (which connection ran the write), and the call returns once
+   * the replicas hold the write.
    */
   private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
     const c = await this.client();
+    const wait = this.awaiting;
     const m = c.multi();
     await build(m);
+    if (wait) m.client!('INFO');
     const results = await m.exec();
     if (!results) throw new Error('The transaction was discarded');
-    await this.replicated(op);
+    if (wait) {
+      const [err, info] = results.pop()!;
+      if (err) throw err;
+      await this.replicated(op, connectionOf(info));
+    }
     return results;
   }
 
   /**
-   * Resolves once `waitForReplicas.replicas` replicas hold every write this
-   * store's connection has made so far (a job BullMQ added through the
-   * queue's client included). Group commit: the writes whose replies arrive
-   * in one turn of the event loop share one `WAIT`, sent after all of them on
-   * the same connection (Redis answers a client's commands in order, and a
-   * `WAIT` counts every earlier write of its connection). The `EXISTS` routes
-   * the pipeline to the node of the queue's slot on a Cluster.
+   * Which connection this store's client is on now (`CLIENT INFO` through a
+   * keyed command, so on a Cluster it is the queue's master); `undefined` when
+   * `waitForReplicas` does not apply. For a write BullMQ makes itself (an
+   * added job): read before the write, passed to `replicated` after it.
+   */
+  async connectionNow(): Promise<string | undefined> {
+    if (!this.awaiting) return undefined;
+    const c = await this.client();
+    const replies = (await c.pipeline().persist!(this.routeKey).client!('INFO').exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    return connectionOf(replies[1]?.[1]);
+  }
+
+  /**
+   * Resolves once `waitForReplicas.replicas` replicas hold the write that
+   * connection `madeOn` made. Group commit: the writes whose replies arrive in
+   * one turn of the event loop share one `WAIT`, sent after all of them
+   * (Redis answers a client's commands in order, and a `WAIT` counts every
+   * earlier write of its connection). The pipeline is `PERSIST` of a key that
+   * never exists (a keyed write command that changes nothing: on a Cluster it
+   * routes to the queue's master even with `scaleReads`), `CLIENT INFO`,
+   * `WAIT`.
    *
-   * A `WAIT` that fails (the connection closed: the master may have died
-   * before its replica had the write) rejects, so the job is retried rather
-   * than completed. One that times out with fewer replicas is reported as
+   * ioredis may resend a pipeline whose connection closed on another
+   * connection (a Cluster after a failover, a reconnected client); a `WAIT`
+   * there says nothing about this write. So a write whose `WAIT` ran on
+   * another connection than the write, or whose `WAIT` failed, rejects with
+   * `ReplicationUnconfirmedError` or the error: the job is retried rather than
+   * completed. A `WAIT` answered by fewer replicas is reported as
    * `replicaLag`; then no `WAIT` is sent for `10 × timeoutMs`.
    */
-  replicated(op: ReplicatedOp): Promise<void> {
-    const w = this.replicaWait;
-    if (!w || Date.now() < this.skipWaitUntil) return Promise.resolve();
-    if (this.pendingWait) {
-      this.pendingWait.writes++;
-      return this.pendingWait.done;
+  async replicated(op: ReplicatedOp, madeOn: string | undefined): Promise<void> {
+    const w = this.awaiting;
+    if (!w || madeOn === undefined) return;
+    let batch = this.pendingWait;
+    if (!batch) {
+      const opened = { op, writes: 0, done: Promise.resolve('') };
+      opened.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        this.pendingWait = undefined;
+        const c = await this.client();
+        const replies =
+          (await c.pipeline().persist!(this.routeKey).client!('INFO').wait!(w.replicas, w.timeoutMs).exec()) ?? [];
+        for (const [err] of replies) if (err) throw err;
+        const acked = Number(replies[2]?.[1]);
+        if (acked < w.replicas) {
+          const skipMs = 10 * w.timeoutMs;
+          this.skipWaitUntil = Date.now() + skipMs;
+          w.onLag({ op: opened.op, writes: opened.writes, acked, wanted: w.replicas, skipMs });
+        }
+        return connectionOf(replies[1]?.[1]);
+      });
+      this.pendingWait = batch = opened;
     }
-    const batch = { op, writes: 1, done: Promise.resolve() };
-    batch.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      this.pendingWait = undefined;
-      const c = await this.client();
-      const replies = (await c.pipeline().exists!(this.indexKey).wait!(w.replicas, w.timeoutMs).exec()) ?? [];
-      const [err, acked] = replies[1] ?? [new Error('WAIT had no reply')];
-      if (err) throw err;
-      if (Number(acked) >= w.replicas) return;
-      const skipMs = 10 * w.timeoutMs;
-      this.skipWaitUntil = Date.now() + skipMs;
-      w.onLag({ op: batch.op, writes: batch.writes, acked: Number(acked), wanted: w.replicas, skipMs });
-    });
-    this.pendingWait = batch;
-    return batch.done;
+    batch.writes++;
+    if ((await batch.done) !== madeOn) throw new ReplicationUnconfirmedError(op);
   }
 
   /** A transaction of one command: its reply, or its error thrown. */
@@ -385,3 +423,10 @@ export class DeferralStore {
 }
 
 export { Job };
+
+/** One connection, from a `CLIENT INFO` reply: its id and both ends of its socket. */
+function connectionOf(info: unknown): string {
+  const text = String(info);
+  const field = (name: string) => new RegExp(`(?:^| )${name}=(\\S*)`).exec(text)?.[1] ?? '';
+  return `${field('id')} ${field('addr')} ${field('laddr')}`;
+}

@@ -8,7 +8,8 @@ export type StageDeferralErrorCode =
   | 'INVALID_EXECUTOR_RESULT'
   | 'DISPATCH_FAILED'
   | 'DEFERRAL_LIMIT'
-  | 'ENGINE_CLOSED';
+  | 'ENGINE_CLOSED'
+  | 'REPLICATION_UNCONFIRMED';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -91,6 +92,22 @@ export class DeferralLimitError extends StageDeferralError {
 export class EngineClosedError extends StageDeferralError {
   constructor() {
     super('ENGINE_CLOSED', 'The dispatch engine is closed');
+  }
+}
+
+/**
+ * A write was made, but the `WAIT` that was to confirm its replication ran on
+ * another connection (ioredis resent it after the first one closed, e.g. in a
+ * failover): whether the replicas hold the write is unknown. A dispatch job
+ * throws it and is retried; the retry finds the stage deferred if the write
+ * survived, or dispatches it again if not.
+ */
+export class ReplicationUnconfirmedError extends StageDeferralError {
+  constructor(op: string) {
+    super(
+      'REPLICATION_UNCONFIRMED',
+      `The ${op} was written, but its connection closed before the replicas confirmed it; it may be lost in a failover`,
+    );
   }
 }
 

@@ -24,6 +24,7 @@ export {
   DispatchFailedError,
   DeferralLimitError,
   EngineClosedError,
+  ReplicationUnconfirmedError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';

@@ -122,7 +122,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       cleared.add(e.count, queue);
     },
     replicaLag: (e: EngineEvents['replicaLag']) => {
-      replicaLags.add(1, { ...queue, [A.op]: e.op });
+      replicaLags.add(e.writes, { ...queue, [A.op]: e.op });
     },
   };
   for (const [name, listener] of Object.entries(listeners)) {

@@ -1,5 +1,12 @@
 import type { Cluster } from 'ioredis';
-import { createDispatchEngine, InvalidOptionsError, type DispatchEngine, type EngineEvents } from '../../src';
+import {
+  createDispatchEngine,
+  InvalidOptionsError,
+  ReplicationUnconfirmedError,
+  type DispatchEngine,
+  type EngineEvents,
+} from '../../src';
+import { DeferralStore } from '../../src/deferral-store';
 import { waitFor } from '../helpers/redis';
 import { dropClusterPrefix, RedisClusterHarness } from './harness';
 import { describeWithRedisServer, NO_WORKER, taggedIsolated } from './support';
@@ -75,6 +82,40 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await waitCalls(harness, master)).toBe(before);
     expect(lags).toHaveLength(1);
     expect(await engine.isStageDeferred(ref(2))).toBe(true);
+  });
+
+  it('6.4: a WAIT whose connection is killed does not confirm the write: the call rejects, the write stands', async () => {
+    const { engine, master, replica } = await setup({ timeoutMs: 3000 });
+    harness.pause(replica);
+    paused = replica;
+    const outcome = engine.dispatchStage(ref(1), {}).then(
+      () => 'returned',
+      (error: unknown) => error,
+    );
+    await waitFor(async () => (await blockedClients(harness, master)) >= 1, 'a client blocked in WAIT');
+    const list = (await harness.node(master).call('CLIENT', 'LIST')) as string;
+    const waiting = /^id=(\d+) .*cmd=wait\b/m.exec(list);
+    expect(waiting).not.toBeNull();
+    await harness.node(master).call('CLIENT', 'KILL', 'ID', waiting![1]!);
+    harness.resume(replica);
+    paused = undefined;
+    // ioredis fails the pipeline (AbortError), or resends it on a new connection, whose WAIT says
+    // nothing about the write (ReplicationUnconfirmedError): either way the call must not return
+    const error = await outcome;
+    expect(error).toBeInstanceOf(Error);
+    expect(await engine.isStageDeferred(ref(1))).toBe(true); // the write stands on the master
+  });
+
+  it('6.4: a WAIT that ran on another connection than the write rejects with ReplicationUnconfirmedError', async () => {
+    const { engine } = await setup();
+    const lags: unknown[] = [];
+    const store = new DeferralStore(engine.queue, { replicas: 1, timeoutMs: 1000, onLag: (e) => lags.push(e) });
+    const here = await store.connectionNow();
+    expect(here).toMatch(/^\d+ 127\.0\.0\.1:\d+ 127\.0\.0\.1:\d+$/);
+    await expect(store.replicated('defer', here)).resolves.toBeUndefined();
+    const elsewhere = here!.replace(/^\d+/, (id) => String(Number(id) + 1));
+    await expect(store.replicated('defer', elsewhere)).rejects.toBeInstanceOf(ReplicationUnconfirmedError);
+    expect(lags).toEqual([]);
   });
 
   it('6.4: on by default on a Cluster: deferral, cancel, clear and an added job each send one WAIT to the master; `false` sends none', async () => {
