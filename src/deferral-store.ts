@@ -24,7 +24,7 @@ type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[
 const COMMANDS = {
   // variable key count: the first argument is the number of keys
   sdBatch: { keys: undefined, lua: lua.BATCH },
-  sdDefer: { keys: 4, lua: lua.DEFER },
+  sdDefer: { keys: 5, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
@@ -194,6 +194,7 @@ export class DeferralStore {
         this.markerKey(sid),
         this.indexKey,
         `${this.jobKey(wakeUp.id as string)}:logs`,
+        this.dedupKey(sid),
         sid,
         token,
         wakeUp.id,

@@ -235,3 +235,35 @@ describe('malformed job data', () => {
     expect(h.executor.calls).toHaveLength(1);
   });
 });
+
+describe('clause 5: a job that fails after its deferral was written is not dispatched twice', () => {
+  it('the retried enqueued job finds it gave up its deduplication key and stops; the stage is sent once', async () => {
+    let thrown = false;
+    const h = harness({
+      windows: { capacitySeconds: 0.05, jitter: 0 },
+      retry: { attempts: 3, backoff: { type: 'fixed', delay: 300 } },
+      // as if the connection dropped after the deferral was written (e.g. ReplicationUnconfirmedError)
+      faultHook: (point) => {
+        if (point === 'deferral-recorded' && !thrown) {
+          thrown = true;
+          throw new Error('connection closed after the deferral was written');
+        }
+      },
+    });
+    h.executor.script(image, notSent('no_worker_available'));
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done } = completions(h, worker);
+    // the wake-up dispatches (window 50 ms); the enqueued job, retried after 300 ms, stops at its begin
+    await waitFor(() => done.length === 2, 'the wake-up and the retried job completed');
+    expect(h.executor.calls).toHaveLength(2); // the capacity answer, then the wake-up's dispatch
+    const reasons = done.map((d) => (d.result as { reason: string | null }).reason);
+    expect(reasons.sort()).toEqual(['cancelled', null].sort());
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active', 'failed')).toEqual({
+      wait: 0,
+      delayed: 0,
+      active: 0,
+      failed: 0,
+    });
+  });
+});

@@ -88,8 +88,13 @@ return out
 
 /**
  * defer: record a deferral; runs in the same MULTI as the wake-up's add.
- * KEYS: 1 L, 2 M, 3 IDX, 4 the wake-up's log list
+ * KEYS: 1 L, 2 M, 3 IDX, 4 the wake-up's log list, 5 D (the stage's deduplication key)
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 window ms, 5 log line ('' for none)
+ * An enqueued job that defers gives up its deduplication key here, not when it
+ * completes: the wake-up carries the stage now, so if this job is retried (it
+ * threw after this transaction, e.g. the replicas did not confirm it), its
+ * begin finds the key no longer names it and it stops instead of dispatching
+ * the stage a second time.
  * A wake-up id is unique per deferral, so finding it already licensed means this
  * very transaction ran before (a client resent it after a failover): {1} again,
  * instead of "lock lost", which would remove the wake-up it had added.
@@ -113,6 +118,8 @@ redis.call('ZADD', KEYS[3], 0, ARGV[3])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
 redis.call('DEL', KEYS[1])
 if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
+local own = string.match(ARGV[2], '^(.-)\\n')
+if own and own ~= '' and redis.call('GET', KEYS[5]) == own then redis.call('DEL', KEYS[5]) end
 return {1, unpack(old)}
 `;
 
