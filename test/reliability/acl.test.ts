@@ -21,7 +21,17 @@ const ACL_RULES = (prefix: string) => [
   '+client|setname', // BullMQ names its connections (Queue.getWorkers); optional
 ];
 
-describe('under a Redis ACL user restricted to the prefix', () => {
+/** With `waitForReplicas` the engine also sends WAIT and reads CLIENT INFO (docs/reliability.md). */
+const WAIT_RULES = ['+wait', '+client|info'];
+
+describe.each([
+  { name: 'the documented ACL', extra: [] as string[], waitForReplicas: undefined },
+  {
+    name: 'the documented ACL plus +wait +client|info, with waitForReplicas (no replica here: every WAIT falls short)',
+    extra: WAIT_RULES,
+    waitForReplicas: { replicas: 1, timeoutMs: 1 },
+  },
+])('under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
   let admin: IORedis;
   const user = `rel-${randomUUID().slice(0, 8)}`;
   const password = randomUUID();
@@ -29,7 +39,7 @@ describe('under a Redis ACL user restricted to the prefix', () => {
 
   beforeAll(async () => {
     admin = client();
-    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix));
+    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), ...extra);
   });
   afterAll(async () => {
     await admin.call('ACL', 'DELUSER', user);
@@ -52,7 +62,10 @@ describe('under a Redis ACL user restricted to the prefix', () => {
           : { dispatched: true, jobs: 1, reason: null };
       },
       windows: { capacitySeconds: 0.1, jitter: 0 },
+      ...(waitForReplicas ? { waitForReplicas } : {}),
     });
+    let lags = 0;
+    engine.on('replicaLag', () => lags++);
     const errors: Error[] = [];
     engine.queue.on('error', (e) => errors.push(e));
     const worker = engine.createWorker({ concurrency: 4 });
@@ -67,6 +80,7 @@ describe('under a Redis ACL user restricted to the prefix', () => {
       await engine.clearDeferrals(['acl', 'x']);
       await waitFor(() => ['a', 'b', 'c'].every((s) => (calls.get(s) ?? 0) >= 3), 'three stages dispatched', 15_000);
       expect(errors).toEqual([]);
+      if (waitForReplicas) expect(lags).toBeGreaterThan(0); // the WAITs were sent, and allowed
       // the user really is confined: a key outside the prefix is refused
       const confined = new IORedis({ ...redisOptions(), username: user, password, maxRetriesPerRequest: 0 });
       await expect(confined.set(`not-${prefix}`, '1')).rejects.toThrow(/NOPERM/);
