@@ -225,19 +225,33 @@ export class DeferralStore {
     return (await c.sdExtend!(this.lockKey(sid), token, lockMs)) === 1;
   }
 
-  async probe(sid: string): Promise<ProbeOutcome> {
+  /**
+   * What an enqueue would find. With `waitForReplicas`, the same pipeline reads
+   * `CLIENT INFO` (`connection`): the connection BullMQ's add will then be made
+   * on, for `replicated` to check the add's `WAIT` against.
+   */
+  async probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
     const c = await this.client();
-    const r = (await c.sdProbe!(this.markerKey(sid), this.lockKey(sid), this.indexKey, sid)) as [number, unknown?];
-    switch (r[0]) {
-      case 1:
-        return { kind: 'deferred', remainingMs: Math.max(0, Number(r[1])) };
-      case 2:
-        return { kind: 'in_flight' };
-      case 3:
-        return { kind: 'pending', licence: r[1] as string };
-      default:
-        return { kind: 'none' };
+    const keys = [this.markerKey(sid), this.lockKey(sid), this.indexKey, sid];
+    let r: [number, unknown?];
+    let connection: string | undefined;
+    if (this.awaiting) {
+      const replies = (await c.pipeline().sdProbe!(...keys).client!('INFO').exec()) ?? [];
+      for (const [err] of replies) if (err) throw err;
+      r = replies[0]![1] as [number, unknown?];
+      connection = connectionOf(replies[1]![1]);
+    } else {
+      r = (await c.sdProbe!(...keys)) as [number, unknown?];
     }
+    const outcome: ProbeOutcome =
+      r[0] === 1
+        ? { kind: 'deferred', remainingMs: Math.max(0, Number(r[1])) }
+        : r[0] === 2
+          ? { kind: 'in_flight' }
+          : r[0] === 3
+            ? { kind: 'pending', licence: r[1] as string }
+            : { kind: 'none' };
+    return connection === undefined ? outcome : { ...outcome, connection };
   }
 
   async isDeferred(sid: string): Promise<boolean> {
@@ -331,22 +345,9 @@ export class DeferralStore {
   }
 
   /**
-   * Which connection this store's client is on now (`CLIENT INFO` through a
-   * keyed command, so on a Cluster it is the queue's master); `undefined` when
-   * `waitForReplicas` does not apply. For a write BullMQ makes itself (an
-   * added job): read before the write, passed to `replicated` after it.
-   */
-  async connectionNow(): Promise<string | undefined> {
-    if (!this.awaiting) return undefined;
-    const c = await this.client();
-    const replies = (await c.pipeline().persist!(this.routeKey).client!('INFO').exec()) ?? [];
-    for (const [err] of replies) if (err) throw err;
-    return connectionOf(replies[1]?.[1]);
-  }
-
-  /**
    * Resolves once `waitForReplicas.replicas` replicas hold the write that
-   * connection `madeOn` made. Group commit: the writes whose replies arrive in
+   * connection `madeOn` made (from `CLIENT INFO`: read in the write's MULTI,
+   * or by `probe` before a write BullMQ makes itself). Group commit: the writes whose replies arrive in
    * one turn of the event loop share one `WAIT`, sent after all of them
    * (Redis answers a client's commands in order, and a `WAIT` counts every
    * earlier write of its connection). The pipeline is `PERSIST` of a key that

@@ -27,9 +27,8 @@ export async function enqueueStage<P>(
   }
   const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
-  const madeOn = await store.connectionNow();
   const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
   const added = job.id === jobId;
-  if (added) await store.replicated('enqueue', madeOn);
+  if (added) await store.replicated('enqueue', probe.connection);
   return { added, reason: added ? null : 'pending', jobId: job.id as string };
 }

@@ -110,7 +110,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     const { engine } = await setup();
     const lags: unknown[] = [];
     const store = new DeferralStore(engine.queue, { replicas: 1, timeoutMs: 1000, onLag: (e) => lags.push(e) });
-    const here = await store.connectionNow();
+    const { connection: here } = await store.probe('book/ch-9/image');
     expect(here).toMatch(/^\d+ 127\.0\.0\.1:\d+ 127\.0\.0\.1:\d+$/);
     await expect(store.replicated('defer', here)).resolves.toBeUndefined();
     const elsewhere = here!.replace(/^\d+/, (id) => String(Number(id) + 1));
