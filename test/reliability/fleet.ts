@@ -476,6 +476,20 @@ async function verify(
 }
 
 /** The one-line summary each fleet test prints (quoted in docs/reliability.md). */
+/**
+ * What every fleet run must keep, whatever was killed: no stage lost, no
+ * second dispatch the crashes do not explain, no call inside a window, at most
+ * one licence and one wake-up per stage, no keys left behind.
+ */
+export function expectInvariantsKept(report: FleetReport): void {
+  expect(report.lost).toEqual([]);
+  expect(report.duplicatedUnexplained).toEqual([]);
+  expect(report.windowViolations).toEqual([]);
+  expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
+  expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+  expect(report.orphans).toEqual([]);
+}
+
 export function summary(name: string, r: FleetReport): string {
   return `[reliability] ${name}: ${JSON.stringify({
     stages: r.stages,
