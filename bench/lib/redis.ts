@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConnectionOptions } from 'bullmq';
 import IORedis, { type RedisOptions } from 'ioredis';
+import { parseInfo } from '../../test/cluster/harness';
 
 /** Connection options for `REDIS_URL` (set by scripts/with-redis.sh), else 127.0.0.1:6379. */
 export function redisOptions(): RedisOptions {
@@ -48,16 +49,6 @@ export async function dropPrefix(redis: IORedis, prefix: string): Promise<number
     if (keys.length > 0) n += await redis.unlink(...keys);
   } while (cursor !== '0');
   return n;
-}
-
-export function parseInfo(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split('\r\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.indexOf(':');
-    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
-  }
-  return out;
 }
 
 /** `INFO commandstats` as command -> calls (commands run inside Lua are counted too). */
@@ -184,3 +175,5 @@ export class RoundTripCounter {
     this.mon = undefined;
   }
 }
+
+export { parseInfo };

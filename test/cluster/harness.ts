@@ -86,7 +86,8 @@ async function poll<T>(check: () => Promise<T | undefined | false>, what: string
 
 class NodeExitedError extends Error {}
 
-function parseInfo(text: string): Record<string, string> {
+/** `INFO` text as field -> value (section headers and blank lines skipped). */
+export function parseInfo(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of text.split(/\r?\n/)) {
     const i = line.indexOf(':');

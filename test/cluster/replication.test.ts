@@ -8,7 +8,7 @@ import {
 } from '../../src';
 import { DeferralStore } from '../../src/deferral-store';
 import { waitFor } from '../helpers/redis';
-import { dropClusterPrefix, RedisClusterHarness } from './harness';
+import { dropClusterPrefix, parseInfo, RedisClusterHarness } from './harness';
 import { describeWithRedisServer, NO_WORKER, taggedIsolated } from './support';
 
 jest.setTimeout(60_000);
@@ -21,7 +21,7 @@ async function waitCalls(harness: RedisClusterHarness, port: number): Promise<nu
 
 async function blockedClients(harness: RedisClusterHarness, port: number): Promise<number> {
   const info = await harness.node(port).info('clients');
-  return Number(/blocked_clients:(\d+)/.exec(info)?.[1] ?? 0);
+  return Number(parseInfo(info).blocked_clients ?? 0);
 }
 
 describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)', () => {
