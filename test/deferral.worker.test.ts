@@ -20,6 +20,17 @@ function completions(
   return { done, failed };
 }
 
+/** A stage whose wake-up failed for good (one capacity deferral allowed, then the limit), with its worker. */
+async function failedForGood() {
+  const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
+  h.executor.fallback = notSent('no_worker_available');
+  await h.engine.enqueue(image, {});
+  const worker = h.engine.createWorker();
+  const { failed, done } = completions(h, worker);
+  await waitFor(() => failed.length === 1, 'terminal failure');
+  return { h, worker, done };
+}
+
 describe('clause 5: the stage comes back by itself when the window ends', () => {
   it('the delayed wake-up carries payload and buildId and dispatches again through a real Worker', async () => {
     const h = harness(short);
@@ -162,12 +173,7 @@ describe('clause 14: deferral is bounded', () => {
   });
 
   it('the failed job can be retried by hand with a fresh chain, and does not block enqueue', async () => {
-    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
-    h.executor.fallback = notSent('no_worker_available');
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { failed, done } = completions(h, worker);
-    await waitFor(() => failed.length === 1, 'terminal failure');
+    const { h, worker, done } = await failedForGood();
     expect(h.executor.calls).toHaveLength(2);
     // a producer may enqueue the stage again: the failed wake-up is not pending.
     // (The worker is closed, not paused: on a Redis Cluster, BullMQ 6.7's
@@ -203,12 +209,7 @@ describe('clause 14: deferral is bounded', () => {
 
 describe('a cancel after a terminal failure', () => {
   it('keeps the failed job as a record, and a retry by hand then does nothing', async () => {
-    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
-    h.executor.fallback = notSent('no_worker_available');
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { failed, done } = completions(h, worker);
-    await waitFor(() => failed.length === 1, 'terminal failure');
+    const { h, done } = await failedForGood();
     const calls = h.executor.calls.length;
     await h.engine.cancelActiveDispatch(image);
     const [job] = await h.engine.queue.getJobs(['failed']);
