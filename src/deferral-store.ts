@@ -1,6 +1,7 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
 import { ReplicationUnconfirmedError } from './errors';
+import type { EngineEvents } from './events';
 import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 
@@ -51,13 +52,13 @@ const CLEAR_BATCH = 500;
 const MAX_BATCH = 256;
 
 /** A write that is awaited on the replicas when `waitForReplicas` is on. */
-export type ReplicatedOp = 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
+export type ReplicatedOp = EngineEvents['replicaLag']['op'];
 
 /** `waitForReplicas`, resolved, and where a shortfall is reported. */
 export interface ReplicaWait {
   replicas: number;
   timeoutMs: number;
-  onLag(event: { op: ReplicatedOp; writes: number; acked: number; wanted: number; skipMs: number }): void;
+  onLag(event: EngineEvents['replicaLag']): void;
 }
 
 interface Op {
