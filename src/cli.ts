@@ -226,7 +226,7 @@ export function buildProgram(): Command {
         }
         // the job that speaks for the stage: its pending wake-up, a wake-up that failed
         // for good (licence marked `?`), or the job `enqueue` added
-        let jobId: string | null = probe.kind === 'pending' ? probe.licence.replace(/[!?]$/, '') : null;
+        let jobId: string | null = probe.kind === 'licensed' ? probe.licence.replace(/[!?]$/, '') : null;
         if (!jobId && probe.kind === 'none') {
           const failed = (await store.licencesIn(`${sid}@`)).find((l) => l.endsWith('?'));
           if (failed) jobId = failed.slice(0, -1);

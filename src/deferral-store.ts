@@ -1,36 +1,37 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
-import { ReplicationUnconfirmedError } from './errors';
-import type { EngineEvents } from './events';
-import { jobIdOfLicence } from './job-data';
+import { jobIdOfLicence, memberOf } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
+import { StoreKeys } from './store/keys';
+import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
+import { withRedirects } from './store/redirects';
 
-/**
- * The engine's Redis state for one queue. Every key lives under
- * `<prefix>:<queueName>:`, like BullMQ's own:
- *
- *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
- *   sd:inflight:<stageId>  in-flight dispatch lock: value = token
- *   sd:licences            sorted set of wake-up ids, one per stage at most
- *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
- */
+export type { ReplicatedOp } from './store/replica-wait';
+export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
+
 // ioredis commands defined below; the client is BullMQ's adapter around ioredis.
 type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
   defineCommand(name: string, def: { numberOfKeys?: number; lua: string }): void;
   multi(): Multi;
   pipeline(): Multi;
+  duplicate?(...args: unknown[]): Client;
+  isCluster?: boolean;
+  options?: Record<string, unknown>;
+  disconnect?(): void;
+  quit?(): Promise<unknown>;
 };
 type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[Error | null, unknown][] | null> };
 
 const COMMANDS = {
   // variable key count: the first argument is the number of keys
   sdBatch: { keys: undefined, lua: lua.BATCH },
-  sdDefer: { keys: 5, lua: lua.DEFER },
+  sdDefer: { keys: 6, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
-  sdFail: { keys: 1, lua: lua.FAIL },
+  sdFail: { keys: 2, lua: lua.FAIL },
   sdClear: { keys: undefined, lua: lua.CLEAR },
+  sdRetried: { keys: 1, lua: lua.RETRIED },
 } as const;
 
 export type BeginOutcome =
@@ -38,28 +39,42 @@ export type BeginOutcome =
   | { kind: 'in_flight' }
   | { kind: 'stale' }
   | { kind: 'cancelled' }
-  | { kind: 'locked'; licence: string | null };
+  | { kind: 'early'; remainingMs: number }
+  | { kind: 'superseded' }
+  | {
+      kind: 'locked';
+      licence: string | null;
+      token: string;
+      fencingToken: number;
+      /** Real failures the running job has spent in its chain. */
+      ownFailures: number;
+      /** Real failures the licensed job (another one) has spent in the chain. */
+      licenceFailures: number;
+      /** This job failed for good and was retried by hand: a fresh chain starts. */
+      retriedByHand: boolean;
+    };
 
 export type ProbeOutcome =
   | { kind: 'deferred'; remainingMs: number }
   | { kind: 'in_flight' }
-  | { kind: 'pending'; licence: string }
+  | { kind: 'licensed'; licence: string }
   | { kind: 'none' };
+
+/** How one begin operation is described to the batch. */
+export interface BeginRequest {
+  sid: string;
+  /** The running job's id, '' for a direct call. */
+  ownJobId: string;
+  lockMs: number;
+  wakeUp: boolean;
+  /** A wake-up whose own marker has at most this many ms left waits them out (a clock ahead of Redis'). */
+  skewToleranceMs: number;
+}
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
-
-/** A write that is awaited on the replicas when `waitForReplicas` is on. */
-export type ReplicatedOp = EngineEvents['replicaLag']['op'];
-
-/** `waitForReplicas`, resolved, and where a shortfall is reported. */
-export interface ReplicaWait {
-  replicas: number;
-  timeoutMs: number;
-  onLag(event: EngineEvents['replicaLag']): void;
-}
 
 interface Op {
   keys: string[];
@@ -68,66 +83,86 @@ interface Op {
   reject(error: unknown): void;
 }
 
+/**
+ * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
+ * and release operations of one turn of the event loop go to Redis as one
+ * script call; deferrals, cancels, clears and failures are MULTI
+ * transactions, confirmed on the replicas with `waitForReplicas`.
+ */
 export class DeferralStore {
-  private readonly base: string;
+  readonly keys: StoreKeys;
   private clientPromise: Promise<Client> | undefined;
+  private renewPromise: Promise<Client> | undefined;
   private queued: Op[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
-  /** After a replica shortfall, `WAIT` is skipped until this time (ms since the epoch). */
-  private skipWaitUntil = 0;
-  /** The `WAIT` not sent yet, that the writes acknowledged in this turn of the event loop join. */
-  private pendingWait: { op: ReplicatedOp; writes: number; done: Promise<string> } | undefined;
+  private readonly replicas: ReplicaWait | undefined;
+  /** Redis' clock minus this host's, ms, from the latest batch reply. */
+  private clockOffsetMs = 0;
 
   constructor(
     readonly queue: Queue,
-    private readonly replicaWait: ReplicaWait | false = false,
+    replicaWait: ReplicaWaitOptions | false = false,
   ) {
-    this.base = `${queue.opts.prefix ?? 'bull'}:${queue.name}:`;
+    this.keys = new StoreKeys(queue.opts.prefix ?? 'bull', queue.name);
+    this.replicas = replicaWait
+      ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
+      : undefined;
   }
 
   markerKey(sid: string): string {
-    return `${this.base}sd:deferred:${sid}`;
+    return this.keys.marker(sid);
   }
-  lockKey(sid: string): string {
-    return `${this.base}sd:inflight:${sid}`;
-  }
-  get indexKey(): string {
-    return `${this.base}sd:licences`;
-  }
-  /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
-  get routeKey(): string {
-    return `${this.base}sd:route`;
-  }
-  dedupKey(sid: string): string {
-    return `${this.base}de:${sid}`;
-  }
-  jobKey(jobId: string): string {
-    return `${this.base}${jobId}`;
+
+  /** Redis' time now, ms since the epoch, as last measured (this host's clock corrected). */
+  redisNow(): number {
+    return Date.now() + this.clockOffsetMs;
   }
 
   client(): Promise<Client> {
-    this.clientPromise ??= (async () => {
-      const client = (await this.queue.getBackend().client) as unknown as Client;
-      for (const [name, def] of Object.entries(COMMANDS)) {
-        if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
-      }
-      return client;
-    })();
+    this.clientPromise ??= (async () => defineCommands((await this.queue.getBackend().client) as unknown as Client))();
     return this.clientPromise;
   }
 
-  /** `kind`: 'w' a wake-up job, 'r' a job added by `enqueue`, '' a direct call or a job added by hand. */
-  async begin(
-    sid: string,
-    token: string,
-    lockMs: number,
-    ownJobId: string,
-    kind: 'w' | 'r' | '',
-  ): Promise<BeginOutcome> {
+  /**
+   * The connection lock renewals use. With `waitForReplicas`, a connection of
+   * its own: a `WAIT` blocks the connection it runs on for up to `timeoutMs`,
+   * and no `WAIT` may delay a renewal until the lock expires.
+   */
+  private renewClient(): Promise<Client> {
+    if (!this.replicas) return this.client();
+    this.renewPromise ??= (async () => {
+      const c = await this.client();
+      const dup = c.isCluster
+        ? c.duplicate!(undefined, { redisOptions: { ...((c.options?.redisOptions as object) ?? {}) } })
+        : c.duplicate!();
+      return defineCommands(dup);
+    })();
+    return this.renewPromise;
+  }
+
+  /** Closes the connections the store opened itself (the renewal connection). */
+  async close(): Promise<void> {
+    const p = this.renewPromise;
+    this.renewPromise = undefined;
+    if (!p) return;
+    const c = await p.catch(() => undefined);
+    await c?.quit?.().catch(() => c.disconnect?.());
+  }
+
+  async begin(req: BeginRequest): Promise<BeginOutcome> {
+    const { sid, ownJobId } = req;
     const r = (await this.batched(
-      [this.markerKey(sid), this.lockKey(sid), this.dedupKey(sid)],
-      ['b', sid, token, lockMs, ownJobId, kind],
-    )) as [number, string?, number?];
+      [this.keys.marker(sid), this.keys.lock(sid), ownJobId ? this.keys.job(ownJobId) : this.keys.marker(sid)],
+      [
+        'b',
+        sid,
+        ownJobId,
+        ownJobId ? memberOf(sid, ownJobId) : '',
+        req.lockMs,
+        req.wakeUp ? 'w' : '',
+        req.skewToleranceMs,
+      ],
+    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -137,8 +172,22 @@ export class DeferralStore {
         return { kind: 'stale' };
       case 4:
         return { kind: 'cancelled' };
-      default:
-        return { kind: 'locked', licence: r[1] ? r[1] : null };
+      case 5:
+        return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
+      case 6:
+        return { kind: 'superseded' };
+      default: {
+        const fencingToken = Number(r[2]);
+        return {
+          kind: 'locked',
+          licence: r[1] ? (r[1] as string) : null,
+          token: `${ownJobId}\n${fencingToken}`,
+          fencingToken,
+          ownFailures: Math.max(0, Number(r[3])),
+          licenceFailures: Math.max(0, Number(r[4])),
+          retriedByHand: r[5] === 1,
+        };
+      }
     }
   }
 
@@ -159,15 +208,16 @@ export class DeferralStore {
     this.flushImmediate = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
-      const keys = [this.indexKey];
-      const args: (string | number)[] = [chunk.length];
+      const keys = [this.keys.index, this.keys.fence];
+      const args: (string | number)[] = [this.keys.base, chunk.length];
       for (const op of chunk) {
-        keys.push(...op.keys);
-        args.push(...op.args);
+        for (const k of op.keys) keys.push(k);
+        for (const a of op.args) args.push(a);
       }
       try {
         const c = await this.client();
         const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
+        this.clockOffsetMs = Number(replies[chunk.length]) - Date.now();
         chunk.forEach((op, j) => op.resolve(replies[j]));
       } catch (error) {
         for (const op of chunk) op.reject(error);
@@ -177,8 +227,9 @@ export class DeferralStore {
 
   /**
    * Records a deferral and adds its wake-up in one MULTI: the marker, the
-   * licence and the delayed job exist together or not at all. When the
-   * dispatch was cancelled (or lost its lock) meanwhile, the wake-up just
+   * licence and the delayed job exist together or not at all. `untilMs` is
+   * the window's end by Redis' clock, the wake-up's timestamp + delay. When
+   * the dispatch was cancelled (or lost its lock) meanwhile, the wake-up just
    * added is removed again; if that removal is lost to a crash, the wake-up
    * holds no licence and does nothing when it runs.
    */
@@ -186,21 +237,25 @@ export class DeferralStore {
     sid: string,
     token: string,
     wakeUp: Job,
-    windowMs: number,
+    untilMs: number,
     logLine: string,
+    ownJobId: string,
   ): Promise<{ recorded: boolean; cancelled: boolean; revoked: string[] }> {
+    const k = this.keys;
     const results = await this.transaction('defer', async (m) => {
       m.sdDefer!(
-        this.lockKey(sid),
-        this.markerKey(sid),
-        this.indexKey,
-        `${this.jobKey(wakeUp.id as string)}:logs`,
-        this.dedupKey(sid),
+        k.lock(sid),
+        k.marker(sid),
+        k.index,
+        `${k.job(wakeUp.id as string)}:logs`,
+        k.dedup(sid),
+        ownJobId ? k.job(ownJobId) : k.lock(sid),
         sid,
         token,
         wakeUp.id,
-        windowMs,
+        untilMs,
         logLine,
+        ownJobId,
       );
       await wakeUp.addJob(m as never);
     });
@@ -212,33 +267,49 @@ export class DeferralStore {
   }
 
   async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const r = (await this.batched([this.lockKey(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [number, ...string[]];
+    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [
+      number,
+      ...string[],
+    ];
     return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
   }
 
-  /** Marks the wake-up's licence as failed for good (`?`): enqueue may add a job; a retry by hand may run it. */
+  /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
   async markFailed(sid: string, jobId: string): Promise<void> {
-    await this.transactionOf('fail', (m) => m.sdFail!(this.indexKey, sid, jobId));
+    await this.transactionOf('fail', (m) =>
+      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId)),
+    );
   }
 
-  async extend(sid: string, token: string, lockMs: number): Promise<boolean> {
+  /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */
+  async countRetried(jobId: string): Promise<void> {
     const c = await this.client();
-    return (await c.sdExtend!(this.lockKey(sid), token, lockMs)) === 1;
+    await c.sdRetried!(this.keys.job(jobId));
+  }
+
+  /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */
+  async extend(sid: string, token: string, lockMs: number): Promise<'held' | 'cancelled' | 'lost'> {
+    const c = await this.renewClient();
+    const r = await c.sdExtend!(this.keys.lock(sid), token, lockMs);
+    return r === 1 ? 'held' : r === 2 ? 'cancelled' : 'lost';
   }
 
   /**
    * What an enqueue would find. With `waitForReplicas`, the same pipeline reads
    * `CLIENT INFO` (`connection`): the connection BullMQ's add will then be made
-   * on, for `replicated` to check the add's `WAIT` against.
+   * on, to check the add's `WAIT` against.
    */
   async probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
     const c = await this.client();
-    const keys = [this.markerKey(sid), this.lockKey(sid), this.indexKey, sid];
+    const keys = [this.keys.marker(sid), this.keys.lock(sid), this.keys.index, sid];
     let r: [number, unknown?];
     let connection: string | undefined;
-    if (this.awaiting) {
-      const replies = (await c.pipeline().sdProbe!(...keys).client!('INFO').exec()) ?? [];
-      for (const [err] of replies) if (err) throw err;
+    if (this.replicas?.active) {
+      const replies = await withRedirects(c, async () => {
+        const out = (await c.pipeline().sdProbe!(...keys).client!('INFO').exec()) ?? [];
+        for (const [err] of out) if (err) throw err;
+        return out;
+      });
       r = replies[0]![1] as [number, unknown?];
       connection = connectionOf(replies[1]![1]);
     } else {
@@ -250,37 +321,39 @@ export class DeferralStore {
         : r[0] === 2
           ? { kind: 'in_flight' }
           : r[0] === 3
-            ? { kind: 'pending', licence: r[1] as string }
+            ? { kind: 'licensed', licence: r[1] as string }
             : { kind: 'none' };
     return connection === undefined ? outcome : { ...outcome, connection };
   }
 
   async isDeferred(sid: string): Promise<boolean> {
     const c = await this.client();
-    return (await c.exists!(this.markerKey(sid))) === 1;
+    return (await c.exists!(this.keys.marker(sid))) === 1;
   }
 
   /**
-   * Whether a licence still stands for a pending wake-up. A licence whose job
-   * was removed by hand is dropped; one whose job failed for good (a BullMQ
-   * failure the engine did not see, e.g. stalled too often) is not pending.
+   * Whether a licence stands for a pending job: one waiting, delayed or
+   * active. A licence whose job was removed by hand is dropped; a job failed
+   * for good (`?`, or a failure the engine did not see, e.g. stalled too often)
+   * is not pending until it is retried by hand.
    */
   async licenceIsLive(licence: string): Promise<boolean> {
     const id = jobIdOfLicence(licence);
     const state = await this.queue.getJobState(id);
     if (state === 'unknown') {
       const c = await this.client();
-      await c.zrem!(this.indexKey, licence);
+      await c.zrem!(this.keys.index, licence);
       return false;
     }
     return state !== 'failed' && state !== 'completed';
   }
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
+    const k = this.keys;
     const r = (await this.transactionOf('cancel', (m) =>
-      m.sdCancel!(this.markerKey(sid), this.lockKey(sid), this.indexKey, this.dedupKey(sid), sid),
+      m.sdCancel!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
     )) as [number, number, string, ...string[]];
-    // a failed wake-up (`?`) stays as the record of its failure; without its licence a retry by hand does nothing
+    // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops)
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
     if (r[2]) ids.push(r[2]);
     const removedJobs = await this.removeJobs(ids);
@@ -290,19 +363,19 @@ export class DeferralStore {
   /** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
   async licencesIn(prefix: string): Promise<string[]> {
     const c = await this.client();
-    return (await c.zrangebylex!(this.indexKey, `[${prefix}`, `[${prefix}\xff`)) as string[];
+    return (await c.zrangebylex!(this.keys.index, `[${prefix}`, `[${prefix}\xff`)) as string[];
   }
 
-  /** Ends every deferral in the scope prefix; their wake-ups are promoted to run now. Returns the count. */
+  /** Ends every deferral in the scope prefix; their wake-ups are promoted to run now. Returns their ids. */
   async clear(prefix: string): Promise<string[]> {
     const licences = await this.licencesIn(prefix);
     const cleared: string[] = [];
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
       const batch = licences.slice(i, i + CLEAR_BATCH);
-      const keys = [this.indexKey];
+      const keys = [this.keys.index];
       for (const lic of batch) {
         const id = jobIdOfLicence(lic);
-        keys.push(this.markerKey(stageIdOfJobId(id)), this.jobKey(id));
+        keys.push(this.keys.marker(stageIdOfJobId(id)), this.keys.job(id));
       }
       const ids = (await this.transactionOf('clear', (m) => m.sdClear!(keys.length, ...keys, ...batch))) as string[];
       cleared.push(...ids);
@@ -318,76 +391,35 @@ export class DeferralStore {
     return cleared;
   }
 
-  /** `waitForReplicas` when it applies now: on, and not in the skip window after a shortfall. */
-  private get awaiting(): ReplicaWait | undefined {
-    return this.replicaWait && Date.now() >= this.skipWaitUntil ? this.replicaWait : undefined;
-  }
-
   /**
    * Runs `build`'s commands as one MULTI and returns EXEC's replies as
    * `[error, value]` pairs. With `waitForReplicas`, the MULTI also reads
    * `CLIENT INFO` (which connection ran the write), and the call returns once
-   * the replicas hold the write.
+   * the replicas hold the write. A MULTI refused for a cluster redirection
+   * (nothing ran) is sent again once the slot map is refreshed.
    */
   private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
     const c = await this.client();
-    const wait = this.awaiting;
-    const m = c.multi();
-    await build(m);
-    if (wait) m.client!('INFO');
-    const results = await m.exec();
-    if (!results) throw new Error('The transaction was discarded');
-    if (wait) {
+    const confirm = this.replicas?.active === true;
+    const results = await withRedirects(c, async () => {
+      const m = c.multi();
+      await build(m);
+      if (confirm) m.client!('INFO');
+      const out = await m.exec();
+      if (!out) throw new Error('The transaction was discarded');
+      return out;
+    });
+    if (confirm) {
       const [err, info] = results.pop()!;
       if (err) throw err;
-      await this.replicated(op, connectionOf(info));
+      await this.replicas!.confirm(op, connectionOf(info));
     }
     return results;
   }
 
-  /**
-   * Resolves once `waitForReplicas.replicas` replicas hold the write that
-   * connection `madeOn` made (from `CLIENT INFO`: read in the write's MULTI,
-   * or by `probe` before a write BullMQ makes itself). Group commit: the writes whose replies arrive in
-   * one turn of the event loop share one `WAIT`, sent after all of them
-   * (Redis answers a client's commands in order, and a `WAIT` counts every
-   * earlier write of its connection). The pipeline is `PERSIST` of a key that
-   * never exists (a keyed write command that changes nothing: on a Cluster it
-   * routes to the queue's master even with `scaleReads`), `CLIENT INFO`,
-   * `WAIT`.
-   *
-   * ioredis may resend a pipeline whose connection closed on another
-   * connection (a Cluster after a failover, a reconnected client); a `WAIT`
-   * there says nothing about this write. So a write whose `WAIT` ran on
-   * another connection than the write, or whose `WAIT` failed, rejects with
-   * `ReplicationUnconfirmedError` or the error: the job is retried rather than
-   * completed. A `WAIT` answered by fewer replicas is reported as
-   * `replicaLag`; then no `WAIT` is sent for `10 × timeoutMs`.
-   */
+  /** With `waitForReplicas`: resolves once the replicas hold what connection `madeOn` wrote. */
   async replicated(op: ReplicatedOp, madeOn: string | undefined): Promise<void> {
-    const w = this.awaiting;
-    if (!w || madeOn === undefined) return;
-    let batch = this.pendingWait;
-    if (!batch) {
-      const opened = { op, writes: 0, done: Promise.resolve('') };
-      opened.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        this.pendingWait = undefined;
-        const c = await this.client();
-        const replies =
-          (await c.pipeline().persist!(this.routeKey).client!('INFO').wait!(w.replicas, w.timeoutMs).exec()) ?? [];
-        for (const [err] of replies) if (err) throw err;
-        const acked = Number(replies[2]?.[1]);
-        if (acked < w.replicas) {
-          const skipMs = 10 * w.timeoutMs;
-          this.skipWaitUntil = Date.now() + skipMs;
-          w.onLag({ op: opened.op, writes: opened.writes, acked, wanted: w.replicas, skipMs });
-        }
-        return connectionOf(replies[1]?.[1]);
-      });
-      this.pendingWait = batch = opened;
-    }
-    batch.writes++;
-    if ((await batch.done) !== madeOn) throw new ReplicationUnconfirmedError(op);
+    await this.replicas?.confirm(op, madeOn);
   }
 
   /** A transaction of one command: its reply, or its error thrown. */
@@ -412,8 +444,8 @@ export class DeferralStore {
     const p = c.pipeline();
     const ids = licences.map(jobIdOfLicence);
     for (const id of ids) {
-      const m = this.markerKey(stageIdOfJobId(id));
-      p.get!(m).pttl!(m).hget!(this.jobKey(id), 'data');
+      const m = this.keys.marker(stageIdOfJobId(id));
+      p.get!(m).pttl!(m).hget!(this.keys.job(id), 'data');
     }
     const res = (await p.exec()) ?? [];
     return ids.map((id, i) => ({
@@ -427,9 +459,9 @@ export class DeferralStore {
 
 export { Job };
 
-/** One connection, from a `CLIENT INFO` reply: its id and both ends of its socket. */
-function connectionOf(info: unknown): string {
-  const text = String(info);
-  const field = (name: string) => new RegExp(`(?:^| )${name}=(\\S*)`).exec(text)?.[1] ?? '';
-  return `${field('id')} ${field('addr')} ${field('laddr')}`;
+function defineCommands(client: Client): Client {
+  for (const [name, def] of Object.entries(COMMANDS)) {
+    if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
+  }
+  return client;
 }

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
 import type { DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
-import { InvalidExecutorResultError } from './errors';
+import { EngineClosedError, InvalidExecutorResultError, InvalidPayloadError } from './errors';
 import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
 import { classifyNotSentReasons, outcomeClass } from './outcomes';
@@ -15,25 +14,50 @@ export interface Attempt {
     | 'suppressed'
     | 'in_flight'
     | 'lost'
+    | 'early'
     | 'stale'
+    | 'superseded'
     | 'deferred'
     | 'done'
     | 'cancelled'
+    | 'interrupted'
     | 'failed'
     | 'limit';
   result: DispatchResult;
-  /** The chain state the attempt ran under (after it, for `deferred` and `limit`). */
+  /** The chain the attempt ran in (after it, for `deferred` and `limit`): failures of earlier jobs included. */
   chain: ChainState;
+  /** Real failures the running job has spent in its chain (not counting this attempt). */
+  ownFailures: number;
   /** What the executor (or rollback) threw. */
   error?: unknown;
+  /** For `early`: ms until the wake-up's window ends by Redis' clock. */
+  waitMs?: number;
 }
 
 /** The job being processed, when the attempt comes from the worker. */
 export interface JobContext {
   id: string;
+  /** A wake-up the engine added (its id names the stage and the deferral), not one re-added by hand. */
   isWakeUp: boolean;
-  /** BullMQ's failed attempts of this job so far. */
-  attemptsMade: number;
+  /** The job's own retry options (recorded when it was added); a wake-up it adds keeps them. */
+  attempts: number;
+  backoff: ResolvedOptions['retry']['backoff'];
+}
+
+/** Why an attempt's signal was aborted. */
+class AbortedBy extends Error {
+  constructor(readonly by: 'close' | 'cancel' | 'lock_lost') {
+    super(
+      by === 'close' ? 'The dispatch engine is closing' : by === 'cancel' ? 'Dispatch cancelled' : 'Dispatch lock lost',
+    );
+    this.name = 'AbortError';
+  }
+}
+
+interface Running {
+  sid: string;
+  token: string;
+  controller: AbortController | undefined;
 }
 
 /**
@@ -51,17 +75,44 @@ export class Dispatcher<P> {
     this.ticker.unref();
   }
 
-  /** Attempts whose executor is running: their locks are renewed, their signals aborted on close. */
-  private readonly running = new Map<string, { sid: string; controller: AbortController }>();
+  /** Attempts holding a lock: renewed while they run, aborted on close or cancel. */
+  private readonly running = new Set<Running>();
+  /** Every attempt not finished yet (begun or not); `close()` waits for them. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly ticker: NodeJS.Timeout;
+  private closing = false;
 
-  /** Aborts every running executor's signal and stops renewing locks. */
-  close(reason: Error): void {
-    clearInterval(this.ticker);
-    for (const { controller } of this.running.values()) controller.abort(reason);
+  /** True once `close()` began: no new attempt starts. */
+  get closed(): boolean {
+    return this.closing;
   }
 
-  async attempt(
+  /**
+   * Stops new attempts, aborts the running executors' signals, and waits for
+   * every attempt to end, renewing their locks meanwhile; then stops the renewals.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const r of this.running) r.controller?.abort(new AbortedBy('close'));
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    clearInterval(this.ticker);
+  }
+
+  /** Aborts the signal of this engine's running attempt of stage `sid` (a cancel), if any. */
+  abortStage(sid: string): void {
+    for (const r of this.running) if (r.sid === sid) r.controller?.abort(new AbortedBy('cancel'));
+  }
+
+  attempt(ref: StageRef, sid: string, payload: P, call: { buildId?: string; force?: boolean }, job?: JobContext) {
+    if (this.closing) return Promise.reject(new EngineClosedError());
+    const p = this.run(ref, sid, payload, call, job);
+    this.inFlight.add(p);
+    const done = () => this.inFlight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  private async run(
     ref: StageRef,
     sid: string,
     payload: P,
@@ -69,71 +120,110 @@ export class Dispatcher<P> {
     job?: JobContext,
   ): Promise<Attempt> {
     const { store, opts } = this;
-    // `<job id>\n<random>`: a redelivered job recognises its crashed attempt's lock.
-    const token = `${job?.id ?? ''}\n${randomUUID()}`;
-    const begun = await store.begin(sid, token, opts.lockMs, job?.id ?? '', jobKind(job));
-    if (begun.kind === 'deferred') {
-      const lic = parseLicence(begun.wakeUpJobId);
-      const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
-      const until = Date.now() + begun.remainingMs;
-      this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
-      return {
-        kind: 'suppressed',
-        chain: FRESH_CHAIN,
-        result: { dispatched: false, reason, retryable: true, deferred: true, until },
-      };
+    const begun = await store.begin({
+      sid,
+      ownJobId: job?.id ?? '',
+      lockMs: opts.lockMs,
+      wakeUp: job?.isWakeUp ?? false,
+      skewToleranceMs: opts.maxClockSkewMs,
+    });
+    const plain = (kind: Attempt['kind'], reason: string, retryable: boolean, extra: Partial<DispatchResult> = {}) => ({
+      kind,
+      chain: FRESH_CHAIN,
+      ownFailures: 0,
+      result: { dispatched: false, reason, retryable, ...extra },
+    });
+    switch (begun.kind) {
+      case 'deferred': {
+        const lic = parseLicence(begun.wakeUpJobId);
+        const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
+        const until = Date.now() + begun.remainingMs;
+        this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
+        return plain('suppressed', reason, true, { deferred: true, until });
+      }
+      case 'in_flight':
+        return plain('in_flight', 'dispatch_in_flight', true);
+      case 'cancelled':
+        return plain('cancelled', 'cancelled', false, { cancelled: true });
+      case 'stale':
+        return plain('stale', 'stale_wake_up', false);
+      case 'superseded':
+        return plain('superseded', 'superseded', false);
+      case 'early':
+        return { ...plain('early', 'deferred_capacity', true, { deferred: true }), waitMs: begun.remainingMs };
     }
-    if (begun.kind === 'in_flight') {
-      return {
-        kind: 'in_flight',
-        chain: FRESH_CHAIN,
-        result: { dispatched: false, reason: 'dispatch_in_flight', retryable: true },
-      };
+    // the chain goes on from the stage's licence (plus the failures its job has spent since),
+    // unless this job failed for good and was retried by hand: then it starts afresh
+    const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
+    const base = lic?.chain ?? FRESH_CHAIN;
+    const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
+    const running: Running = { sid, token: begun.token, controller: undefined };
+    this.running.add(running);
+    try {
+      return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken);
+    } catch (error) {
+      // nothing may leave the lock behind: release it (a no-op once a deferral took it)
+      await store.release(sid, begun.token, false).catch(() => undefined);
+      throw error;
+    } finally {
+      this.running.delete(running);
     }
-    if (begun.kind === 'cancelled') {
-      return {
-        kind: 'cancelled',
-        chain: FRESH_CHAIN,
-        result: { dispatched: false, reason: 'cancelled', retryable: false, cancelled: true },
-      };
-    }
-    if (begun.kind === 'stale') {
-      return {
-        kind: 'stale',
-        chain: FRESH_CHAIN,
-        result: { dispatched: false, reason: 'stale_wake_up', retryable: false },
-      };
-    }
-    const chain = (begun.licence && parseLicence(begun.licence)?.chain) || FRESH_CHAIN;
+  }
+
+  private async locked(
+    ref: StageRef,
+    sid: string,
+    payload: P,
+    call: { buildId?: string; force?: boolean },
+    job: JobContext | undefined,
+    chain: ChainState,
+    ownFailures: number,
+    running: Running,
+    fencingToken: number,
+  ): Promise<Attempt> {
+    const { store, opts } = this;
+    const token = running.token;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
     const controller = new AbortController();
-    const ctx: DispatchContext = { buildId: call.buildId, force: call.force ?? false, signal: controller.signal };
-    this.running.set(token, { sid, controller });
-    const stopHeartbeat = () => this.running.delete(token);
+    running.controller = controller;
+    if (this.closing) controller.abort(new AbortedBy('close'));
+    const ctx: DispatchContext = {
+      buildId: call.buildId,
+      force: call.force ?? false,
+      signal: controller.signal,
+      fencingToken,
+    };
+    const base = { chain, ownFailures };
 
     let raw: ExecutorResult;
     const started = performance.now();
     try {
       raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
-      stopHeartbeat();
+      running.controller = undefined;
       const executorMs = performance.now() - started;
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason: 'executor_error', retryable: true };
+      if (released.cancelled) return { ...base, kind: 'cancelled', error, result: { ...result, cancelled: true } };
+      // a shutdown is not a failure: the job runs again on the next worker
+      if (controller.signal.aborted && (controller.signal.reason as AbortedBy)?.by === 'close') {
+        return { ...base, kind: 'interrupted', error, result };
+      }
       this.events.emit('failed', { ref, reason: 'executor_error', error, executorMs });
-      return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
+      return { ...base, kind: 'failed', error, result };
     }
     const executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
 
     if (raw.dispatched) {
-      stopHeartbeat();
+      running.controller = undefined;
       const released = await store.release(sid, token, true);
       await this.removeRevoked(released.revoked, job);
       if (opts.faultHook) await opts.faultHook('released', ref);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
-      return { kind: 'dispatched', chain, result: { dispatched: true, reason: null, retryable: false, result: raw } };
+      const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
+      return { ...base, kind: 'dispatched', result: released.cancelled ? { ...result, cancelled: true } : result };
     }
 
     const reason = reportedReason(raw);
@@ -141,23 +231,26 @@ export class Dispatcher<P> {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
-      stopHeartbeat();
+      running.controller = undefined;
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason, retryable: true, result: raw };
-      return { kind: released.cancelled ? 'cancelled' : 'failed', chain, error, result };
+      if (released.cancelled) return { ...base, kind: 'cancelled', error, result: { ...result, cancelled: true } };
+      this.events.emit('hookFailed', { ref, hook: 'rollback', error });
+      this.events.emit('failed', { ref, reason: 'rollback_error', error, executorMs });
+      return { ...base, kind: 'failed', error, result };
     }
-    stopHeartbeat();
+    running.controller = undefined;
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
     const cls = outcomeClass(reason);
     if (!cls) {
       const released = await store.release(sid, token, false);
       const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
+      if (released.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
       this.events.emit('failed', { ref, reason, executorMs });
-      if (released.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
-      return { kind: 'failed', chain, result };
+      return { ...base, kind: 'failed', result };
     }
-    return this.defer(ref, sid, token, payload, call, job, chain, cls, reason, raw, executorMs);
+    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs);
   }
 
   private async defer(
@@ -168,12 +261,14 @@ export class Dispatcher<P> {
     call: { buildId?: string },
     job: JobContext | undefined,
     chain: ChainState,
+    ownFailures: number,
     cls: OutcomeClass,
     reason: string,
     raw: ExecutorResult,
     executorMs: number,
   ): Promise<Attempt> {
     const { store, opts } = this;
+    const base = { chain, ownFailures };
     const deferrals = chain[cls] + 1;
     const limit = cls === 'capacity' ? opts.limits.maxCapacityDeferrals : opts.limits.maxIdempotentDeferrals;
     if (deferrals > limit) {
@@ -182,16 +277,21 @@ export class Dispatcher<P> {
       if (cls === 'idempotent') {
         const released = await store.release(sid, token, true);
         await this.removeRevoked(released.revoked, job);
-        return { kind: 'done', chain, result: { ...result, completed: true } };
+        this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'completed' });
+        return { ...base, kind: 'done', result: { ...result, completed: true } };
       }
       await store.release(sid, token, false);
-      return { kind: 'limit', chain: { ...chain, capacity: deferrals }, result: { ...result, limitReached: true } };
+      this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'failed' });
+      return { ...base, kind: 'limit', result: { ...result, limitReached: true } };
     }
 
     const seconds = cls === 'capacity' ? opts.windows.capacitySeconds : opts.windows.idempotentSeconds;
     const windowMs = Math.max(1, Math.round(seconds * 1000 * (1 - opts.windows.jitter * Math.random())));
-    const until = Date.now() + windowMs;
-    const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + (job?.attemptsMade ?? 0) };
+    // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
+    // measured), the marker expires at the same `until` by Redis' own clock.
+    const timestamp = store.redisNow();
+    const until = timestamp + windowMs;
+    const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + ownFailures };
     const id = wakeUpJobId(sid, cls, next, until);
     const data = dispatchJobData(ref, payload, call.buildId, {
       reason,
@@ -199,55 +299,93 @@ export class Dispatcher<P> {
       until: new Date(until).toISOString(),
       deferrals,
     });
-    const wakeUp = new Job(this.queue, ref.stage, data, this.jobOptions({ delay: windowMs }), id);
+    const wakeUp = new Job(
+      this.queue,
+      ref.stage,
+      data,
+      { ...this.jobOptions({ delay: windowMs }, job), timestamp },
+      id,
+    );
     const log = opts.jobLog
-      ? `${new Date().toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`
+      ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`
       : '';
-    const recorded = await store.defer(sid, token, wakeUp, windowMs, log);
+    const recorded = await store.defer(sid, token, wakeUp, until, log, job?.id ?? '');
     const result: DispatchResult = { dispatched: false, reason, retryable: true, result: { ...raw, retryable: true } };
-    if (recorded.cancelled) return { kind: 'cancelled', chain, result: { ...result, cancelled: true } };
+    if (recorded.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
     // The lock expired under us (e.g. across a failover): nothing was recorded, and another
     // attempt may own the stage now. A job tries again later, as if it had found it in flight.
     if (!recorded.recorded) {
       return {
+        ...base,
         kind: 'lost',
-        chain,
         result: { dispatched: false, reason: 'dispatch_lock_lost', retryable: true, result: raw },
       };
     }
     if (opts.faultHook) await opts.faultHook('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
     this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });
-    await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
-    return { kind: 'deferred', chain: next, result: { ...result, until } };
+    let journalFailed = false;
+    try {
+      await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
+    } catch (error) {
+      // the deferral is the fact; a journal that failed is reported, and spends no attempt
+      journalFailed = true;
+      this.events.emit('hookFailed', { ref, hook: 'journal', error });
+    }
+    return {
+      kind: 'deferred',
+      chain: next,
+      ownFailures: 0,
+      result: journalFailed ? { ...result, until, journalFailed } : { ...result, until },
+    };
   }
 
-  /** BullMQ options of every dispatch job the engine adds. */
-  jobOptions(extra: { delay?: number; jobId?: string; deduplication?: { id: string } }) {
+  /**
+   * BullMQ options of a dispatch job the engine adds: the retry budget of the
+   * job it comes from (recorded when that one was added), else this engine's.
+   */
+  jobOptions(extra: { delay?: number; jobId?: string; deduplication?: { id: string } }, from?: JobContext) {
     return {
-      attempts: this.opts.retry.attempts,
-      backoff: this.opts.retry.backoff,
+      attempts: from?.attempts ?? this.opts.retry.attempts,
+      backoff: from?.backoff ?? this.opts.retry.backoff,
       removeOnComplete: true,
       ...extra,
     };
   }
 
-  /** Revoked wake-ups are removed; the running job itself completes on its own. */
+  /** Revoked wake-ups are removed; the running job itself completes on its own; a failed job stays on record. */
   private async removeRevoked(revoked: string[], job: JobContext | undefined): Promise<void> {
-    const ids = revoked.map(jobIdOfLicence).filter((id) => id !== job?.id);
+    const ids = revoked
+      .filter((lic) => !lic.endsWith('?'))
+      .map(jobIdOfLicence)
+      .filter((id) => id !== job?.id);
     if (ids.length > 0) await this.store.removeJobs(ids);
   }
 
-  /** One pipeline renews the lock of every running attempt; a lost lock aborts that executor's signal. */
+  /** Renews the lock of every running attempt; a lost lock or a cancel aborts that executor's signal. */
   private renewLocks(): void {
-    for (const [token, { sid, controller }] of this.running) {
-      this.store.extend(sid, token, this.opts.lockMs).then(
-        (held) => {
-          if (!held) controller.abort(new Error('dispatch lock lost'));
+    for (const r of this.running) {
+      this.store.extend(r.sid, r.token, this.opts.lockMs).then(
+        (state) => {
+          if (state === 'lost') r.controller?.abort(new AbortedBy('lock_lost'));
+          else if (state === 'cancelled') r.controller?.abort(new AbortedBy('cancel'));
         },
         () => undefined,
       );
     }
+  }
+}
+
+/** Checks that a payload can be stored as job data (JSON), before anything is called or written. */
+export function checkPayload(payload: unknown): void {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(payload);
+  } catch (error) {
+    throw new InvalidPayloadError(`Expected a payload that serialises to JSON: ${(error as Error).message}`);
+  }
+  if (text === undefined && payload !== undefined) {
+    throw new InvalidPayloadError(`Expected a payload that serialises to JSON, got ${typeof payload}`);
   }
 }
 
@@ -284,11 +422,4 @@ function checkExecutorResult(value: unknown): ExecutorResult {
                 : null;
   if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   return r as ExecutorResult;
-}
-
-/** What begin needs to know of the job: a wake-up, or a job `enqueue` added (its id has `@r.`). */
-function jobKind(job: JobContext | undefined): 'w' | 'r' | '' {
-  if (!job) return '';
-  if (job.isWakeUp) return 'w';
-  return job.id.includes('@r.') ? 'r' : '';
 }

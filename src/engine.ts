@@ -1,6 +1,6 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
-import { Dispatcher } from './dispatch';
+import { checkPayload, Dispatcher } from './dispatch';
 import { EngineClosedError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
@@ -84,7 +84,9 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async dispatchStage(ref, payload, call = {}) {
       open();
-      const attempt = await dispatcher.attempt(ref, stageId(ref), payload, call);
+      const sid = stageId(ref);
+      checkPayload(payload);
+      const attempt = await dispatcher.attempt(ref, sid, payload, call);
       if (attempt.error !== undefined) throw attempt.error;
       return attempt.result;
     },
@@ -100,7 +102,10 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async cancelActiveDispatch(ref, reason = 'cancelled') {
       open();
-      const r = await store.cancel(stageId(ref));
+      const sid = stageId(ref);
+      const r = await store.cancel(sid);
+      // a dispatch of this engine in flight learns it at once; others at their next lock renewal
+      if (r.inFlight) dispatcher.abortStage(sid);
       events.emit('cancelled', { ref, reason, ...r });
       return { ...r, reason };
     },
@@ -158,8 +163,10 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     async close() {
       if (closed) return;
       closed = true;
-      dispatcher.close(new EngineClosedError());
-      await Promise.all(workers.map((w) => w.close()));
+      // no new attempt starts; running ones are aborted, keep their locks renewed, and end
+      // (a job interrupted this way is delayed, no attempt spent); then the workers close
+      await Promise.all([dispatcher.close(), ...workers.map((w) => w.close())]);
+      await store.close();
       await queue.close();
       await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
       events.removeAllListeners();

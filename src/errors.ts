@@ -9,7 +9,8 @@ export type StageDeferralErrorCode =
   | 'DISPATCH_FAILED'
   | 'DEFERRAL_LIMIT'
   | 'ENGINE_CLOSED'
-  | 'REPLICATION_UNCONFIRMED';
+  | 'REPLICATION_UNCONFIRMED'
+  | 'INVALID_PAYLOAD';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -46,6 +47,13 @@ export class InvalidJobDataError extends StageDeferralError {
   }
 }
 
+/** A payload that cannot be stored as a job's JSON data (a BigInt, a cycle, a function). Nothing was called or written. */
+export class InvalidPayloadError extends StageDeferralError {
+  constructor(message: string) {
+    super('INVALID_PAYLOAD', message);
+  }
+}
+
 /** The executor resolved with something that is not an `ExecutorResult`. */
 export class InvalidExecutorResultError extends StageDeferralError {
   constructor(message: string) {
@@ -77,10 +85,12 @@ export class DeferralLimitError extends StageDeferralError {
   readonly reason: string;
   readonly deferrals: number;
 
+  /** `deferrals`: capacity deferrals in a row the stage had when it reached the limit. */
   constructor(ref: StageRef, reason: string, deferrals: number) {
     super(
       'DEFERRAL_LIMIT',
-      `Stage ${describeRef(ref)} was deferred ${deferrals} times in a row for ${reason}; giving up (retry the job by hand)`,
+      `Stage ${describeRef(ref)} was deferred ${deferrals} times in a row for capacity and answered ${reason} again; ` +
+        'giving up (limits.maxCapacityDeferrals; retry the job by hand)',
     );
     this.ref = ref;
     this.reason = reason;
@@ -109,6 +119,17 @@ export class ReplicationUnconfirmedError extends StageDeferralError {
       `The ${op} was written, but its connection closed before the replicas confirmed it; it may be lost in a failover`,
     );
   }
+}
+
+/**
+ * Marks an error of this library as terminal for BullMQ, which does not retry
+ * an error named `UnrecoverableError`: the failed job keeps the library's
+ * error (its class, `code` and context), so `instanceof DeferralLimitError`
+ * and `isStageDeferralError` hold in `worker.on('failed')`.
+ */
+export function asTerminal<E extends StageDeferralError>(error: E): E {
+  Object.defineProperty(error, 'name', { value: 'UnrecoverableError', configurable: true, writable: true });
+  return error;
 }
 
 /** Type guard: any error raised by this library. */

@@ -18,6 +18,24 @@ export interface EngineEvents {
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
   failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
   /**
+   * A chain reached its bound: `limits.maxCapacityDeferrals` (the job fails
+   * with `DeferralLimitError`, `outcome: 'failed'`) or
+   * `limits.maxIdempotentDeferrals` (the stage completes as already done,
+   * `outcome: 'completed'`). `deferrals`: deferrals of `class` in a row before it.
+   */
+  limit: {
+    ref: StageRef;
+    class: 'capacity' | 'idempotent';
+    reason: string;
+    deferrals: number;
+    outcome: 'failed' | 'completed';
+  };
+  /**
+   * A host hook threw. `journal`: after the deferral was recorded (it stands;
+   * no attempt is spent). `rollback`: the attempt counts as a real failure.
+   */
+  hookFailed: { ref: StageRef; hook: 'journal' | 'rollback'; error: unknown };
+  /**
    * Fewer replicas than `waitForReplicas.replicas` acknowledged a `WAIT`
    * within its timeout: until they catch up, a failover may lose the `writes`
    * it covered (`op`: the kind of the first). The engine goes on, and sends no

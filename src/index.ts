@@ -25,6 +25,7 @@ export {
   DeferralLimitError,
   EngineClosedError,
   ReplicationUnconfirmedError,
+  InvalidPayloadError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';

@@ -107,7 +107,23 @@ const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
  * `?` its job failed for good (a retry by hand may run it, with a fresh chain).
  */
 export function jobIdOfLicence(licence: string): string {
-  return /[!?]$/.test(licence) ? licence.slice(0, -1) : licence;
+  const member = /[!?]$/.test(licence) ? licence.slice(0, -1) : licence;
+  const at = member.indexOf('@');
+  return member.startsWith('j.', at + 1) ? member.slice(at + 3) : member;
+}
+
+/**
+ * The licence member that stands for job `jobId` of stage `sid`: the job id
+ * itself when the engine named it (`<stageId>@…`), else `<stageId>@j.<job id>`
+ * (a job added by hand), so every member of a stage sorts under `<stageId>@`.
+ */
+export function memberOf(sid: string, jobId: string): string {
+  return jobId.startsWith(`${sid}@`) ? jobId : `${sid}@j.${jobId}`;
+}
+
+/** Whether `jobId` is a wake-up the engine added for stage `sid` (not a job re-added by hand). */
+export function isWakeUpId(sid: string, jobId: string): boolean {
+  return jobId.startsWith(`${sid}@`) && WAKE_UP_SUFFIX.test(jobId);
 }
 
 export interface Licence {

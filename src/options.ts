@@ -48,6 +48,14 @@ export interface DispatchEngineOptions<P = unknown> {
   lockMs?: number;
   /** How long the processor delays a job that found a dispatch of its stage in flight, ms. Default 1000. */
   inFlightRetryMs?: number;
+  /**
+   * Clock skew between a worker host and Redis that a wake-up absorbs, ms. A
+   * worker promotes delayed jobs by its own clock; a wake-up that starts while
+   * its window still has at most this long to run (by Redis' clock) waits the
+   * rest out (delayed, no attempt spent). One with more left was promoted on
+   * purpose (Bull Board's Promote) and wakes its stage now. Default 1000; 0 to 60000.
+   */
+  maxClockSkewMs?: number;
   /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
   jobLog?: boolean;
   /**
@@ -118,6 +126,7 @@ const schema = z.object({
     .default({ maxCapacityDeferrals: 120, maxIdempotentDeferrals: 3 }),
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
+  maxClockSkewMs: z.number().int().min(0).max(60_000).default(1000),
   jobLog: z.boolean().default(true),
   waitForReplicas: z
     .union([

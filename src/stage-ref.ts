@@ -63,7 +63,10 @@ export function scopePath(scope: unknown, what: string, min: number): string[] {
       `Expected \`${what}\` to have ${min} to ${MAX_SCOPE_SEGMENTS} segments, got ${scope.length}`,
     );
   }
-  return scope.map((segment: unknown, i) => checkSegment(segment, `\`${what}[${i}]\``));
+  // an index loop, not `map`: `map` skips the holes of a sparse array (`[, 'a']`)
+  const out: string[] = [];
+  for (let i = 0; i < scope.length; i++) out.push(checkSegment((scope as unknown[])[i], `\`${what}[${i}]\``));
+  return out;
 }
 
 /** The string every stage id inside `scope` starts with (`book/` for `['book']`). */

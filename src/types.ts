@@ -41,8 +41,18 @@ export type OutcomeClass = 'capacity' | 'idempotent';
 export interface DispatchContext {
   buildId: string | undefined;
   force: boolean;
-  /** Aborted when the engine closes or the dispatch lock is lost. */
+  /**
+   * Aborted when the engine closes, the dispatch lock is lost, or the stage is
+   * cancelled (`cancelActiveDispatch`) while the executor runs.
+   */
   signal: AbortSignal;
+  /**
+   * Strictly increasing per stage across every engine on the queue (a Redis
+   * counter taken with the lock). No lock can stop a paused process that
+   * resumes after its lock expired; pass this to the downstream and let it
+   * reject a dispatch older than one it has already seen.
+   */
+  fencingToken: number;
 }
 
 export type Executor<P = unknown> = (ref: StageRef, payload: P, ctx: DispatchContext) => Promise<ExecutorResult>;
@@ -75,6 +85,8 @@ export interface DispatchResult {
   completed?: boolean;
   /** True when the capacity deferral limit was reached: a terminal failure. */
   limitReached?: boolean;
+  /** True when the deferral was recorded but the `journal` hook threw (the deferral stands; see the `hookFailed` event). */
+  journalFailed?: boolean;
 }
 
 export interface DeferredStage {

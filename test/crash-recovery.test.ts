@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
 import { harness, notSent, SENT, teardown } from './helpers/engine';
@@ -8,36 +7,43 @@ afterEach(teardown);
 
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
+const begin = (store: DeferralStore, ownJobId: string, lockMs = 60_000) =>
+  store.begin({ sid: stageId(ref), ownJobId, lockMs, wakeUp: false, skewToleranceMs: 1000 });
+
 /**
- * A worker that dies mid-attempt leaves the stage's lock behind. BullMQ
- * redelivers the job only once that worker is gone, so the same job may take
- * the lock over at once; anyone else still sees the stage in flight.
+ * A worker that dies (or freezes) mid-attempt leaves the stage's lock behind.
+ * BullMQ redelivers the job once its own job lock lapses, which may be long
+ * before the engine's lock does, and the frozen worker may still resume: the
+ * redelivered job waits like anyone else until the lock is released or expires.
  */
-describe('a job redelivered after its worker died', () => {
-  it('takes over the lock its crashed attempt left; others still see dispatch_in_flight', async () => {
+describe('a job redelivered after its worker died or froze', () => {
+  it("10.6: waits while its earlier attempt's lock is live (no takeover), then runs once it expires", async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
-    const sid = stageId(ref);
     // the crashed attempt of job J
-    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '')).kind).toBe('locked');
+    const first = await begin(store, 'J');
+    expect(first.kind).toBe('locked');
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('dispatch_in_flight');
-    expect((await store.begin(sid, `K\n${randomUUID()}`, 60_000, 'K', '')).kind).toBe('in_flight');
-    expect((await store.begin(sid, `JX\n${randomUUID()}`, 60_000, 'JX', '')).kind).toBe('in_flight');
-    // the redelivery of J
-    const again = await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '');
-    expect(again.kind).toBe('locked');
+    expect((await begin(store, 'K')).kind).toBe('in_flight');
+    // the redelivery of J does not take the live lock over
+    expect((await begin(store, 'J')).kind).toBe('in_flight');
+    // once the lock expired, it runs, with a larger fencing token
+    await h.redis.pexpire(store.keys.lock(stageId(ref)), 1);
+    let again = await begin(store, 'J');
+    await waitFor(async () => (again = await begin(store, 'J')).kind === 'locked', 'the lock to expire');
+    expect(again.kind === 'locked' && first.kind === 'locked' && again.fencingToken > first.fencingToken).toBe(true);
   });
 
   it('completes as cancelled when its crashed attempt was cancelled in flight', async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
     const sid = stageId(ref);
-    await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '');
+    await begin(store, 'J');
     await h.engine.cancelActiveDispatch(ref);
-    expect((await store.begin(sid, `J\n${randomUUID()}`, 60_000, 'J', '')).kind).toBe('cancelled');
-    expect(await h.redis.exists(store.lockKey(sid))).toBe(0);
-    h.executor.script(ref, notSent('no_worker_available'));
-    expect((await h.engine.dispatchStage(ref, {})).reason).toBe('no_worker_available');
+    expect((await begin(store, 'J')).kind).toBe('cancelled');
+    // the cancelled attempt's lock stays until it ends or expires: it may still be running
+    expect(await h.redis.exists(store.keys.lock(sid))).toBe(1);
+    expect((await h.engine.dispatchStage(ref, {})).reason).toBe('dispatch_in_flight');
   });
 });
 
@@ -48,7 +54,7 @@ describe('a lock that expired while the executor ran (e.g. across a failover)', 
     h.executor.script(
       ref,
       async () => {
-        await h.redis.del(store.lockKey(stageId(ref)));
+        await h.redis.del(store.keys.lock(stageId(ref)));
         return notSent('no_worker_available');
       },
       SENT,

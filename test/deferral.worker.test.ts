@@ -1,4 +1,5 @@
 import { Job } from 'bullmq';
+import { DeferralLimitError, isStageDeferralError } from '../src';
 import { harness, notSent, SENT, teardown } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
@@ -12,10 +13,10 @@ function completions(
   worker: ReturnType<ReturnType<typeof harness>['engine']['createWorker']>,
 ) {
   const done: { id: string; result: unknown }[] = [];
-  const failed: { id: string; message: string; attemptsMade: number }[] = [];
+  const failed: { id: string; message: string; attemptsMade: number; error: Error }[] = [];
   worker.on('completed', (job, result) => done.push({ id: job.id as string, result }));
   worker.on('failed', (job, err) =>
-    failed.push({ id: job?.id as string, message: err.message, attemptsMade: job?.attemptsMade ?? -1 }),
+    failed.push({ id: job?.id as string, message: err.message, attemptsMade: job?.attemptsMade ?? -1, error: err }),
   );
   return { done, failed };
 }
@@ -164,7 +165,11 @@ describe('clause 14: deferral is bounded', () => {
     const worker = h.engine.createWorker();
     const { failed } = completions(h, worker);
     await waitFor(() => failed.length === 1, 'terminal failure');
-    expect(failed[0]!.message).toMatch(/deferred 4 times in a row for duplicate_pending/);
+    // 10.13: the failed job keeps the typed error, and the count is the deferrals it had (3), not 4
+    expect(failed[0]!.message).toMatch(/deferred 3 times in a row for capacity and answered duplicate_pending again/);
+    expect(failed[0]!.error).toBeInstanceOf(DeferralLimitError);
+    expect(isStageDeferralError(failed[0]!.error)).toBe(true);
+    expect(failed[0]!.error).toMatchObject({ code: 'DEFERRAL_LIMIT', deferrals: 3, reason: 'duplicate_pending' });
     expect(h.executor.calls).toHaveLength(4);
     expect(await h.engine.queue.getJobCounts('delayed', 'wait')).toEqual({ delayed: 0, wait: 0 });
     expect(await h.engine.isStageDeferred(image)).toBe(false);
@@ -208,7 +213,7 @@ describe('clause 14: deferral is bounded', () => {
 });
 
 describe('a cancel after a terminal failure', () => {
-  it('keeps the failed job as a record, and a retry by hand then does nothing', async () => {
+  it('10.1: keeps the failed job as a record, and a retry by hand then stops as cancelled', async () => {
     const { h, done } = await failedForGood();
     const calls = h.executor.calls.length;
     await h.engine.cancelActiveDispatch(image);
@@ -216,7 +221,7 @@ describe('a cancel after a terminal failure', () => {
     expect(job).toBeDefined();
     await job!.retry('failed');
     await waitFor(() => done.length === 2, 'retried job completed');
-    expect(done[1]!.result).toMatchObject({ reason: 'stale_wake_up' });
+    expect(done[1]!.result).toMatchObject({ reason: 'cancelled', cancelled: true });
     expect(h.executor.calls).toHaveLength(calls);
   });
 });
@@ -238,7 +243,7 @@ describe('malformed job data', () => {
 });
 
 describe('clause 5: a job that fails after its deferral was written is not dispatched twice', () => {
-  it('the retried enqueued job finds it gave up its deduplication key and stops; the stage is sent once', async () => {
+  it('10.14: the retried enqueued job finds it was superseded by its deferral and stops; the stage is sent once', async () => {
     let thrown = false;
     const h = harness({
       windows: { capacitySeconds: 0.05, jitter: 0 },
@@ -259,7 +264,7 @@ describe('clause 5: a job that fails after its deferral was written is not dispa
     await waitFor(() => done.length === 2, 'the wake-up and the retried job completed');
     expect(h.executor.calls).toHaveLength(2); // the capacity answer, then the wake-up's dispatch
     const reasons = done.map((d) => (d.result as { reason: string | null }).reason);
-    expect(reasons.sort()).toEqual(['cancelled', null].sort());
+    expect(reasons.sort()).toEqual(['superseded', null].sort());
     expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active', 'failed')).toEqual({
       wait: 0,
       delayed: 0,

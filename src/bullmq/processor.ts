@@ -1,27 +1,37 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { DeferralStore } from '../deferral-store';
-import type { Dispatcher } from '../dispatch';
-import { DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
-import { parseJobData, refOf } from '../job-data';
+import type { Dispatcher, JobContext } from '../dispatch';
+import { asTerminal, DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
+import { isWakeUpId, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
 import type { DispatchResult } from '../types';
 
-/** An error BullMQ will not retry, keeping the library's code and message. */
-function unrecoverable(error: Error): UnrecoverableError {
+/** The error a job fails with for good: the library's own error kept (see `asTerminal`), anything else wrapped. */
+function terminal(error: Error): Error {
+  if (isStageDeferralError(error)) return asTerminal(error);
+  if (error instanceof UnrecoverableError) return error;
   const e = new UnrecoverableError(error.message);
-  (e as UnrecoverableError & { code?: string }).code = isStageDeferralError(error) ? error.code : undefined;
+  (e as Error & { cause?: unknown }).cause = error;
   return e;
+}
+
+/** BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the built-in strategies. */
+function backoffMs(backoff: JobContext['backoff'], n: number): number {
+  return backoff.type === 'fixed' ? backoff.delay : Math.round(2 ** (n - 1) * backoff.delay);
 }
 
 /**
  * The BullMQ processor: one dispatch job in, one attempt of its stage.
- * - dispatched, deferred, suppressed, cancelled, stale, done: the job completes
- *   with the `DispatchResult` (a deferral lives on in its wake-up job).
- * - in flight elsewhere, or the lock expired before the deferral was recorded:
- *   the job is delayed by `inFlightRetryMs` (no attempt used) and tries again.
+ * - dispatched, deferred, suppressed, cancelled, stale, superseded, done: the
+ *   job completes with the `DispatchResult` (a deferral lives on in its wake-up).
+ * - in flight elsewhere, the lock expired before the deferral was recorded, a
+ *   wake-up promoted early by a clock ahead of Redis', or the engine closing:
+ *   the job is delayed (no attempt used) and tries again.
  * - a real failure: thrown, so BullMQ's attempts and backoff apply, counted
- *   across the stage's chain; the last one is unrecoverable.
+ *   across the stage's chain (the job's own `attempts`); the last one is
+ *   unrecoverable. A job retried by hand gets a fresh budget: when BullMQ's
+ *   own count is spent but the chain's is not, the engine delays it itself.
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data: unrecoverable; other jobs are unaffected.
  */
@@ -31,39 +41,61 @@ export function createProcessor<P>(
   opts: ResolvedOptions<P>,
 ): Processor {
   return async (job: Job, token?: string): Promise<DispatchResult> => {
+    const id = job.id as string;
+    const later = async (ms: number): Promise<never> => {
+      await job.moveToDelayed(Date.now() + ms, token);
+      throw new DelayedError();
+    };
+    // closed: refuse new jobs without spending an attempt; the next worker runs them
+    if (dispatcher.closed) return later(0);
     let data;
     let sid: string;
     try {
-      data = parseJobData(job.data, job.id);
+      data = parseJobData(job.data, id);
       sid = stageId(refOf(data));
     } catch (error) {
-      throw unrecoverable(error as Error);
+      throw terminal(error as Error);
     }
     const ref = refOf(data);
-    const attempt = await dispatcher.attempt(
-      ref,
-      sid,
-      data.payload as P,
-      { buildId: data.buildId, force: false },
-      { id: job.id as string, isWakeUp: data.wakeUp === true, attemptsMade: job.attemptsMade },
-    );
+    const ctx: JobContext = {
+      id,
+      isWakeUp: data.wakeUp === true && isWakeUpId(sid, id),
+      attempts: job.opts.attempts ?? opts.retry.attempts,
+      backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
+    };
+    let attempt;
+    try {
+      attempt = await dispatcher.attempt(ref, sid, data.payload as P, { buildId: data.buildId, force: false }, ctx);
+    } catch (error) {
+      if (dispatcher.closed) return later(0);
+      throw error;
+    }
     switch (attempt.kind) {
       case 'in_flight':
       case 'lost':
-        await job.moveToDelayed(Date.now() + opts.inFlightRetryMs, token);
-        throw new DelayedError();
+        return later(opts.inFlightRetryMs);
+      case 'early':
+        return later(attempt.waitMs ?? 0);
+      case 'interrupted':
+        return later(0);
       case 'limit':
-        if (data.wakeUp) await store.markFailed(sid, job.id as string);
-        throw unrecoverable(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
+        await store.markFailed(sid, id);
+        throw terminal(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
         const error =
           attempt.error instanceof Error
             ? attempt.error
             : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
-        const spent = attempt.chain.failures + job.attemptsMade + 1;
-        if (spent < opts.retry.attempts && !(error instanceof UnrecoverableError)) throw error;
-        if (data.wakeUp) await store.markFailed(sid, job.id as string);
-        throw unrecoverable(error);
+        const spent = attempt.chain.failures + attempt.ownFailures + 1;
+        if (spent >= ctx.attempts || error instanceof UnrecoverableError) {
+          await store.markFailed(sid, id);
+          throw terminal(error);
+        }
+        // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
+        if (job.attemptsMade + 1 < ctx.attempts) throw error;
+        await store.countRetried(id);
+        await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
+        return later(backoffMs(ctx.backoff, spent));
       }
       default:
         return attempt.result;

@@ -1,5 +1,5 @@
 import type { DeferralStore } from '../deferral-store';
-import type { Dispatcher } from '../dispatch';
+import { checkPayload, type Dispatcher } from '../dispatch';
 import { dispatchJobData, jobIdOfLicence, readyJobId } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
@@ -19,10 +19,11 @@ export async function enqueueStage<P>(
   call: { buildId?: string },
 ): Promise<EnqueueResult> {
   const sid = stageId(ref);
+  checkPayload(payload);
   const probe = await store.probe(sid);
   if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
-  if (probe.kind === 'pending' && (await store.licenceIsLive(probe.licence))) {
+  if (probe.kind === 'licensed' && (await store.licenceIsLive(probe.licence))) {
     return { added: false, reason: 'pending', jobId: jobIdOfLicence(probe.licence) };
   }
   const data = dispatchJobData(ref, payload, call.buildId);

@@ -75,6 +75,7 @@ describe('the Lua scripts', () => {
       'EXTEND',
       'FAIL',
       'PROBE',
+      'RETRIED',
     ]);
   });
 
@@ -84,6 +85,13 @@ describe('the Lua scripts', () => {
     // names a script may use for a key: KEYS[...] itself, or a local / parameter bound only to KEYS entries
     const bound = new Set<string>();
     for (const [, name] of source.matchAll(/local (\w+) = KEYS\[/g)) bound.add(name!);
+    // or a job hash built from the queue base (`<prefix>:<queue>:`, passed in ARGV), as BullMQ's scripts
+    // build theirs: it shares the slot of every KEYS entry under a hash-tagged prefix
+    const base = new Set<string>();
+    for (const [, name] of source.matchAll(/local (\w+) = ARGV\[\d+\]\s*$/gm)) base.add(name!);
+    for (const [, name] of source.matchAll(/local (\w+) = ARGV\[\d+\] \.\. /g)) bound.add(name!);
+    const fromBase = (arg: string) =>
+      /^ARGV\[\d+\] \.\. /.test(arg) || [...base].some((b) => arg.startsWith(`${b} .. `));
     // the batch's functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] there
     const keyParams = new Map<string, number[]>();
     for (const [, fn, params] of source.matchAll(/local function (\w+)\(([^)]*)\)/g)) {
@@ -92,10 +100,14 @@ describe('the Lua scripts', () => {
       for (const i of positions) bound.add(names[i]!);
       keyParams.set(fn!, positions);
     }
-    for (const [, fn, args] of source.matchAll(/(\w+)\((KEYS[^)]*)\)/g)) {
+    for (const [, fn, args] of source.matchAll(/(\w+)\(((?:KEYS|BASE)[^)]*\)?)\)/g)) {
       const list = args!.split(',').map((a) => a.trim());
       for (const i of keyParams.get(fn!) ?? [])
-        expect({ fn, arg: list[i] }).toEqual({ fn, arg: expect.stringMatching(/^KEYS\[/) });
+        expect({ fn, arg: list[i], ok: /^KEYS\[/.test(list[i]!) || fromBase(list[i]!) }).toEqual({
+          fn,
+          arg: list[i],
+          ok: true,
+        });
     }
     for (const [, command, firstArg] of calls) {
       const key = firstArg!.trim();

@@ -34,8 +34,8 @@ describe('a deferral transaction resent by the client after a failover', () => {
     const ref = { scope: ['book-1', 'ch-1'], stage: 'image' };
     const sid = stageId(ref);
     const store = new DeferralStore(engine.queue);
-    const begun = await store.begin(sid, 'token-1', 30_000, '', '');
-    expect(begun.kind).toBe('locked');
+    const begun = await store.begin({ sid, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 });
+    if (begun.kind !== 'locked') throw new Error(begun.kind);
 
     const id = `${sid}@cap.1.0.0.${Date.now().toString(36)}abcd`;
     const wakeUp = () =>
@@ -46,10 +46,10 @@ describe('a deferral transaction resent by the client after a failover', () => {
         { delay: 60_000 },
         id,
       );
-    const first = await store.defer(sid, 'token-1', wakeUp(), 60_000, 'deferred #1');
+    const first = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '');
     expect(first.recorded).toBe(true);
 
-    const resent = await store.defer(sid, 'token-1', wakeUp(), 60_000, 'deferred #1');
+    const resent = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '');
     expect(resent.recorded).toBe(true);
     expect(await redis.exists(`${names.prefix}:${names.queueName}:${id}`)).toBe(1);
     expect(await engine.queue.getDelayedCount()).toBe(1);

@@ -21,7 +21,7 @@ export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): Ex
  * With no scripted answer left it answers `fallback`.
  */
 export class ScriptedExecutor {
-  readonly calls: { ref: StageRef; payload: unknown; buildId?: string; force: boolean }[] = [];
+  readonly calls: { ref: StageRef; payload: unknown; buildId?: string; force: boolean; fencingToken: number }[] = [];
   private readonly answers = new Map<string, (ExecutorResult | Error | (() => Promise<ExecutorResult>))[]>();
 
   constructor(public fallback: ExecutorResult = SENT) {}
@@ -35,8 +35,12 @@ export class ScriptedExecutor {
     return this.calls.filter((c) => key(c.ref) === key(ref)).length;
   }
 
-  readonly fn = async (ref: StageRef, payload: unknown, ctx: { buildId?: string; force: boolean }) => {
-    this.calls.push({ ref, payload, buildId: ctx.buildId, force: ctx.force });
+  readonly fn = async (
+    ref: StageRef,
+    payload: unknown,
+    ctx: { buildId?: string; force: boolean; fencingToken: number },
+  ) => {
+    this.calls.push({ ref, payload, buildId: ctx.buildId, force: ctx.force, fencingToken: ctx.fencingToken });
     const next = this.answers.get(key(ref))?.shift() ?? this.fallback;
     if (next instanceof Error) throw next;
     if (typeof next === 'function') return next();

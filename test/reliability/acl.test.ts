@@ -17,6 +17,7 @@ const ACL_RULES = (prefix: string) => [
   '+@write',
   '+@scripting',
   '+@transaction',
+  '+time', // the engine decides windows on Redis' clock
   '+info', // ioredis' ready check and BullMQ's Redis version check
   '+client|setname', // BullMQ names its connections (Queue.getWorkers); optional
 ];

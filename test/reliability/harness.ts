@@ -8,6 +8,7 @@ import IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine } from '../../src/engine';
 import type { DispatchEngineOptions } from '../../src/options';
 import { stageId } from '../../src/stage-ref';
+import { jobIdOfLicence } from '../../src/job-data';
 import type { ExecutorResult, StageRef } from '../../src/types';
 import { keysUnder, redisOptions } from '../helpers/redis';
 
@@ -96,6 +97,8 @@ export class ManualWorker {
 
 /** BullMQ's own structural keys of a queue, which may remain after a drain. */
 const BULLMQ_QUEUE_KEYS = new Set(['id', 'meta', 'events', 'stalled-check', 'marker', 'limiter', 'pc', 'metrics']);
+/** The engine's own queue-level keys: the fencing counter (one per queue, never per stage). */
+const ENGINE_QUEUE_KEYS = new Set(['sd:fence']);
 
 /**
  * Keys under the prefix that belong to no stage after a drain: any engine key
@@ -107,8 +110,13 @@ export async function orphanKeys(redis: IORedis, prefix: string, queueName: stri
   const out: string[] = [];
   for (const key of await keysUnder(redis, prefix)) {
     const rest = key.startsWith(base) ? key.slice(base.length) : key;
-    if (BULLMQ_QUEUE_KEYS.has(rest)) continue;
+    if (BULLMQ_QUEUE_KEYS.has(rest) || ENGINE_QUEUE_KEYS.has(rest)) continue;
     if (rest === 'failed' && failedOk.size > 0) continue;
+    // a job failed for good keeps its licence member, marked `?` (a cancel or a retry by hand can reach it)
+    if (rest === 'sd:licences' && failedOk.size > 0) {
+      const members = await redis.zrange(key, '0', '-1');
+      if (members.every((m) => m.endsWith('?') && failedOk.has(jobIdOfLicence(m)))) continue;
+    }
     const jobId = rest.replace(/:logs$/, '');
     if (failedOk.has(jobId)) continue;
     out.push(rest);

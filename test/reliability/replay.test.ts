@@ -24,17 +24,33 @@ describe('a deferral transaction replayed after its reply was lost', () => {
     const ref = { scope: ['a'], stage: 's' };
     const sid = stageId(ref);
     try {
-      expect((await store.begin(sid, 'tok', 30_000, '', '')).kind).toBe('locked');
+      const begun = await store.begin({ sid, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 });
+      if (begun.kind !== 'locked') throw new Error(begun.kind);
+      const tok = begun.token;
       const id = wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: 1 }, Date.now() + 60_000);
       const data = { v: 1, scope: ref.scope, stage: ref.stage, payload: {}, wakeUp: true };
-      const first = await store.defer(sid, 'tok', new Job(queue, 's', data, { delay: 60_000 }, id), 60_000, '');
+      const first = await store.defer(
+        sid,
+        tok,
+        new Job(queue, 's', data, { delay: 60_000 }, id),
+        Date.now() + 60_000,
+        '',
+        '',
+      );
       expect(first.recorded).toBe(true);
       // the same transaction again, as ioredis would resend it
-      const replay = await store.defer(sid, 'tok', new Job(queue, 's', data, { delay: 60_000 }, id), 60_000, '');
+      const replay = await store.defer(
+        sid,
+        tok,
+        new Job(queue, 's', data, { delay: 60_000 }, id),
+        Date.now() + 60_000,
+        '',
+        '',
+      );
       expect(replay).toMatchObject({ recorded: true });
       expect(await queue.getJobState(id)).toBe('delayed');
       expect(await redis.get(store.markerKey(sid))).toBe(id);
-      expect(await redis.zrange(store.indexKey, '0', '-1')).toEqual([id]);
+      expect(await redis.zrange(store.keys.index, '0', '-1')).toEqual([id]);
     } finally {
       await queue.close();
       await dropPrefix(redis, prefix);

@@ -1,0 +1,52 @@
+/**
+ * Cluster redirections for the pipelines and transactions the engine builds
+ * itself. ioredis follows MOVED/ASK and waits out TRYAGAIN/CLUSTERDOWN for a
+ * single command, and for a pipeline only when every command failed with the
+ * same redirection; a pipeline or MULTI that also holds a keyless command
+ * (`CLIENT INFO`) comes back with the error and a stale slot map. A MULTI
+ * refused that way ran nothing (EXECABORT), and the engine's pipelines only
+ * read, so sending them again is safe.
+ */
+const REDIRECTION = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b|EXECABORT|Too many Cluster redirections/;
+
+/** How many times a redirected pipeline is sent again, and the pause before each, ms. */
+const MAX_REDIRECTS = 16;
+const RETRY_DELAY_MS = 100;
+
+interface MaybeCluster {
+  isCluster?: boolean;
+  refreshSlotsCache?(callback?: (err?: Error) => void): void;
+}
+
+type Replies = [Error | null, unknown][];
+
+/** Whether any reply of `replies` (or `error`) is a cluster redirection. */
+function redirected(replies: Replies | undefined, error?: unknown): boolean {
+  if (error !== undefined) return REDIRECTION.test(String((error as Error)?.message ?? error));
+  return (replies ?? []).some(([err]) => err !== null && REDIRECTION.test(err.message));
+}
+
+/**
+ * Runs `send` (a pipeline or MULTI), and on a Cluster sends it again after a
+ * redirection (slot map refreshed, a short pause), up to 16 times: as ioredis
+ * does for a single command. Elsewhere it runs `send` once.
+ */
+export async function withRedirects<T extends Replies>(client: MaybeCluster, send: () => Promise<T>): Promise<T> {
+  if (!client.isCluster) return send();
+  for (let attempt = 1; ; attempt++) {
+    let replies: T | undefined;
+    let error: unknown;
+    try {
+      replies = await send();
+    } catch (e) {
+      error = e;
+    }
+    const again = error !== undefined ? redirected(undefined, error) : redirected(replies);
+    if (!again || attempt >= MAX_REDIRECTS) {
+      if (error !== undefined) throw error;
+      return replies as T;
+    }
+    await new Promise<void>((resolve) => client.refreshSlotsCache?.(() => resolve()) ?? resolve());
+    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+  }
+}
