@@ -2,58 +2,51 @@
 /**
  * `bullmq-stage-deferral`: the on-call engineer's view of a dispatch queue.
  *
- *   list [scope...]   deferred stages (all, or under a scope prefix)
- *   show <ref>        one stage: deferred, in flight, pending or idle
+ *   list [scope...]   deferred stages (all, or under a scope prefix; a page with --limit/--cursor)
+ *   show <ref>        one stage: deferred, in flight, pending, failed or idle
  *   clear <scope...>  end every deferral under a scope; the stages dispatch once, now
  *   cancel <ref>      end a stage's deferral and remove its wake-up
  *
- * Exit codes: 0 done, 1 a runtime error (e.g. Redis unreachable), 2 bad input.
+ * Exit codes: 0 done; 1 a runtime error (Redis unreachable, or silent past
+ * --timeout); 2 bad input (including a queue that is not a dispatch queue, and
+ * a cancel that would remove a job that is not the engine's).
  */
-import { Command, CommanderError, Option } from 'commander';
-import type { DeferralStore } from './deferral-store';
-import type { DispatchEngine } from './engine';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isStageDeferralError } from './errors';
-import { resolveOptions } from './options';
-import { stageId } from './stage-ref';
+import { scopePrefix, stageId } from './stage-ref';
+import { escapeControl } from './cli/escape';
+import { CliError, UsageError } from './cli/errors';
+import { checkCancel } from './cli/guard';
+import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
+import { listStages, readStage } from './cli/read';
+import { redactUrl, scrub, secretsOf } from './cli/redact';
 import { formatRefText, parseRefText } from './cli/ref-text';
-import { formatRemaining, renderTable } from './cli/table';
-import type { DeferredStage, StageRef } from './types';
-
-interface GlobalOptions {
-  redis: string;
-  queue: string;
-  prefix: string;
-  json: boolean;
-}
-
-/** What `show` prints (`--json`: this object). */
-interface StageInfo {
-  ref: string;
-  scope: readonly string[];
-  stage: string;
-  stageId: string;
-  state: 'deferred' | 'in_flight' | 'pending' | 'failed' | 'idle';
-  reason?: string;
-  class?: string;
-  deferrals?: number;
-  until?: string;
-  remainingMs?: number;
-  wakeUpJobId?: string;
-  log?: string[];
-  jobId?: string;
-  jobState?: string;
-  failedReason?: string;
-}
+import { withSession, type GlobalOptions } from './cli/session';
+import type { StageRef } from './types';
 
 interface RefOptions {
   scope?: string[];
   stage?: string;
 }
 
-/** Bad input: exit code 2, the message and nothing else. */
-class UsageError extends Error {}
-
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('Expected a positive integer.');
+  return n;
+}
+
+/** The version in the package's package.json (next to dist/ and src/). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
 
 function resolveRef(text: string | undefined, opts: RefOptions): StageRef {
   const flags = opts.scope !== undefined || opts.stage !== undefined;
@@ -68,85 +61,11 @@ function resolveRef(text: string | undefined, opts: RefOptions): StageRef {
   return ref;
 }
 
-async function withEngine<T>(g: GlobalOptions, run: (engine: DispatchEngine, store: DeferralStore) => Promise<T>) {
-  // Loaded here, not at the top: help and bad input answer without loading BullMQ.
-  const { default: IORedis } = await import('ioredis');
-  const { createDispatchEngine } = await import('./engine');
-  const { DeferralStore } = await import('./deferral-store');
-  const redis = new IORedis(g.redis, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 5000,
-    retryStrategy: () => null,
-  });
-  let lastError: Error | undefined;
-  redis.on('error', (error: Error) => {
-    lastError = error; // reported below, through the failed command
-  });
-  let engine: DispatchEngine | undefined;
-  const connection = { connection: redis, queueName: g.queue, prefix: g.prefix, executor: neverDispatch };
-  try {
-    resolveOptions(connection); // bad --queue/--prefix: refused before connecting
-    try {
-      await redis.connect();
-    } catch (error) {
-      const cause = lastError ?? (error as Error);
-      throw new Error(`Cannot connect to Redis at ${redactUrl(g.redis)}: ${cause.message}`);
-    }
-    // BullMQ's Queue writes `<prefix>:<queue>:meta` when it is missing: check first, so a
-    // mistyped name is reported instead of creating an empty queue.
-    if ((await redis.exists(`${g.prefix}:${g.queue}:meta`)) === 0) {
-      throw new UsageError(
-        `No BullMQ queue ${JSON.stringify(g.queue)} with prefix ${JSON.stringify(g.prefix)} at ${redactUrl(g.redis)} ` +
-          `(no key ${g.prefix}:${g.queue}:meta); check --queue and --prefix`,
-      );
-    }
-    engine = createDispatchEngine(connection);
-    engine.queue.on('error', (error: Error) => {
-      lastError ??= error;
-    });
-    return await run(engine, new DeferralStore(engine.queue));
-  } finally {
-    await engine?.close().catch(() => undefined);
-    redis.disconnect();
-  }
-}
-
-async function neverDispatch(): Promise<never> {
-  throw new Error('The CLI never dispatches');
-}
-
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
-
-function print(text: string) {
-  process.stdout.write(`${text}\n`);
-}
-
-function deferredJson(d: DeferredStage, now: number) {
-  return {
-    ref: formatRefText(d.ref),
-    scope: d.ref.scope,
-    stage: d.ref.stage,
-    reason: d.reason,
-    class: d.class,
-    deferrals: d.deferrals,
-    until: new Date(d.until).toISOString(),
-    remainingMs: Math.max(0, d.until - now),
-    wakeUpJobId: d.wakeUpJobId,
-  };
-}
-
 function where(g: GlobalOptions) {
   return `queue ${JSON.stringify(g.queue)}, prefix ${JSON.stringify(g.prefix)}`;
 }
+
+const scopeLabel = (scope: readonly string[]) => escapeControl(formatRefText({ scope, stage: '' }).slice(0, -1));
 
 function hintSegments(scope: readonly string[]) {
   if (scope.some((s) => s.includes('/'))) {
@@ -160,7 +79,14 @@ export function buildProgram(): Command {
   const program = new Command('bullmq-stage-deferral');
   program
     .description('Inspect and manage the deferred stages of a bullmq-stage-deferral dispatch queue.')
-    .addOption(new Option('--redis <url>', 'Redis URL').env('REDIS_URL').default('redis://127.0.0.1:6379'))
+    .version(packageVersion(), '-V, --version', 'print the package version')
+    .addOption(
+      new Option('--redis <url>', 'Redis URL (with --cluster: one or more node URLs, comma-separated)')
+        .env('REDIS_URL')
+        .default('redis://127.0.0.1:6379'),
+    )
+    .option('--cluster', 'connect to a Redis Cluster through the node(s) in --redis', false)
+    .option('--timeout <ms>', 'give up when Redis does not answer a command within this time', positiveInt, 5000)
     .option('--queue <name>', 'dispatch queue name', 'stage-dispatch')
     .option('--prefix <prefix>', 'BullMQ prefix', 'bull')
     .option('--json', 'print JSON instead of a table', false)
@@ -173,36 +99,27 @@ export function buildProgram(): Command {
     .command('list')
     .description('List deferred stages: reason, class, deferrals, until. Scope segments narrow it to a scope prefix.')
     .argument('[scope...]', 'scope segments, outermost first (each argument is one segment)')
-    .action(async (scope: string[]) => {
+    .option('--limit <n>', 'read at most n licences (one page); prints the cursor of the next page', positiveInt)
+    .option('--cursor <cursor>', 'continue after this cursor (printed by the previous page)')
+    .action(async (scope: string[], opts: { limit?: number; cursor?: string }) => {
       const g = globals();
       hintSegments(scope);
-      const rows = await withEngine(g, (engine) => engine.listDeferred(scope));
+      const prefix = scope.length === 0 ? '' : scopePrefix(scope);
+      if (opts.cursor !== undefined && (!opts.cursor.startsWith(prefix) || !opts.cursor.includes('@')))
+        throw new UsageError(`--cursor ${JSON.stringify(opts.cursor)} is not a cursor of this listing`);
+      const page = await withSession(g, (s) => listStages(s.reader, s.keys, prefix, opts));
+      const paged = opts.limit !== undefined || opts.cursor !== undefined;
       const now = Date.now();
-      if (g.json)
-        return print(
-          JSON.stringify(
-            rows.map((d) => deferredJson(d, now)),
-            null,
-            2,
-          ),
-        );
-      if (rows.length === 0) {
-        const under = scope.length > 0 ? ` under ${formatRefText({ scope, stage: '' }).slice(0, -1)}` : '';
-        return print(`No deferred stages${under} (${where(g)}).`);
+      if (g.json) {
+        const rows = page.stages.map((d) => deferredJson(d, now));
+        // without paging, the array of earlier versions; a page is an object with its cursor
+        return print(JSON.stringify(paged ? { stages: rows, nextCursor: page.nextCursor } : rows, null, 2));
       }
-      print(
-        renderTable(
-          ['STAGE', 'CLASS', 'REASON', 'DEFERRALS', 'UNTIL', 'IN'],
-          rows.map((d) => [
-            formatRefText(d.ref),
-            d.class,
-            d.reason,
-            String(d.deferrals),
-            new Date(d.until).toISOString(),
-            formatRemaining(d.until - now),
-          ]),
-        ),
-      );
+      if (page.stages.length === 0) {
+        const under = scope.length > 0 ? ` under ${scopeLabel(scope)}` : '';
+        print(`No deferred stages${under}${paged ? ' in this page' : ''} (${where(g)}).`);
+      } else print(listTable(page.stages, now));
+      if (page.nextCursor !== null) print(`next page: --cursor ${shellQuote(page.nextCursor)}`);
     });
 
   program
@@ -215,47 +132,10 @@ export function buildProgram(): Command {
       const g = globals();
       const ref = resolveRef(text, opts);
       const sid = stageId(ref);
-      const info: StageInfo = await withEngine(g, async (engine, store) => {
-        const now = Date.now();
-        const probe = await store.probe(sid);
-        const deferred = (await engine.listDeferred(ref.scope)).find((d) => stageId(d.ref) === sid);
-        const base = { ref: formatRefText(ref), scope: ref.scope, stage: ref.stage, stageId: sid };
-        if (deferred) {
-          const logs = await engine.queue.getJobLogs(deferred.wakeUpJobId);
-          return { ...base, ...deferredJson(deferred, now), state: 'deferred', log: logs.logs };
-        }
-        // the job that speaks for the stage: its pending wake-up, a wake-up that failed
-        // for good (licence marked `?`), or the job `enqueue` added
-        let jobId: string | null = probe.kind === 'licensed' ? probe.licence.replace(/[!?]$/, '') : null;
-        if (!jobId && probe.kind === 'none') {
-          const failed = (await store.licencesIn(`${sid}@`)).find((l) => l.endsWith('?'));
-          if (failed) jobId = failed.slice(0, -1);
-        }
-        jobId ??= await engine.queue.getDeduplicationJobId(sid);
-        const jobState = jobId ? await engine.queue.getJobState(jobId) : 'unknown';
-        if (probe.kind === 'in_flight') return { ...base, state: 'in_flight' };
-        if (!jobId || jobState === 'unknown' || jobState === 'completed') return { ...base, state: 'idle' };
-        if (jobState !== 'failed') return { ...base, state: 'pending', jobId, jobState };
-        const failedReason = (await engine.queue.getJob(jobId))?.failedReason;
-        return { ...base, state: 'failed', jobId, jobState, ...(failedReason ? { failedReason } : {}) };
-      });
-      if (g.json) return print(JSON.stringify(info, null, 2));
-      const rows: [string, string | undefined][] = [
-        ['stage', info.ref],
-        ['stage id', info.stageId],
-        ['state', info.state],
-        ['reason', info.reason],
-        ['class', info.class],
-        ['deferrals', info.deferrals === undefined ? undefined : String(info.deferrals)],
-        ['until', info.until && `${info.until} (in ${formatRemaining(info.remainingMs ?? 0)})`],
-        ['wake-up job', info.wakeUpJobId],
-        ['job', info.jobId && `${info.jobId} (${info.jobState})`],
-        ['failed', info.failedReason],
-      ];
-      const shown = rows.filter((r): r is [string, string] => r[1] !== undefined);
-      const width = Math.max(...shown.map(([k]) => k.length));
-      print(shown.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
-      if (info.log && info.log.length > 0) print(`log:\n${info.log.map((l) => `  ${l}`).join('\n')}`);
+      const state = await withSession(g, (s) => readStage(s.reader, s.keys, sid));
+      const base = { ref: formatRefText(ref), scope: ref.scope, stage: ref.stage, stageId: sid };
+      const info = stageJson(base, state, Date.now());
+      print(g.json ? JSON.stringify(info, null, 2) : showText(info));
     });
 
   program
@@ -266,10 +146,9 @@ export function buildProgram(): Command {
       const g = globals();
       hintSegments(scope);
       stageId({ scope, stage: 'x' }); // validates the scope before connecting
-      const count = await withEngine(g, (engine) => engine.clearDeferrals(scope));
-      const label = formatRefText({ scope, stage: '' }).slice(0, -1);
+      const count = await withSession(g, async (s) => (await s.engine()).clearDeferrals(scope));
       if (g.json) return print(JSON.stringify({ scope, cleared: count }));
-      print(`Cleared ${count} deferral${count === 1 ? '' : 's'} under ${label} (${where(g)}).`);
+      print(`Cleared ${count} deferral${count === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)}).`);
     });
 
   program
@@ -282,18 +161,34 @@ export function buildProgram(): Command {
     .action(async (text: string | undefined, opts: RefOptions & { reason: string }) => {
       const g = globals();
       const ref = resolveRef(text, opts);
-      const r = await withEngine(g, (engine) => engine.cancelActiveDispatch(ref, opts.reason));
-      if (g.json) return print(JSON.stringify({ ref: formatRefText(ref), ...r }));
+      const label = formatRefText(ref);
+      const r = await withSession(g, async (s) => {
+        // never remove a job that is not the engine's: checked before any write
+        await checkCancel(s.reader, s.keys, ref, stageId(ref), escapeControl(label));
+        return (await s.engine()).cancelActiveDispatch(ref, opts.reason);
+      });
+      if (g.json) return print(JSON.stringify({ ref: label, ...r }));
       const what = r.hadDeferral ? 'ended its deferral' : 'it had no deferral';
       const flight = r.inFlight ? '; a dispatch in flight was disarmed' : '';
-      print(`Cancelled ${formatRefText(ref)}: ${what}${flight}; removed ${r.removedJobs} job(s).`);
+      print(`Cancelled ${escapeControl(label)}: ${what}${flight}; removed ${r.removedJobs} job(s).`);
     });
 
   return program;
 }
 
+/** The credentials the command line or REDIS_URL may carry: masked in everything printed to stderr. */
+function secretsIn(argv: readonly string[]): string[] {
+  return [process.env.REDIS_URL ?? '', ...argv]
+    .filter((a) => a.includes('://'))
+    .flatMap((a) => secretsOf(a.replace(/^--redis=/, '')));
+}
+
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+  const secrets = secretsIn(argv);
+  const say = (text: string) => process.stderr.write(`${scrub(escapeControl(text), secrets)}\n`);
+  const program = buildProgram().configureOutput({
+    writeErr: (text) => process.stderr.write(scrub(text, secrets)),
+  });
   try {
     await program.parseAsync(argv as string[], { from: 'user' });
     return 0;
@@ -303,10 +198,13 @@ export async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError || (isStageDeferralError(error) && error.code.startsWith('INVALID_'))) {
-      process.stderr.write(`error: ${(error as Error).message}\n`);
+      say(`error: ${(error as Error).message}`);
       return 2;
     }
-    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    const url = program.opts<GlobalOptions>().redis;
+    const message = error instanceof Error ? error.message : String(error);
+    say(`error: ${url ? message.split(url).join(redactUrl(url)) : message}`);
+    if (error instanceof CliError && error.hint) say(error.hint);
     return 1;
   }
 }
@@ -314,5 +212,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 if (require.main === module) {
   main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
+    // a socket left open by a silent server must not keep the process alive
+    setTimeout(() => process.exit(code), 2000).unref();
   });
 }

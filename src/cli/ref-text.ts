@@ -2,11 +2,15 @@ import { InvalidStageRefError } from '../errors';
 import { stageId } from '../stage-ref';
 import type { StageRef } from '../types';
 
+const CONTROL_ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t' };
+
 /**
  * The CLI's text form of a stage ref: scope segments joined by `/`, then `:`
  * and the stage kind, e.g. `book-1/ch-2/sc-7:image`. A backslash escapes the
  * next `/`, `:` or `\` inside a segment (`a\/b:image` is the scope `['a/b']`).
- * `formatRefText` and `parseRefText` are inverses.
+ * `formatRefText` and `parseRefText` are inverses. `parseRefText` also reads
+ * `\n`, `\r`, `\t` and `\uXXXX`, the escapes of control characters in the
+ * CLI's tables (`escapeControl`), so a printed ref can be pasted back.
  */
 export function parseRefText(text: string): StageRef {
   const segments: string[] = [];
@@ -16,13 +20,22 @@ export function parseRefText(text: string): StageRef {
     const ch = text[i] as string;
     if (ch === '\\') {
       const next = text[i + 1];
-      if (next !== '/' && next !== ':' && next !== '\\') {
+      const hex = next === 'u' ? /^[0-9a-fA-F]{4}$/.exec(text.slice(i + 2, i + 6))?.[0] : undefined;
+      if (hex !== undefined) {
+        current += String.fromCharCode(parseInt(hex, 16));
+        i += 5;
+      } else if (next !== undefined && next in CONTROL_ESCAPES) {
+        current += CONTROL_ESCAPES[next];
+        i++;
+      } else if (next !== '/' && next !== ':' && next !== '\\') {
         throw new InvalidStageRefError(
-          `Cannot read the stage ref ${JSON.stringify(text)}: a backslash must be followed by \`/\`, \`:\` or \`\\\` (at ${i + 1})`,
+          `Cannot read the stage ref ${JSON.stringify(text)}: a backslash must be followed by \`/\`, \`:\`, \`\\\`, ` +
+            `or (as the CLI prints control characters) \`n\`, \`r\`, \`t\` or \`uXXXX\` (at ${i + 1})`,
         );
+      } else {
+        current += next;
+        i++;
       }
-      current += next;
-      i++;
     } else if (ch === '/' && stage === undefined) {
       segments.push(current);
       current = '';

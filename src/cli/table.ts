@@ -1,5 +1,12 @@
-/** A plain text table: a header row and left-aligned columns, two spaces apart. */
-export function renderTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+import { escapeControl } from './escape';
+
+/**
+ * A plain text table: a header row and left-aligned columns, two spaces apart.
+ * Control characters in a cell are escaped (`escapeControl`): a newline or an
+ * escape sequence in a scope never breaks the table or reaches the terminal.
+ */
+export function renderTable(header: readonly string[], cellRows: readonly (readonly string[])[]): string {
+  const rows = cellRows.map((r) => r.map(escapeControl));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells

@@ -1,37 +1,14 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { createDispatchEngine, type DispatchEngine, type ExecutorResult, type StageRef } from '../../src';
-import { buildOnce, ROOT } from '../helpers/build';
-import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
+import { buildOnce } from '../helpers/build';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
+import { CLI, cliOn, type Run } from './run';
 
-const CLI = join(ROOT, 'dist', 'cli.js');
 const { prefix, queueName } = isolated();
-const o = redisOptions();
-const REDIS_URL = `redis://${o.password ? `:${o.password}@` : ''}${o.host}:${o.port}`;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built bin as a child process against the test Redis, on this test's queue (or `on`'s). */
+/** Runs the built bin as a child process against the test Redis, on this test's queue. */
 function cli(...args: string[]): Promise<Run> {
   return cliOn({ prefix, queueName }, ...args);
-}
-
-function cliOn(on: { prefix: string; queueName: string }, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, '--redis', REDIS_URL, '--queue', on.queueName, '--prefix', on.prefix, ...args],
-      { timeout: 20_000, env: { ...process.env, REDIS_URL: '' } },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
 }
 
 const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
@@ -213,7 +190,7 @@ describe('bad input', () => {
   it('exits 1 with the cause when Redis does not answer', async () => {
     const r = await new Promise<Run>((resolve) =>
       execFile(process.execPath, [CLI, '--redis', 'redis://127.0.0.1:1', 'list'], (error, stdout, stderr) =>
-        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr }),
+        resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr, ms: 0 }),
       ),
     );
     expect(r.code).toBe(1);

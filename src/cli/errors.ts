@@ -1,0 +1,12 @@
+/** Bad input (exit code 2): the message and nothing else. */
+export class UsageError extends Error {}
+
+/** A runtime error (exit code 1) with an optional hint line printed after it. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
+}
