@@ -1,5 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
+import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence, memberOf } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { StoreKeys } from './store/keys';
@@ -32,6 +33,8 @@ const COMMANDS = {
   sdFail: { keys: 2, lua: lua.FAIL },
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdRetried: { keys: 1, lua: lua.RETRIED },
+  sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
+  sdHold: { keys: 1, lua: lua.HOLD },
 } as const;
 
 export type BeginOutcome =
@@ -52,12 +55,14 @@ export type BeginOutcome =
       licenceFailures: number;
       /** This job failed for good and was retried by hand: a fresh chain starts. */
       retriedByHand: boolean;
+      /** The retry options of the licensed job (another one): the chain's budget. */
+      licenceRetry?: { attempts?: number; backoff?: unknown };
     };
 
 export type ProbeOutcome =
   | { kind: 'deferred'; remainingMs: number }
   | { kind: 'in_flight' }
-  | { kind: 'licensed'; licence: string }
+  | { kind: 'licensed'; licence: string | null; failed: string[] }
   | { kind: 'none' };
 
 /** How one begin operation is described to the batch. */
@@ -118,8 +123,30 @@ export class DeferralStore {
     return Date.now() + this.clockOffsetMs;
   }
 
+  /** How far this host's clock runs ahead of Redis', ms (0 when behind), as last measured. */
+  get aheadOfRedisMs(): number {
+    return Math.max(0, -this.clockOffsetMs);
+  }
+
+  /**
+   * The queue's client, with the engine's scripts defined on it. The first
+   * call checks, once, that the connection's Redis user may run every command
+   * the engine needs (`MissingPermissionError` naming those it may not):
+   * refused at start-up, not half-way through a deferral.
+   */
   client(): Promise<Client> {
-    this.clientPromise ??= (async () => defineCommands((await this.queue.getBackend().client) as unknown as Client))();
+    this.clientPromise ??= (async () => {
+      const c = defineCommands((await this.queue.getBackend().client) as unknown as Client);
+      await checkPermissions(c, this.keys, this.replicas !== undefined);
+      // this host's clock against Redis', before the first wake-up is judged by it
+      const [sec, usec] = (await c.time!()) as [string, string];
+      this.clockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+      return c;
+    })().catch((error: unknown) => {
+      // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
+      if (!(error instanceof MissingPermissionError)) this.clientPromise = undefined;
+      throw error;
+    });
     return this.clientPromise;
   }
 
@@ -162,7 +189,7 @@ export class DeferralStore {
         req.wakeUp ? 'w' : '',
         req.skewToleranceMs,
       ],
-    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?];
+    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -186,6 +213,7 @@ export class DeferralStore {
           ownFailures: Math.max(0, Number(r[3])),
           licenceFailures: Math.max(0, Number(r[4])),
           retriedByHand: r[5] === 1,
+          ...(r[6] ? { licenceRetry: retryOf(r[6] as string) } : {}),
         };
       }
     }
@@ -256,6 +284,7 @@ export class DeferralStore {
         untilMs,
         logLine,
         ownJobId,
+        k.base,
       );
       await wakeUp.addJob(m as never);
     });
@@ -266,12 +295,28 @@ export class DeferralStore {
     return { recorded: false, cancelled: r[1] === 1, revoked: [] };
   }
 
-  async release(sid: string, token: string, revoke: boolean): Promise<{ cancelled: boolean; revoked: string[] }> {
-    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, token, revoke ? '1' : '0'])) as [
+  /**
+   * Ends an attempt that did not defer: deletes its lock and, when the chain
+   * ended (`ending`: a success, a bound), revokes the stage's licence. An
+   * attempt that no longer holds its lock changes nothing (`lost`).
+   */
+  async release(
+    sid: string,
+    ownJobId: string,
+    token: string,
+    ending: boolean,
+  ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
+    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, ownJobId, token, ending ? '1' : '0'])) as [
       number,
       ...string[],
     ];
-    return { cancelled: r[0] === 1, revoked: r.slice(1) as string[] };
+    return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
+  }
+
+  /** A job failed and will be retried: it holds the stage's licence meanwhile. Returns the members it revoked. */
+  async hold(sid: string, jobId: string): Promise<string[]> {
+    const c = await this.client();
+    return (await c.sdHold!(this.keys.index, sid, memberOf(sid, jobId), jobId, this.keys.base)) as string[];
   }
 
   /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
@@ -302,7 +347,7 @@ export class DeferralStore {
   async probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
     const c = await this.client();
     const keys = [this.keys.marker(sid), this.keys.lock(sid), this.keys.index, sid];
-    let r: [number, unknown?];
+    let r: [number, ...unknown[]];
     let connection: string | undefined;
     if (this.replicas?.active) {
       const replies = await withRedirects(c, async () => {
@@ -310,10 +355,10 @@ export class DeferralStore {
         for (const [err] of out) if (err) throw err;
         return out;
       });
-      r = replies[0]![1] as [number, unknown?];
+      r = replies[0]![1] as [number, ...unknown[]];
       connection = connectionOf(replies[1]![1]);
     } else {
-      r = (await c.sdProbe!(...keys)) as [number, unknown?];
+      r = (await c.sdProbe!(...keys)) as [number, ...unknown[]];
     }
     const outcome: ProbeOutcome =
       r[0] === 1
@@ -321,7 +366,7 @@ export class DeferralStore {
         : r[0] === 2
           ? { kind: 'in_flight' }
           : r[0] === 3
-            ? { kind: 'licensed', licence: r[1] as string }
+            ? { kind: 'licensed', licence: (r[1] as string) || null, failed: r.slice(2) as string[] }
             : { kind: 'none' };
     return connection === undefined ? outcome : { ...outcome, connection };
   }
@@ -356,7 +401,8 @@ export class DeferralStore {
     // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops)
     const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
     if (r[2]) ids.push(r[2]);
-    const removedJobs = await this.removeJobs(ids);
+    // a job may be both the licence holder and the pending enqueued job: removed once
+    const removedJobs = await this.removeJobs([...new Set(ids)]);
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
   }
 
@@ -366,29 +412,61 @@ export class DeferralStore {
     return (await c.zrangebylex!(this.keys.index, `[${prefix}`, `[${prefix}\xff`)) as string[];
   }
 
-  /** Ends every deferral in the scope prefix; their wake-ups are promoted to run now. Returns their ids. */
+  /**
+   * Ends every deferral in the scope prefix: each wake-up is promoted to run
+   * now (BullMQ's own promote), then its marker deleted and its licence marked
+   * `!` (a fresh chain). Promotion comes first, so a stage whose promotion
+   * fails stays deferred and clearable again; a promotion that fails for
+   * another reason than the window having just ended is retried once, then
+   * reported (`ClearIncompleteError`, with what was cleared). Returns the ids
+   * of the wake-ups whose deferral it ended.
+   */
   async clear(prefix: string): Promise<string[]> {
     const licences = await this.licencesIn(prefix);
     const cleared: string[] = [];
+    const failed: unknown[] = [];
+    const c = await this.client();
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
-      const batch = licences.slice(i, i + CLEAR_BATCH);
-      const keys = [this.keys.index];
-      for (const lic of batch) {
-        const id = jobIdOfLicence(lic);
-        keys.push(this.keys.marker(stageIdOfJobId(id)), this.keys.job(id));
-      }
-      const ids = (await this.transactionOf('clear', (m) => m.sdClear!(keys.length, ...keys, ...batch))) as string[];
+      // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
+      const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
+      const p = c.pipeline();
+      for (const id of batch) p.get!(this.keys.marker(stageIdOfJobId(id)));
+      const markers = (await p.exec()) ?? [];
+      const deferred = batch.filter((id, j) => markers[j]?.[1] === id);
+      const promoted = await this.promoteAll(deferred, failed);
+      if (promoted.length === 0) continue;
+      const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
+      const ids = (await this.transactionOf('clear', (m) => m.sdClear!(keys.length, ...keys, ...promoted))) as string[];
       cleared.push(...ids);
     }
-    await Promise.all(
-      cleared.map((id) =>
-        this.queue
-          .getBackend()
-          .promote(id)
-          .catch(() => undefined),
-      ),
-    );
+    if (failed.length > 0) throw new ClearIncompleteError(cleared.length, failed.length, failed[0]);
     return cleared;
+  }
+
+  /**
+   * Promotes wake-ups; returns those on their way now: promoted, or no longer
+   * delayed (its window just ended, or an operator promoted it: it is waiting
+   * or running already). Other errors are retried once, then collected in `failed`.
+   */
+  private async promoteAll(ids: string[], failed: unknown[]): Promise<string[]> {
+    const backend = this.queue.getBackend();
+    const once = async (todo: string[]) => {
+      const settled = await Promise.allSettled(todo.map((id) => backend.promote(id)));
+      const errors: [string, unknown][] = [];
+      const ok: string[] = [];
+      settled.forEach((r, j) => {
+        if (r.status === 'fulfilled' || /not in the delayed state/.test(String((r.reason as Error)?.message)))
+          ok.push(todo[j]!);
+        else errors.push([todo[j]!, r.reason]);
+      });
+      return { ok, errors };
+    };
+    const first = await once(ids);
+    if (first.errors.length === 0) return first.ok;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = await once(first.errors.map(([id]) => id));
+    for (const [, error] of second.errors) failed.push(error);
+    return [...first.ok, ...second.ok];
   }
 
   /**
@@ -464,4 +542,51 @@ function defineCommands(client: Client): Client {
     if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
   }
   return client;
+}
+
+/** The command a `NOPERM` error names, or `null` for another error. */
+function deniedCommand(error: unknown): string | null {
+  const text = String((error as Error)?.message ?? error);
+  if (!text.includes('NOPERM')) return null;
+  return /'([^']+)' command/.exec(text)?.[1]?.toLowerCase() ?? 'unknown';
+}
+
+/**
+ * Checks, without leaving anything behind, that the client's Redis user may
+ * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
+ * script is not cached yet), the commands inside them, MULTI/EXEC, and with
+ * `waitForReplicas` WAIT and CLIENT INFO. Throws `MissingPermissionError`.
+ */
+async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
+  const missing = new Set<string>();
+  const attempt = async (run: () => Promise<unknown>) => {
+    try {
+      return await run();
+    } catch (error) {
+      const denied = deniedCommand(error);
+      if (denied === null) throw error;
+      missing.add(denied);
+      return undefined;
+    }
+  };
+  const probe = () => c.sdPermissions!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
+  // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
+  for (let i = 0; i < 2; i++)
+    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) missing.add(name);
+  await attempt(() => c.multi().exec());
+  if (replicas) {
+    await attempt(() => c.client!('INFO'));
+    await attempt(() => c.wait!(0, 0));
+  }
+  if (missing.size > 0) throw new MissingPermissionError([...missing].sort());
+}
+
+/** The retry options in a job's BullMQ `opts` (JSON); `undefined` when unreadable. */
+function retryOf(json: string): { attempts?: number; backoff?: unknown } | undefined {
+  try {
+    const o = JSON.parse(json) as { attempts?: unknown; backoff?: unknown };
+    return { attempts: typeof o.attempts === 'number' ? o.attempts : undefined, backoff: o.backoff };
+  } catch {
+    return undefined;
+  }
 }

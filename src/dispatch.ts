@@ -98,6 +98,12 @@ export class Dispatcher<P> {
     clearInterval(this.ticker);
   }
 
+  /** A job failed and will be retried: it holds the stage's licence meanwhile (older holders are removed). */
+  async hold(sid: string, jobId: string): Promise<void> {
+    const revoked = await this.store.hold(sid, jobId);
+    await this.removeRevoked(revoked, { id: jobId } as JobContext);
+  }
+
   /** Aborts the signal of this engine's running attempt of stage `sid` (a cancel), if any. */
   abortStage(sid: string): void {
     for (const r of this.running) if (r.sid === sid) r.controller?.abort(new AbortedBy('cancel'));
@@ -125,7 +131,8 @@ export class Dispatcher<P> {
       ownJobId: job?.id ?? '',
       lockMs: opts.lockMs,
       wakeUp: job?.isWakeUp ?? false,
-      skewToleranceMs: opts.maxClockSkewMs,
+      // a worker whose clock runs ahead promotes a wake-up early by that much: it waits that out too
+      skewToleranceMs: opts.maxClockSkewMs + store.aheadOfRedisMs,
     });
     const plain = (kind: Attempt['kind'], reason: string, retryable: boolean, extra: Partial<DispatchResult> = {}) => ({
       kind,
@@ -157,13 +164,35 @@ export class Dispatcher<P> {
     const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
     const base = lic?.chain ?? FRESH_CHAIN;
     const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
+    // a direct call goes on with the budget of the job whose chain it continues
+    const retryFrom: JobContext | undefined =
+      job ??
+      (begun.licenceRetry?.attempts !== undefined
+        ? {
+            id: '',
+            isWakeUp: false,
+            attempts: begun.licenceRetry.attempts,
+            backoff: (begun.licenceRetry.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
+          }
+        : undefined);
     const running: Running = { sid, token: begun.token, controller: undefined };
     this.running.add(running);
     try {
-      return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken);
+      return await this.locked(
+        ref,
+        sid,
+        payload,
+        call,
+        job,
+        chain,
+        begun.ownFailures,
+        running,
+        begun.fencingToken,
+        retryFrom,
+      );
     } catch (error) {
       // nothing may leave the lock behind: release it (a no-op once a deferral took it)
-      await store.release(sid, begun.token, false).catch(() => undefined);
+      await store.release(sid, job?.id ?? '', begun.token, false).catch(() => undefined);
       throw error;
     } finally {
       this.running.delete(running);
@@ -180,6 +209,7 @@ export class Dispatcher<P> {
     ownFailures: number,
     running: Running,
     fencingToken: number,
+    budget: JobContext | undefined,
   ): Promise<Attempt> {
     const { store, opts } = this;
     const token = running.token;
@@ -196,34 +226,58 @@ export class Dispatcher<P> {
     };
     const base = { chain, ownFailures };
 
+    const own = job?.id ?? '';
+    const abortedBy = () => (controller.signal.aborted ? (controller.signal.reason as AbortedBy)?.by : undefined);
+    /**
+     * An attempt that sent nothing ends here, released: cancelled (a cancel
+     * marked the lock), lost (the lock expired: another attempt may hold the
+     * stage; a job tries again later, spending nothing), interrupted (close()
+     * aborted it: the job runs again on the next worker), or a real failure.
+     */
+    const unsent = async (reason: string, result: DispatchResult, error?: unknown): Promise<Attempt> => {
+      running.controller = undefined;
+      const released = await store.release(sid, own, token, false);
+      const withError = error === undefined ? {} : { error };
+      if (released.cancelled)
+        return { ...base, ...withError, kind: 'cancelled', result: { ...result, cancelled: true } };
+      if (released.lost || abortedBy() === 'lock_lost') {
+        return {
+          ...base,
+          ...withError,
+          kind: 'lost',
+          result: { ...result, reason: 'dispatch_lock_lost', retryable: true },
+        };
+      }
+      if (abortedBy() === 'close') return { ...base, ...withError, kind: 'interrupted', result };
+      if (error !== undefined && reason === 'rollback_error')
+        this.events.emit('hookFailed', { ref, hook: 'rollback', error });
+      this.events.emit('failed', { ref, reason, ...withError, executorMs: executorMs ?? 0 });
+      return { ...base, ...withError, kind: 'failed', result };
+    };
+
     let raw: ExecutorResult;
+    let executorMs: number | undefined;
     const started = performance.now();
     try {
       raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
-      running.controller = undefined;
-      const executorMs = performance.now() - started;
-      const released = await store.release(sid, token, false);
-      const result = { dispatched: false, reason: 'executor_error', retryable: true };
-      if (released.cancelled) return { ...base, kind: 'cancelled', error, result: { ...result, cancelled: true } };
-      // a shutdown is not a failure: the job runs again on the next worker
-      if (controller.signal.aborted && (controller.signal.reason as AbortedBy)?.by === 'close') {
-        return { ...base, kind: 'interrupted', error, result };
-      }
-      this.events.emit('failed', { ref, reason: 'executor_error', error, executorMs });
-      return { ...base, kind: 'failed', error, result };
+      executorMs = performance.now() - started;
+      return unsent('executor_error', { dispatched: false, reason: 'executor_error', retryable: true }, error);
     }
-    const executorMs = performance.now() - started;
+    executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
 
     if (raw.dispatched) {
       running.controller = undefined;
-      const released = await store.release(sid, token, true);
+      const released = await store.release(sid, own, token, true);
       await this.removeRevoked(released.revoked, job);
       if (opts.faultHook) await opts.faultHook('released', ref);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
       const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
-      return { ...base, kind: 'dispatched', result: released.cancelled ? { ...result, cancelled: true } : result };
+      if (released.cancelled) result.cancelled = true;
+      // sent, but by an attempt whose lock had expired: whatever another attempt recorded since stands
+      if (released.lost) result.lockLost = true;
+      return { ...base, kind: 'dispatched', result };
     }
 
     const reason = reportedReason(raw);
@@ -231,26 +285,17 @@ export class Dispatcher<P> {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
-      running.controller = undefined;
-      const released = await store.release(sid, token, false);
-      const result = { dispatched: false, reason, retryable: true, result: raw };
-      if (released.cancelled) return { ...base, kind: 'cancelled', error, result: { ...result, cancelled: true } };
-      this.events.emit('hookFailed', { ref, hook: 'rollback', error });
-      this.events.emit('failed', { ref, reason: 'rollback_error', error, executorMs });
-      return { ...base, kind: 'failed', error, result };
+      return unsent('rollback_error', { dispatched: false, reason, retryable: true, result: raw }, error);
     }
     running.controller = undefined;
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
     const cls = outcomeClass(reason);
-    if (!cls) {
-      const released = await store.release(sid, token, false);
-      const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
-      if (released.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
-      this.events.emit('failed', { ref, reason, executorMs });
-      return { ...base, kind: 'failed', result };
+    // a shutdown or a lost lock is not an outcome: nothing is recorded, the job runs again
+    if (!cls || abortedBy() === 'close' || abortedBy() === 'lock_lost') {
+      return unsent(reason, { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw });
     }
-    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs);
+    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, budget);
   }
 
   private async defer(
@@ -266,6 +311,7 @@ export class Dispatcher<P> {
     reason: string,
     raw: ExecutorResult,
     executorMs: number,
+    budget: JobContext | undefined,
   ): Promise<Attempt> {
     const { store, opts } = this;
     const base = { chain, ownFailures };
@@ -275,12 +321,12 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent) or as a terminal failure (capacity).
       const result = { dispatched: false, reason, retryable: false, result: raw };
       if (cls === 'idempotent') {
-        const released = await store.release(sid, token, true);
+        const released = await store.release(sid, job?.id ?? '', token, true);
         await this.removeRevoked(released.revoked, job);
         this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'completed' });
         return { ...base, kind: 'done', result: { ...result, completed: true } };
       }
-      await store.release(sid, token, false);
+      await store.release(sid, job?.id ?? '', token, false);
       this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'failed' });
       return { ...base, kind: 'limit', result: { ...result, limitReached: true } };
     }
@@ -303,7 +349,7 @@ export class Dispatcher<P> {
       this.queue,
       ref.stage,
       data,
-      { ...this.jobOptions({ delay: windowMs }, job), timestamp },
+      { ...this.jobOptions({ delay: windowMs }, budget), timestamp },
       id,
     );
     const log = opts.jobLog
@@ -376,16 +422,52 @@ export class Dispatcher<P> {
   }
 }
 
-/** Checks that a payload can be stored as job data (JSON), before anything is called or written. */
+/**
+ * Checks, before anything is called or written, that a payload comes back
+ * the same from the job's JSON data, as the executor sees it after a
+ * wake-up: plain objects, arrays, strings, finite numbers, booleans, null
+ * (an `undefined` property is dropped, as JSON drops it). A BigInt, a cycle,
+ * a Map, a Set, a Date, NaN, a function or a class instance is refused.
+ */
 export function checkPayload(payload: unknown): void {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(payload);
-  } catch (error) {
-    throw new InvalidPayloadError(`Expected a payload that serialises to JSON: ${(error as Error).message}`);
+  const seen = new Set<object>();
+  const walk = (value: unknown, path: string): void => {
+    const fail = (what: string) => {
+      throw new InvalidPayloadError(
+        `Expected a payload that survives JSON as it is, got ${what} at ${path || 'the payload'}`,
+      );
+    };
+    if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+    if (typeof value === 'number') return Number.isFinite(value) ? undefined : fail(String(value));
+    if (typeof value !== 'object')
+      return fail(typeof value === 'undefined' && path ? 'undefined in an array' : typeof value);
+    if (seen.has(value)) fail('a cycle');
+    const proto = Object.getPrototypeOf(value) as unknown;
+    const array = Array.isArray(value);
+    if (!array && proto !== Object.prototype && proto !== null) {
+      fail(`a ${(value as object).constructor?.name ?? 'class instance'}`);
+    }
+    seen.add(value);
+    if (array) {
+      (value as unknown[]).forEach((v, i) => walk(v, `${path}[${i}]`));
+    } else {
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) walk(v, path ? `${path}.${k}` : k);
+    }
+    seen.delete(value);
+  };
+  if (payload !== undefined) walk(payload, '');
+}
+
+/** Checks a call's options (`buildId`, `force`) before anything is called or written. */
+export function checkCall(call: { buildId?: unknown; force?: unknown } | undefined): void {
+  if (call === undefined) return;
+  if (typeof call !== 'object' || call === null)
+    throw new InvalidPayloadError('Expected the call options to be an object');
+  if (call.buildId !== undefined && typeof call.buildId !== 'string') {
+    throw new InvalidPayloadError(`Expected \`buildId\` to be a string, got ${typeof call.buildId}`);
   }
-  if (text === undefined && payload !== undefined) {
-    throw new InvalidPayloadError(`Expected a payload that serialises to JSON, got ${typeof payload}`);
+  if (call.force !== undefined && typeof call.force !== 'boolean') {
+    throw new InvalidPayloadError(`Expected \`force\` to be a boolean, got ${typeof call.force}`);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
-import { checkPayload, Dispatcher } from './dispatch';
+import { checkCall, checkPayload, Dispatcher } from './dispatch';
 import { EngineClosedError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
@@ -43,6 +43,12 @@ export interface DispatchEngine<P = unknown> {
   on<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
   once<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
   off<E extends EngineEventName>(name: E, listener: EngineListener<E>): DispatchEngine<P>;
+  /**
+   * Resolves once the engine's connection is up and its Redis user may run
+   * every command the engine needs; rejects with `MissingPermissionError`
+   * naming those it may not (every other method would reject with it too).
+   */
+  waitUntilReady(): Promise<void>;
   /** Closes the workers, the queue and the connections the engine opened; never one you passed in. */
   close(): Promise<void>;
 }
@@ -60,6 +66,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const workers: Worker[] = [];
   const ownedConnections: OwnedClient[] = [];
   let closed = false;
+  let closing: Promise<void> | undefined;
 
   const open = () => {
     if (closed) throw new EngineClosedError();
@@ -86,9 +93,15 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       open();
       const sid = stageId(ref);
       checkPayload(payload);
+      checkCall(call);
       const attempt = await dispatcher.attempt(ref, sid, payload, call);
       if (attempt.error !== undefined) throw attempt.error;
       return attempt.result;
+    },
+
+    async waitUntilReady() {
+      open();
+      await store.client();
     },
 
     async isStageDeferred(ref) {
@@ -160,17 +173,22 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       return worker;
     },
 
-    async close() {
-      if (closed) return;
-      closed = true;
-      // no new attempt starts; running ones are aborted, keep their locks renewed, and end
-      // (a job interrupted this way is delayed, no attempt spent); then the workers close
-      await Promise.all([dispatcher.close(), ...workers.map((w) => w.close())]);
-      await store.close();
-      await queue.close();
-      await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
-      events.removeAllListeners();
+    close() {
+      // a second call (a shutdown hook and a signal handler) waits for the same close
+      closing ??= closeAll();
+      return closing;
     },
+  };
+
+  const closeAll = async () => {
+    closed = true;
+    // no new attempt starts; running ones are aborted, keep their locks renewed, and end
+    // (a job interrupted this way is delayed, no attempt spent); then the workers close
+    await Promise.all([dispatcher.close(), ...workers.map((w) => w.close())]);
+    await store.close();
+    await queue.close();
+    await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
+    events.removeAllListeners();
   };
   return engine;
 }

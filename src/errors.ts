@@ -10,7 +10,9 @@ export type StageDeferralErrorCode =
   | 'DEFERRAL_LIMIT'
   | 'ENGINE_CLOSED'
   | 'REPLICATION_UNCONFIRMED'
-  | 'INVALID_PAYLOAD';
+  | 'INVALID_PAYLOAD'
+  | 'CLEAR_INCOMPLETE'
+  | 'MISSING_PERMISSION';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -130,6 +132,39 @@ export class ReplicationUnconfirmedError extends StageDeferralError {
 export function asTerminal<E extends StageDeferralError>(error: E): E {
   Object.defineProperty(error, 'name', { value: 'UnrecoverableError', configurable: true, writable: true });
   return error;
+}
+
+/**
+ * `clearDeferrals` could not promote some wake-ups (a cluster slot migrating,
+ * a missing permission, Redis unreachable): those stages are still deferred
+ * and can be cleared again; `cleared` stages were cleared. `cause`: the first error.
+ */
+export class ClearIncompleteError extends StageDeferralError {
+  constructor(
+    readonly cleared: number,
+    readonly notCleared: number,
+    override readonly cause: unknown,
+  ) {
+    super(
+      'CLEAR_INCOMPLETE',
+      `Cleared ${cleared} deferrals; ${notCleared} wake-ups could not be promoted and stay deferred (clear again): ${String((cause as Error)?.message ?? cause)}`,
+    );
+  }
+}
+
+/**
+ * The Redis user of the engine's connection may not run commands the engine
+ * needs (a Redis ACL). Found at start-up, before anything is written; every
+ * operation of the engine rejects with it. `commands`: the missing ones.
+ */
+export class MissingPermissionError extends StageDeferralError {
+  constructor(readonly commands: string[]) {
+    super(
+      'MISSING_PERMISSION',
+      `The Redis user may not run ${commands.map((c) => `\`${c}\``).join(', ')}, which the engine needs: ` +
+        `grant ${commands.map((c) => `+${c.replace(' ', '|')}`).join(' ')} (see docs/reliability.md, "Least privilege")`,
+    );
+  }
 }
 
 /** Type guard: any error raised by this library. */

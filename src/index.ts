@@ -26,6 +26,8 @@ export {
   EngineClosedError,
   ReplicationUnconfirmedError,
   InvalidPayloadError,
+  ClearIncompleteError,
+  MissingPermissionError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';

@@ -85,6 +85,12 @@ export interface DispatchResult {
   completed?: boolean;
   /** True when the capacity deferral limit was reached: a terminal failure. */
   limitReached?: boolean;
+  /**
+   * True when the executor dispatched, but the attempt's lock had expired
+   * meanwhile (a pause longer than `lockMs`): the success did not end the
+   * stage's chain, and a deferral another attempt recorded since stands.
+   */
+  lockLost?: boolean;
   /** True when the deferral was recorded but the `journal` hook threw (the deferral stands; see the `hookFailed` event). */
   journalFailed?: boolean;
 }

@@ -46,8 +46,9 @@ export function createProcessor<P>(
       await job.moveToDelayed(Date.now() + ms, token);
       throw new DelayedError();
     };
-    // closed: refuse new jobs without spending an attempt; the next worker runs them
-    if (dispatcher.closed) return later(0);
+    // closed: refuse new jobs without spending an attempt (a user's own Worker may still be
+    // fetching); they run on the next worker
+    if (dispatcher.closed) return later(opts.inFlightRetryMs);
     let data;
     let sid: string;
     try {
@@ -67,7 +68,7 @@ export function createProcessor<P>(
     try {
       attempt = await dispatcher.attempt(ref, sid, data.payload as P, { buildId: data.buildId, force: false }, ctx);
     } catch (error) {
-      if (dispatcher.closed) return later(0);
+      if (dispatcher.closed) return later(opts.inFlightRetryMs);
       throw error;
     }
     switch (attempt.kind) {
@@ -87,10 +88,16 @@ export function createProcessor<P>(
             ? attempt.error
             : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
-        if (spent >= ctx.attempts || error instanceof UnrecoverableError) {
+        // a Worker's maxStartedAttempts also ends the job (each wait in flight counts as a start)
+        const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
+          ?.maxStartedAttempts;
+        const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
+        if (spent >= ctx.attempts || error instanceof UnrecoverableError || !startsLeft) {
           await store.markFailed(sid, id);
           throw terminal(error);
         }
+        // it waits out its backoff as the stage's licence holder: a host's tick sees its failures
+        await dispatcher.hold(sid, id);
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
         if (job.attemptsMade + 1 < ctx.attempts) throw error;
         await store.countRetried(id);

@@ -1,5 +1,5 @@
 import type { DeferralStore } from '../deferral-store';
-import { checkPayload, type Dispatcher } from '../dispatch';
+import { checkCall, checkPayload, type Dispatcher } from '../dispatch';
 import { dispatchJobData, jobIdOfLicence, readyJobId } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
@@ -20,11 +20,16 @@ export async function enqueueStage<P>(
 ): Promise<EnqueueResult> {
   const sid = stageId(ref);
   checkPayload(payload);
+  checkCall(call);
   const probe = await store.probe(sid);
   if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
-  if (probe.kind === 'licensed' && (await store.licenceIsLive(probe.licence))) {
-    return { added: false, reason: 'pending', jobId: jobIdOfLicence(probe.licence) };
+  if (probe.kind === 'licensed') {
+    // the stage's licensed job, or a job that failed for good and was retried by hand
+    for (const licence of [...(probe.licence ? [probe.licence] : []), ...probe.failed]) {
+      if (await store.licenceIsLive(licence))
+        return { added: false, reason: 'pending', jobId: jobIdOfLicence(licence) };
+    }
   }
   const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);

@@ -8,15 +8,19 @@
  * `<job id>\n<fencing token>`, or `x` + token once cancelled); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
  * J = a job's BullMQ hash; IDX = the queue's licence index, a sorted set (all
- * scores 0) of members `<stageId>@<suffix>`, at most one per stage: a wake-up
- * id, or `<stageId>@j.<job id>` for a job whose id is not the engine's,
- * optionally marked `!` (a fresh chain: cleared, or retried by hand) or `?`
- * (its job failed for good). A wake-up job that is not the stage's licence
- * does nothing when it runs.
+ * scores 0) of members `<stageId>@<suffix>`: the job that carries the stage
+ * (its licence: a wake-up id, an enqueued job's id, or `<stageId>@j.<job id>`
+ * for a job whose id is not the engine's), at most one per stage, optionally
+ * marked `!` (a fresh chain: cleared, or retried by hand); and any number of
+ * records of jobs that failed for good, marked `?` (a cancel reaches them; a
+ * retry by hand of one of them runs). A wake-up job that is not the stage's
+ * licence does nothing when it runs; a job whose licence another attempt
+ * revoked is marked superseded.
  *
  * Fields the engine keeps on a dispatch job's own hash (they go with the job):
  *   sdc  cancelled: the job must not dispatch when it (next) runs
- *   sds  superseded: the job recorded a deferral; its wake-up carries the stage
+ *   sds  superseded: the job recorded a deferral (its wake-up carries the stage), or
+ *        another attempt revoked its licence (a deferral, a success, a newer holder)
  *   sdf  failed for good: when it runs again, it was retried by hand (a fresh chain)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
@@ -45,6 +49,28 @@ local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- the stage's licence (the first member not marked '?') and its failed-job records ('?')
+local function split(members)
+  local live, failed = nil, {}
+  for _, m in ipairs(members) do
+    if string.sub(m, -1) == '?' then failed[#failed + 1] = m elseif not live then live = m end
+  end
+  return live, failed
+end
+-- revokes the stage's licence(s) in IDX (not the failed-job records) and marks their jobs
+-- superseded, except job 'keep'; returns the members revoked
+local function revoke(IDX, BASE, members, keep)
+  local out = {}
+  for _, m in ipairs(members) do
+    if string.sub(m, -1) ~= '?' then
+      redis.call('ZREM', IDX, m)
+      local id = jobOf(m)
+      if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
+      out[#out + 1] = m
+    end
+  end
+  return out
+end
 `;
 
 /**
@@ -54,7 +80,7 @@ end
  * ARGV: 1 queue base, 2 number of operations, then per operation:
  *   'b', stageId, own job id ('' for a direct call), own licence member, lockMs,
  *        kind ('w' a wake-up, '' anything else), skew tolerance ms
- *   'r', stageId, token, '1' to revoke the stage's licence (chain ended)
+ *   'r', stageId, own job id, token, '1' to revoke the stage's licence (chain ended)
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -70,7 +96,10 @@ ${HELPERS}
 -- this job recorded a deferral, its wake-up carries the stage
 -- {0, licence or '', fencing token, failures of this job, failures of the
 --  licensed job (another one) in the chain, 1 when this attempt starts a fresh
---  chain (a job that failed for good, retried by hand)}: lock taken
+--  chain (a job that failed for good, retried by hand), the licensed job's
+--  BullMQ opts (JSON, '' when none: its retry budget carries over)}: lock taken
+-- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
+-- across a restart of a Redis that kept nothing (its clock goes on).
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   local m = redis.call('GET', M)
   if m then
@@ -92,41 +121,45 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
     if own ~= '' and string.sub(l, 1, #x) == x then return {4} end
     return {2}
   end
-  local lic = ${licences('IDX', 'sid')}[1]
-  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' and lic ~= me .. '?' then return {3} end
-  local carried = 0
+  local lic = split(${licences('IDX', 'sid')})
+  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
+  local carried, opts = 0, ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
     redis.call('HSET', J, 'sdb', redis.call('HGET', J, 'atm') or 0, 'sdx', 0)
     redis.call('HDEL', J, 'sdf')
-    if lic == me .. '?' then
-      redis.call('ZREM', IDX, lic)
-      redis.call('ZADD', IDX, 0, me .. '!')
+    redis.call('ZREM', IDX, me .. '?')
+    if not lic then
+      lic = me .. '!'
+      redis.call('ZADD', IDX, 0, lic)
     end
-  elseif lic then
-    local last = string.sub(lic, -1)
-    -- the failures of another job that holds the stage's chain (a wake-up in its backoff) carry over
-    if last ~= '?' and jobOf(lic) ~= own then carried = spent(BASE .. jobOf(lic)) end
+  elseif lic and jobOf(lic) ~= own then
+    -- another job holds the stage's chain (one waiting out its backoff): its failures and budget carry over
+    carried = spent(BASE .. jobOf(lic))
+    opts = redis.call('HGET', BASE .. jobOf(lic), 'opts') or ''
   end
   if m then redis.call('DEL', M) end
-  local fence = redis.call('INCR', F)
+  local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, nowMs() * 1000)
+  fence = string.format('%.0f', fence)
+  redis.call('SET', F, fence)
   redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
   local mine = 0
   if own ~= '' then mine = spent(J) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts}
 end
 
 -- release: end an attempt that did not defer; on success also revoke the licence.
--- {cancelled 0|1, revoked licence...}
-local function release(L, sid, token, revoke)
+-- Only the holder of the lock may revoke: an attempt whose lock expired (another one
+-- may have recorded a deferral since) changes nothing.
+-- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
+local function release(L, sid, own, token, ending)
   local l = redis.call('GET', L)
+  if l ~= token and l ~= 'x' .. token then return {2} end
+  redis.call('DEL', L)
   local cancelled = 0
-  if l == 'x' .. token then cancelled = 1 end
-  if l == token or cancelled == 1 then redis.call('DEL', L) end
-  if revoke ~= '1' then return {cancelled} end
-  local old = ${licences('IDX', 'sid')}
-  for _, o in ipairs(old) do redis.call('ZREM', IDX, o) end
-  return {cancelled, unpack(old)}
+  if l ~= token then cancelled = 1 end
+  if ending ~= '1' then return {cancelled} end
+  return {cancelled, unpack(revoke(IDX, BASE, ${licences('IDX', 'sid')}, own))}
 end
 
 local out = {}
@@ -137,8 +170,8 @@ for i = 1, n do
     out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]))
     k, a = k + 3, a + 7
   else
-    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
-    k, a = k + 1, a + 4
+    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    k, a = k + 1, a + 5
   end
 end
 out[n + 1] = nowMs()
@@ -149,7 +182,7 @@ return out
  * defer: record a deferral; runs in the same MULTI as the wake-up's add.
  * KEYS: 1 L, 2 M, 3 IDX, 4 the wake-up's log list, 5 D, 6 J (the deferring job's hash)
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 the window's end (ms, Redis' clock),
- *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call)
+ *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call), 7 queue base
  * The marker expires at the window's end by Redis' clock, the same instant the
  * wake-up is due (its timestamp is Redis' time too), whatever the host's clock says.
  * The deferring job is marked superseded (`sds`) and, if `enqueue` added it,
@@ -172,8 +205,7 @@ if l ~= ARGV[2] then
   end
   return {0, 0}
 end
-local old = ${licences('KEYS[3]', 'ARGV[1]')}
-for _, o in ipairs(old) do redis.call('ZREM', KEYS[3], o) end
+local old = revoke(KEYS[3], ARGV[7], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs()))
 redis.call('DEL', KEYS[1])
@@ -204,15 +236,18 @@ return 0
 /**
  * probe: what an enqueue would find (read only).
  * KEYS: 1 M, 2 L, 3 IDX   ARGV: 1 stageId
- * Returns {1, pttl} deferred, {2} in flight, {3, licence} a licensed job (its
- * state decides whether it is pending), {0} nothing
+ * Returns {1, pttl} deferred, {2} in flight, {3, licence or '', failed-job
+ * record...} the jobs that may carry the stage (their states decide whether one
+ * is pending: a failed job retried by hand is), {0} nothing
  */
 export const PROBE = `
+${HELPERS}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
-local lic = ${licences('KEYS[3]', 'ARGV[1]')}[1]
-if lic then return {3, lic} end
-return {0}
+local members = ${licences('KEYS[3]', 'ARGV[1]')}
+if #members == 0 then return {0} end
+local live, failed = split(members)
+return {3, live or '', unpack(failed)}
 `;
 
 /**
@@ -254,48 +289,68 @@ return {had, inflight, pending or '', unpack(old)}
 `;
 
 /**
- * clear: end the deferrals of the given licences (one batch of a scope).
- * KEYS: 1 IDX, then per licence i: 2i M, 2i+1 the wake-up's job hash
- * ARGV: the licences, in the same order
- * Returns the wake-up ids whose deferral was ended (their licence now ends in '!').
- * A licence whose marker and job are both gone is dropped from IDX.
+ * clear: record the end of the deferrals whose wake-ups were just promoted
+ * (one batch of a scope). The engine promotes first and records after, so a
+ * failed promotion leaves its stage deferred and clearable again, and a
+ * failed record still leaves a promoted wake-up, which ends its own window
+ * when it runs (its marker has more than the skew tolerance left: a Promote).
+ * KEYS: 1 IDX, then per wake-up i: i+1 its marker M
+ * ARGV: the promoted wake-up ids, in the same order
+ * For each: the marker still names it -> deleted; the licence, if still the
+ * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
+ * deferral this clear ended (the marker was there, or the promoted wake-up
+ * already began and removed it itself).
  */
 export const CLEAR = `
 local cleared = {}
-for i, lic in ipairs(ARGV) do
-  local m = KEYS[2 * i]
-  local id = lic
-  if string.sub(lic, -1) == '!' then id = string.sub(lic, 1, -2) end
-  if redis.call('GET', m) == id then
-    redis.call('DEL', m)
-    if id == lic then
-      redis.call('ZREM', KEYS[1], lic)
-      redis.call('ZADD', KEYS[1], 0, id .. '!')
-    end
-    cleared[#cleared + 1] = id
-  elseif redis.call('EXISTS', KEYS[2 * i + 1]) == 0 then
-    redis.call('ZREM', KEYS[1], lic)
+for i, id in ipairs(ARGV) do
+  local m = KEYS[i + 1]
+  local own = redis.call('ZSCORE', KEYS[1], id)
+  local named = redis.call('GET', m) == id
+  if named then redis.call('DEL', m) end
+  if own then
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('ZADD', KEYS[1], 0, id .. '!')
   end
+  if named or own then cleared[#cleared + 1] = id end
 end
 return cleared
 `;
 
 /**
  * fail: a dispatch job failed for good. The job is marked `sdf` (a retry by
- * hand then starts a fresh chain and budget), and its licence member gets the
- * mark `?` (added if the stage had none, or only an older failure): nothing
- * of the stage counts as pending, and a cancel can still reach the job. A
- * stage licensed to another job keeps that licence.
+ * hand then starts a fresh chain and budget), and it is recorded as a
+ * failed-job member `<member>?` (its licence, if it held it, becomes that):
+ * nothing of it counts as pending, and a cancel can still reach it. A stage
+ * licensed to another job keeps that licence.
  * KEYS: 1 IDX, 2 J   ARGV: 1 stageId, 2 the failed job's licence member
  */
 export const FAIL = `
+${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'sdf', 1) end
-local lic = ${licences('KEYS[1]', 'ARGV[1]')}[1]
-if lic == nil or lic == ARGV[2] or lic == ARGV[2] .. '!' or string.sub(lic, -1) == '?' then
-  if lic then redis.call('ZREM', KEYS[1], lic) end
-  redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
-end
+local live = split(${licences('KEYS[1]', 'ARGV[1]')})
+if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
+redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
+`;
+
+/**
+ * hold: a dispatch job failed and will be retried (BullMQ's backoff, or the
+ * engine's): it becomes the stage's licence while it waits, so a host's tick
+ * carries its failures and budget, a success or a deferral elsewhere revokes
+ * it (the job is marked superseded and removed), a cancel reaches it, and
+ * `enqueue` counts it as pending. An older holder is revoked (superseded).
+ * KEYS: 1 IDX   ARGV: 1 stageId, 2 the job's licence member, 3 its id, 4 queue base
+ * Returns the members revoked.
+ */
+export const HOLD = `
+${HELPERS}
+local live = split(${licences('KEYS[1]', 'ARGV[1]')})
+if live == ARGV[2] or live == ARGV[2] .. '!' then return {} end
+local old = {}
+if live then old = revoke(KEYS[1], ARGV[4], {live}, ARGV[3]) end
+redis.call('ZADD', KEYS[1], 0, ARGV[2])
+return old
 `;
 
 /**
@@ -304,3 +359,43 @@ return 1
  * KEYS: 1 J   Returns the new count.
  */
 export const RETRIED = `return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
+
+/**
+ * permissions: run once per connection before anything else, so a Redis ACL
+ * that lacks a command the engine needs is found at start-up, not half-way
+ * through a deferral. Calls every command the engine's scripts use, on a probe
+ * key of the queue that it leaves as it found it (it is deleted again).
+ * KEYS: 1 a probe key under the queue's base, 2 F (INCRBY 0: unchanged)
+ * Returns the commands the connection's user may not run (empty: all allowed).
+ */
+export const PERMISSIONS = `
+local K = KEYS[1]
+local missing = {}
+local function try(...)
+  local r = redis.pcall(...)
+  -- Redis 7.0 says 'ERR The user executing the script can't run this command', later ones 'NOPERM ...'
+  if type(r) == 'table' and r.err and (string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, "can't run this command", 1, true)) then
+    missing[#missing + 1] = string.lower((select(1, ...)))
+  end
+end
+try('TIME')
+try('SET', K, '1', 'PX', 60000)
+try('GET', K)
+try('PTTL', K)
+try('PEXPIRE', K, 60000)
+try('EXISTS', K)
+try('DEL', K)
+try('INCRBY', KEYS[2], 0)
+try('ZADD', K, 0, 'p')
+try('ZSCORE', K, 'p')
+try('ZRANGEBYLEX', K, '[p', '[p')
+try('ZREM', K, 'p')
+try('HSET', K, 'p', 1)
+try('HGET', K, 'p')
+try('HMGET', K, 'p')
+try('HINCRBY', K, 'p', 1)
+try('HDEL', K, 'p')
+try('RPUSH', K, 'p')
+try('DEL', K)
+return missing
+`;

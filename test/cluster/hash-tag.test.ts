@@ -74,44 +74,50 @@ describe('the Lua scripts', () => {
       'DEFER',
       'EXTEND',
       'FAIL',
+      'HOLD',
+      'PERMISSIONS',
       'PROBE',
       'RETRIED',
     ]);
   });
 
-  it.each(scripts)('%s touches only keys passed in KEYS', (_name, source) => {
-    const calls = [...source.matchAll(/redis\.call\('(\w+)',\s*([^,)]+)/g)];
-    expect(calls.length).toBeGreaterThan(0);
+  it.each(scripts)('%s touches only keys passed in KEYS, or job hashes under the queue base', (_name, source) => {
+    const calls = [...source.matchAll(/redis\.p?call\('(\w+)',\s*([^,)]+)/g)];
+    const tried = [...source.matchAll(/try\('(\w+)',\s*([^,)]+)/g)];
+    expect(calls.length + tried.length).toBeGreaterThan(0);
     // names a script may use for a key: KEYS[...] itself, or a local / parameter bound only to KEYS entries
     const bound = new Set<string>();
     for (const [, name] of source.matchAll(/local (\w+) = KEYS\[/g)) bound.add(name!);
-    // or a job hash built from the queue base (`<prefix>:<queue>:`, passed in ARGV), as BullMQ's scripts
-    // build theirs: it shares the slot of every KEYS entry under a hash-tagged prefix
-    const base = new Set<string>();
-    for (const [, name] of source.matchAll(/local (\w+) = ARGV\[\d+\]\s*$/gm)) base.add(name!);
-    for (const [, name] of source.matchAll(/local (\w+) = ARGV\[\d+\] \.\. /g)) bound.add(name!);
-    const fromBase = (arg: string) =>
-      /^ARGV\[\d+\] \.\. /.test(arg) || [...base].some((b) => arg.startsWith(`${b} .. `));
-    // the batch's functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] there
+    // BASE is the queue base (`<prefix>:<queue>:`, from ARGV): `BASE .. <job id>` is a job hash, in the
+    // queue's slot under a hash-tagged prefix, as BullMQ's own scripts build theirs
+    const underBase = (arg: string) => /^(BASE|ARGV\[\d+\]) \.\. /.test(arg);
+    for (const [, name] of source.matchAll(/local (\w+) = (?:BASE|ARGV\[\d+\]) \.\. /g)) bound.add(name!);
+    // functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] (or a job hash) there
     const keyParams = new Map<string, number[]>();
     for (const [, fn, params] of source.matchAll(/local function (\w+)\(([^)]*)\)/g)) {
       const names = params!.split(',').map((p) => p.trim());
-      const positions = names.flatMap((n, i) => (/^[A-Z]+$/.test(n) ? [i] : []));
+      const positions = names.flatMap((n, i) => (/^[A-Z]+$/.test(n) && n !== 'BASE' ? [i] : []));
       for (const i of positions) bound.add(names[i]!);
       keyParams.set(fn!, positions);
     }
-    for (const [, fn, args] of source.matchAll(/(\w+)\(((?:KEYS|BASE)[^)]*\)?)\)/g)) {
+    for (const [, fn, args] of source.matchAll(/(\w+)\(((?:KEYS|BASE|IDX)[^)]*\)?)\)/g)) {
       const list = args!.split(',').map((a) => a.trim());
       for (const i of keyParams.get(fn!) ?? [])
-        expect({ fn, arg: list[i], ok: /^KEYS\[/.test(list[i]!) || fromBase(list[i]!) }).toEqual({
+        expect({
+          fn,
+          arg: list[i],
+          ok: /^KEYS\[/.test(list[i]!) || bound.has(list[i]!) || underBase(list[i]!),
+        }).toEqual({
           fn,
           arg: list[i],
           ok: true,
         });
     }
-    for (const [, command, firstArg] of calls) {
+    for (const [, command, firstArg] of [...calls, ...tried]) {
       const key = firstArg!.trim();
-      expect({ command, key, ok: /^KEYS\[[^\]]+\]$/.test(key) || bound.has(key) }).toEqual({ command, key, ok: true });
+      if (command === 'TIME') continue; // keyless
+      const ok = /^KEYS\[[^\]]+\]$/.test(key) || bound.has(key) || underBase(key);
+      expect({ command, key, ok }).toEqual({ command, key, ok: true });
     }
   });
 });

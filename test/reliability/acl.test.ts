@@ -92,3 +92,52 @@ describe.each([
     }
   });
 });
+
+describe('15.4: a Redis user missing a permission is refused at start-up, before anything is written', () => {
+  let admin: IORedis;
+  const users: string[] = [];
+  beforeAll(() => {
+    admin = client();
+  });
+  afterAll(async () => {
+    for (const user of users) await admin.call('ACL', 'DELUSER', user);
+    await closeClients();
+  });
+
+  it.each([
+    { without: '-wait', extra: ['+client|info'], waitForReplicas: { replicas: 1, timeoutMs: 1 }, names: ['wait'] },
+    { without: '-time', extra: ['-time'], waitForReplicas: undefined, names: ['time'] },
+    { without: '-evalsha', extra: ['-evalsha'], waitForReplicas: undefined, names: ['evalsha'] },
+    { without: '-hincrby', extra: ['-hincrby'], waitForReplicas: undefined, names: ['hincrby'] },
+  ])('$without: MISSING_PERMISSION names $names; enqueue, dispatch, cancel and clear write nothing', async (c) => {
+    const user = `rel-${randomUUID().slice(0, 8)}`;
+    users.push(user);
+    const password = randomUUID();
+    const { prefix, queueName } = isolated();
+    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), ...c.extra);
+    const executor = jest.fn(async (): Promise<ExecutorResult> => ({ dispatched: true, jobs: 1, reason: null }));
+    const engine = createDispatchEngine({
+      connection: { ...redisOptions(), username: user, password } as never,
+      prefix,
+      queueName,
+      executor,
+      ...(c.waitForReplicas ? { waitForReplicas: c.waitForReplicas } : {}),
+    });
+    try {
+      const refused = { code: 'MISSING_PERMISSION', commands: c.names };
+      await expect(engine.waitUntilReady()).rejects.toMatchObject(refused);
+      const ref = { scope: ['acl'], stage: 'image' };
+      await expect(engine.enqueue(ref, {})).rejects.toMatchObject(refused);
+      await expect(engine.dispatchStage(ref, {})).rejects.toMatchObject(refused);
+      await expect(engine.cancelActiveDispatch(ref)).rejects.toMatchObject(refused);
+      await expect(engine.clearDeferrals(['acl'])).rejects.toMatchObject(refused);
+      expect(executor).not.toHaveBeenCalled();
+      // nothing of the engine's and no job (BullMQ may keep its own queue metadata)
+      const keys = await admin.keys(`${prefix}:*`);
+      expect(keys.filter((k) => /:sd:(?!fence$)|:de:|:wait$|:delayed$|@/.test(k))).toEqual([]);
+    } finally {
+      await engine.close();
+      await dropPrefix(admin, prefix);
+    }
+  });
+});

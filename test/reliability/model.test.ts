@@ -41,6 +41,8 @@ interface MStage {
   attempts: number;
   /** What the executor answers next. */
   next: Outcome;
+  /** The pending job failed (not for good) and holds the stage's licence while it waits out its backoff. */
+  held?: boolean;
 }
 interface Model {
   stages: MStage[];
@@ -57,6 +59,7 @@ interface Real {
 }
 
 function fresh(s: MStage) {
+  s.held = false;
   s.cap = 0;
   s.idem = 0;
   s.failures = 0;
@@ -107,7 +110,7 @@ async function checkInvariants(m: Model, r: Real) {
     // a deferred or woken stage is held by one licence; an ended one by none
     expect({ ctx, licences: lic.length }).toEqual({
       ctx,
-      licences: s.state === 'deferred' || s.state === 'wakeable' ? 1 : 0,
+      licences: s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && s.held) ? 1 : 0,
     });
     if (s.state === 'deferred') expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'delayed' });
     if (s.state === 'pending' || s.state === 'wakeable')
@@ -201,6 +204,7 @@ class ProcessNext implements Cmd {
           else s.idem = count;
           s.failures += s.attempts;
           s.attempts = 0;
+          s.held = false;
           s.state = 'deferred';
           s.marker = true;
         }
@@ -216,6 +220,7 @@ class ProcessNext implements Cmd {
         } else {
           expect(st).toBe('waiting');
           s.attempts += 1;
+          s.held = true;
         }
         break;
       }
