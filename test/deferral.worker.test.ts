@@ -199,7 +199,7 @@ describe('clause 14: deferral is bounded', () => {
     expect(job!.attemptsMade).toBe(1);
   });
 
-  it('the failed job can be retried by hand with a fresh chain, and does not block enqueue', async () => {
+  it('14.2: the failed job can be retried by hand with a fresh chain (it may defer again), and does not block enqueue', async () => {
     const { h, worker, done } = await failedForGood();
     expect(h.executor.calls).toHaveLength(2);
     // a producer may enqueue the stage again: the failed wake-up is not pending.
@@ -209,14 +209,27 @@ describe('clause 14: deferral is bounded', () => {
     const again = await h.engine.enqueue(image, {});
     expect(again).toMatchObject({ added: true });
     await h.engine.queue.remove(again.jobId!);
-    // retry by hand (as from Bull Board): it runs, with a fresh chain (deferral #1 again)
+    // retry by hand (as from Bull Board): it runs with a fresh chain, so with
+    // maxCapacityDeferrals 1 it may defer once more (deferral #1), and its wake-up dispatches
     const [job] = await h.engine.queue.getJobs(['failed']);
-    h.executor.script(image, { dispatched: true, jobs: 1, reason: null });
+    const deferred: { deferrals: number; wakeUpJobId: string }[] = [];
+    h.engine.on('deferred', (e) => deferred.push(e));
+    h.executor.script(image, notSent('no_worker_available'), SENT);
     await job!.retry('failed');
-    const { done: doneAfter } = completions(h, h.engine.createWorker());
-    await waitFor(() => done.length + doneAfter.length >= 2, 'retried job ran');
-    expect(h.executor.calls.length).toBeGreaterThanOrEqual(3);
-    expect([...done, ...doneAfter].some((d) => (d.result as { dispatched?: boolean }).dispatched)).toBe(true);
+    const after = completions(h, h.engine.createWorker());
+    await waitFor(
+      async () =>
+        after.done.some((d) => (d.result as { dispatched?: boolean }).dispatched) ||
+        ((await h.engine.queue.getJobCounts('failed')).failed ?? 0) > 0,
+      'the retried chain to end',
+    );
+    expect(after.failed).toEqual([]);
+    expect(deferred).toEqual([expect.objectContaining({ deferrals: 1 })]);
+    // capacity 1, idempotent 0; the failures field holds the retried job's own attemptsMade (BullMQ keeps it)
+    expect(deferred[0]!.wakeUpJobId).toMatch(/@cap\.1\.0\.\d+\./);
+    expect(after.done.map((d) => d.id)).toEqual([job!.id, deferred[0]!.wakeUpJobId]);
+    expect(h.executor.calls).toHaveLength(4);
+    expect(done).toHaveLength(1); // the first worker saw only the enqueued job complete
   });
 
   it('repeated idempotent outcomes complete the stage as already done, with no further wake-up', async () => {
