@@ -73,7 +73,8 @@ export class EngineEmitter {
   }
 
   emit<E extends EngineEventName>(name: E, event: EngineEvents[E]): void {
-    for (const listener of this.emitter.listeners(name)) {
+    // rawListeners: a `once` listener comes wrapped, and calling the wrapper removes it
+    for (const listener of this.emitter.rawListeners(name)) {
       try {
         (listener as EngineListener<E>)(event);
       } catch {

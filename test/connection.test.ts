@@ -1,6 +1,7 @@
+import { connect as connectTcp, createServer, type AddressInfo, type Socket } from 'node:net';
 import IORedis from 'ioredis';
 import { createDispatchEngine, InvalidOptionsError } from '../src';
-import { dropPrefix, isolated, redisOptions, waitFor, client, closeClients } from './helpers/redis';
+import { dropPrefix, isolated, keysUnder, redisOptions, waitFor, client, closeClients } from './helpers/redis';
 
 afterEach(closeClients);
 
@@ -31,7 +32,7 @@ describe('connections', () => {
     await conn.quit();
   });
 
-  it('methods after close reject with EngineClosedError', async () => {
+  it('14.4: every method after close rejects with ENGINE_CLOSED', async () => {
     const { prefix, queueName } = isolated();
     const engine = createDispatchEngine({
       connection: redisOptions(),
@@ -40,16 +41,60 @@ describe('connections', () => {
       executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
     });
     await engine.close();
-    await expect(engine.dispatchStage({ scope: ['b'], stage: 's' }, {})).rejects.toMatchObject({
-      code: 'ENGINE_CLOSED',
-    });
+    const ref = { scope: ['b'], stage: 's' };
+    const calls: [string, () => Promise<unknown>][] = [
+      ['dispatchStage', () => engine.dispatchStage(ref, {})],
+      ['enqueue', () => engine.enqueue(ref, {})],
+      ['isStageDeferred', () => engine.isStageDeferred(ref)],
+      ['cancelActiveDispatch', () => engine.cancelActiveDispatch(ref)],
+      ['clearDeferrals', () => engine.clearDeferrals(['b'])],
+      ['listDeferred', () => engine.listDeferred()],
+      ['createWorker', async () => engine.createWorker()],
+    ];
+    for (const [name, call] of calls) {
+      const code = await call().then(
+        () => 'resolved',
+        (e: { code?: string }) => e.code,
+      );
+      expect({ name, code }).toEqual({ name, code: 'ENGINE_CLOSED' });
+    }
+    expect(await keysUnder(client(), prefix)).toEqual([]);
     await dropPrefix(client(), prefix);
   });
 });
 
+/**
+ * A TCP pass-through to the test Redis that counts the connections made
+ * through it: the engine talks to the real Redis, and the test sees every
+ * socket it opens.
+ */
+async function countingProxy(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+  const target = redisOptions();
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createServer((inbound) => {
+    connections += 1;
+    const outbound = connectTcp(target.port, target.host);
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => connections,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 describe('options are validated before anything is opened', () => {
-  const base = { connection: redisOptions(), executor: async () => ({ dispatched: true, jobs: 1, reason: null }) };
-  it.each([
+  const cases: [object, RegExp][] = [
     [{ windows: { capacitySeconds: 0 } }, /windows\.capacitySeconds/],
     [{ windows: { capacitySeconds: 601 } }, /windows\.capacitySeconds/],
     [{ windows: { idempotentSeconds: -1 } }, /windows\.idempotentSeconds/],
@@ -58,8 +103,33 @@ describe('options are validated before anything is opened', () => {
     [{ limits: { maxCapacityDeferrals: 0 } }, /limits\.maxCapacityDeferrals/],
     [{ queueName: 'a:b' }, /queueName/],
     [{ executor: 'nope' }, /executor/],
-  ])('%j', (bad, message) => {
-    expect(() => createDispatchEngine({ ...base, ...(bad as object) } as never)).toThrow(InvalidOptionsError);
-    expect(() => createDispatchEngine({ ...base, ...(bad as object) } as never)).toThrow(message);
+  ];
+
+  it.each(cases)('14.4: %j is refused, no connection is opened', async (bad, message) => {
+    const proxy = await countingProxy();
+    const { prefix } = isolated();
+    const connection = { host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: null };
+    const base = { connection, prefix, executor: async () => ({ dispatched: true, jobs: 1, reason: null }) };
+    let control: IORedis | undefined;
+    try {
+      let thrown: unknown;
+      try {
+        createDispatchEngine({ ...base, ...bad } as never);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(InvalidOptionsError);
+      expect(thrown).toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringMatching(message) });
+      // A control client connects through the proxy after the refused call: once
+      // its ping is answered, a socket the engine had opened before it would
+      // have been accepted (and counted) too.
+      control = new IORedis(connection);
+      expect(await control.ping()).toBe('PONG');
+      expect(proxy.connections()).toBe(1);
+      expect(await keysUnder(client(), prefix)).toEqual([]);
+    } finally {
+      control?.disconnect();
+      await proxy.close();
+    }
   });
 });

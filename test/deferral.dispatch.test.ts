@@ -1,5 +1,6 @@
 import { harness, notSent, SENT, teardown, snapshot, expectUnwritten } from './helpers/engine';
 import { keysUnder, waitFor } from './helpers/redis';
+import { stageId } from '../src';
 
 afterEach(teardown);
 
@@ -136,7 +137,7 @@ describe('clause 4: the deferred-stage key', () => {
 });
 
 describe('clause 6: in flight and success', () => {
-  it('a second dispatch while one is in flight returns dispatch_in_flight with no side effect', async () => {
+  it('14.5: a second dispatch while one is in flight returns dispatch_in_flight with no side effect', async () => {
     const h = harness();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -146,7 +147,10 @@ describe('clause 6: in flight and success', () => {
     });
     const first = h.engine.dispatchStage(image, {});
     await waitFor(() => h.executor.calls.length === 1, 'first executor call');
+    const before = await snapshot(h.redis, h.prefix);
+    expect([...before.keys()]).toContain(`${h.prefix}:${h.queueName}:sd:inflight:${stageId(image)}`);
     const second = await h.engine.dispatchStage(image, {});
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
     expect(second).toEqual({ dispatched: false, reason: 'dispatch_in_flight', retryable: true });
     expect(h.executor.calls).toHaveLength(1);
     release();

@@ -115,16 +115,43 @@ describe('clause 10: deferrals never spend the retry budget; real failures do, a
     expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
   });
 
-  it('a success starts a fresh budget', async () => {
+  it('14.1: a success starts a fresh budget: failures carried by a chain are not charged to the next chain', async () => {
+    // attempts: 2, so a chain that has spent one failure has none left.
     const h = harness({ ...short, retry: { attempts: 2, backoff: { type: 'fixed', delay: 20 } } });
-    h.executor.script(image, notSent('send_failed'), SENT, notSent('send_failed'), SENT);
+    h.executor.script(
+      image,
+      notSent('no_worker_available'), // the enqueued job defers: wake-up #1
+      notSent('send_failed'), // wake-up #1 fails once (1 of 2 spent), BullMQ retries it
+      notSent('no_worker_available'), // its retry defers again: wake-up #2 carries that failure
+      SENT, // wake-up #2 succeeds: the chain ends
+      notSent('no_worker_available'), // a scheduler's dispatchStage defers the stage again: wake-up #3
+      notSent('send_failed'), // wake-up #3 fails once: not final in a fresh chain, retried
+      SENT,
+    );
+    const wakeUps: string[] = [];
+    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
     await h.engine.enqueue(image, {});
     const worker = h.engine.createWorker();
-    const { done } = completions(h, worker);
-    await waitFor(() => done.length === 1, 'first success');
-    await h.engine.enqueue(image, {});
-    await waitFor(() => done.length === 2, 'second success after one failure');
-    expect(h.executor.calls).toHaveLength(4);
+    const { done, failed } = completions(h, worker);
+    const dispatched = () => done.filter((d) => (d.result as { dispatched?: boolean }).dispatched).length;
+    await waitFor(() => dispatched() === 1, 'the first chain dispatched');
+    // the chain really carried a failure: wake-up #2's id records capacity 2, failures 1
+    expect(wakeUps).toHaveLength(2);
+    expect(wakeUps[1]).toMatch(/@cap\.2\.0\.1\./);
+    expect(failed.map((f) => f.id)).toEqual([wakeUps[0]]);
+    expect(await h.redis.zcard(`${h.prefix}:${h.queueName}:sd:licences`)).toBe(0);
+
+    // the next chain starts at 0: its wake-up may fail once and still be retried
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ reason: 'no_worker_available' });
+    expect(wakeUps[2]).toMatch(/@cap\.1\.0\.0\./);
+    await waitFor(
+      async () => dispatched() === 2 || ((await h.engine.queue.getJobCounts('failed')).failed ?? 0) > 0,
+      'the second chain to end',
+    );
+    expect(await h.engine.queue.getJobCounts('failed')).toEqual({ failed: 0 });
+    expect(dispatched()).toBe(2);
+    expect(failed.map((f) => f.id)).toEqual([wakeUps[0], wakeUps[2]]);
+    expect(h.executor.calls).toHaveLength(7);
   });
 });
 
@@ -177,7 +204,7 @@ describe('clause 14: deferral is bounded', () => {
     expect(job!.attemptsMade).toBe(1);
   });
 
-  it('the failed job can be retried by hand with a fresh chain, and does not block enqueue', async () => {
+  it('14.2: the failed job can be retried by hand with a fresh chain (it may defer again), and does not block enqueue', async () => {
     const { h, worker, done } = await failedForGood();
     expect(h.executor.calls).toHaveLength(2);
     // a producer may enqueue the stage again: the failed wake-up is not pending.
@@ -187,14 +214,27 @@ describe('clause 14: deferral is bounded', () => {
     const again = await h.engine.enqueue(image, {});
     expect(again).toMatchObject({ added: true });
     await h.engine.queue.remove(again.jobId!);
-    // retry by hand (as from Bull Board): it runs, with a fresh chain (deferral #1 again)
+    // retry by hand (as from Bull Board): it runs with a fresh chain, so with
+    // maxCapacityDeferrals 1 it may defer once more (deferral #1), and its wake-up dispatches
     const [job] = await h.engine.queue.getJobs(['failed']);
-    h.executor.script(image, { dispatched: true, jobs: 1, reason: null });
+    const deferred: { deferrals: number; wakeUpJobId: string }[] = [];
+    h.engine.on('deferred', (e) => deferred.push(e));
+    h.executor.script(image, notSent('no_worker_available'), SENT);
     await job!.retry('failed');
-    const { done: doneAfter } = completions(h, h.engine.createWorker());
-    await waitFor(() => done.length + doneAfter.length >= 2, 'retried job ran');
-    expect(h.executor.calls.length).toBeGreaterThanOrEqual(3);
-    expect([...done, ...doneAfter].some((d) => (d.result as { dispatched?: boolean }).dispatched)).toBe(true);
+    const after = completions(h, h.engine.createWorker());
+    await waitFor(
+      async () =>
+        after.done.some((d) => (d.result as { dispatched?: boolean }).dispatched) ||
+        ((await h.engine.queue.getJobCounts('failed')).failed ?? 0) > 0,
+      'the retried chain to end',
+    );
+    expect(after.failed).toEqual([]);
+    expect(deferred).toEqual([expect.objectContaining({ deferrals: 1 })]);
+    // capacity 1, idempotent 0; the failures field holds the retried job's own attemptsMade (BullMQ keeps it)
+    expect(deferred[0]!.wakeUpJobId).toMatch(/@cap\.1\.0\.\d+\./);
+    expect(after.done.map((d) => d.id)).toEqual([job!.id, deferred[0]!.wakeUpJobId]);
+    expect(h.executor.calls).toHaveLength(4);
+    expect(done).toHaveLength(1); // the first worker saw only the enqueued job complete
   });
 
   it('repeated idempotent outcomes complete the stage as already done, with no further wake-up', async () => {

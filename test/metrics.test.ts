@@ -7,6 +7,7 @@ import {
   type CollectionResult,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
+import { createNoopMeter, metrics } from '@opentelemetry/api';
 import {
   createDispatchEngine,
   instrumentEngine,
@@ -25,7 +26,6 @@ class TestReader extends MetricReader {
   protected override async onShutdown(): Promise<void> {}
 }
 
-const { prefix, queueName } = isolated();
 const ref = (sc: string, stage = 'image'): StageRef => ({ scope: ['book-1', sc], stage });
 const A = ref('sc-a');
 const B = ref('sc-b');
@@ -44,32 +44,52 @@ const answers: Record<string, () => Promise<ExecutorResult>> = {
   'sc-e': async () => ({ dispatched: false, jobs: 0, reason: 'gpu_on_fire' }),
 };
 
-let engine: DispatchEngine;
-let provider: MeterProvider;
-let reader: TestReader;
-let stop: () => void;
+interface Setup {
+  engine: DispatchEngine;
+  provider: MeterProvider;
+  reader: TestReader;
+  queueName: string;
+  /** Stops the instrumentation made on the test's own meter. */
+  stop: () => void;
+}
 
-beforeAll(async () => {
-  engine = createDispatchEngine({
+// Every test makes its own engine, queue and meter provider, so each runs alone (`-t`).
+const opened: { engine: DispatchEngine; provider: MeterProvider; prefix: string }[] = [];
+
+function setup(): Setup {
+  const { prefix, queueName } = isolated();
+  const engine = createDispatchEngine({
     connection: client(),
     prefix,
     queueName,
     windows: { capacitySeconds: 300, idempotentSeconds: 600 },
     executor: (r) => answers[r.scope[1] as string]!(),
   });
-  reader = new TestReader();
-  provider = new MeterProvider({ readers: [reader] });
-  stop = instrumentEngine(engine, { meter: provider.getMeter('test') });
-});
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  opened.push({ engine, provider, prefix });
+  const stop = instrumentEngine(engine, { meter: provider.getMeter('test') });
+  return { engine, provider, reader, queueName, stop };
+}
 
-afterAll(async () => {
-  await provider.shutdown();
-  await engine.close();
-  await dropPrefix(client(), prefix);
+/** One of each outcome: A dispatched, B deferred (capacity), C deferred (idempotent), D threw, E failed; then B suppressed twice. */
+async function seed(engine: DispatchEngine): Promise<void> {
+  for (const r of [A, B, C, D, E]) await engine.dispatchStage(r, null).catch(() => undefined);
+  await engine.dispatchStage(B, null); // suppressed by B's deferral
+  await engine.enqueue(B, null); // suppressed too, via enqueue
+}
+
+afterEach(async () => {
+  metrics.disable();
+  for (const { engine, provider, prefix } of opened.splice(0)) {
+    await provider.shutdown();
+    await engine.close();
+    await dropPrefix(client(), prefix);
+  }
   await closeClients();
 });
 
-async function collect(): Promise<MetricData[]> {
+async function collect(reader: MetricReader): Promise<MetricData[]> {
   const { resourceMetrics, errors }: CollectionResult = await reader.collect();
   expect(errors).toEqual([]);
   return resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
@@ -84,13 +104,13 @@ function sum(all: MetricData[], name: string, match: Record<string, unknown> = {
     .reduce((acc, p) => acc + (p.value as number), 0);
 }
 
+const O = 'stage_deferral.dispatch.outcomes';
+
 describe('instrumentEngine', () => {
   it('counts dispatch outcomes by outcome, reason and class, and executor latency', async () => {
-    for (const r of [A, B, C, D, E]) await engine.dispatchStage(r, null).catch(() => undefined);
-    await engine.dispatchStage(B, null); // suppressed by B's deferral
-    await engine.enqueue(B, null); // suppressed too, via enqueue
-    const all = await collect();
-    const O = 'stage_deferral.dispatch.outcomes';
+    const { engine, reader, queueName } = setup();
+    await seed(engine);
+    const all = await collect(reader);
     expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched', 'stage_deferral.stage': 'image' })).toBe(1);
     expect(
       sum(all, O, {
@@ -125,7 +145,9 @@ describe('instrumentEngine', () => {
   });
 
   it('observes the stages deferred now with one cheap read', async () => {
-    const all = await collect();
+    const { engine, reader, queueName } = setup();
+    await seed(engine);
+    const all = await collect(reader);
     const g = all.find((x) => x.descriptor.name === 'stage_deferral.stages.deferred')!;
     expect(g.dataPointType).toBe(DataPointType.GAUGE);
     expect(g.dataPoints.map((p) => [p.value, p.attributes['messaging.destination.name']])).toEqual([[2, queueName]]);
@@ -133,23 +155,28 @@ describe('instrumentEngine', () => {
   });
 
   it('counts cancels and clears', async () => {
+    const { engine, reader } = setup();
+    await seed(engine);
     await engine.cancelActiveDispatch(C);
     expect(await engine.clearDeferrals(['book-1'])).toBe(1);
-    const all = await collect();
+    const all = await collect(reader);
     expect(sum(all, 'stage_deferral.cancels', { 'stage_deferral.had_deferral': true })).toBe(1);
     expect(sum(all, 'stage_deferral.clears')).toBe(1);
     expect(sum(all, 'stage_deferral.clears.deferrals')).toBe(1);
   });
 
   it('exports to Prometheus under the documented names', async () => {
+    const { engine, reader } = setup();
+    await seed(engine);
     const text = new PrometheusSerializer().serialize((await reader.collect()).resourceMetrics);
     expect(text).toMatch(/^stage_deferral_dispatch_outcomes_total\{.*stage_deferral_outcome="deferred".*\} 1/m);
     expect(text).toMatch(/^stage_deferral_executor_duration_bucket\{.*le="0\.005"\} \d+/m);
-    expect(text).toMatch(/^stage_deferral_stages_deferred\{messaging_destination_name="q-[0-9a-f]+".*\} \d+/m);
+    expect(text).toMatch(/^stage_deferral_stages_deferred\{messaging_destination_name="q-[0-9a-f]+".*\} 2/m);
     expect(text).toContain('# TYPE stage_deferral_ticks_suppressed_total counter');
   });
 
   it('counts writes the replicas did not acknowledge, by op (a single Redis has no replica to WAIT for)', async () => {
+    const { provider, reader } = setup();
     const names = isolated();
     const lagging = createDispatchEngine({
       connection: client(),
@@ -165,7 +192,7 @@ describe('instrumentEngine', () => {
       expect(result.reason).toBe('no_worker_available');
       expect(await lagging.isStageDeferred(B)).toBe(true); // the write stands on the master
       expect(lags).toEqual([{ op: 'defer', writes: 1, acked: 0, wanted: 1, skipMs: 10 }]);
-      expect(sum(await collect(), 'stage_deferral.replica.lags', { 'stage_deferral.op': 'defer' })).toBe(1);
+      expect(sum(await collect(reader), 'stage_deferral.replica.lags', { 'stage_deferral.op': 'defer' })).toBe(1);
     } finally {
       stopLagging();
       await lagging.close();
@@ -174,24 +201,53 @@ describe('instrumentEngine', () => {
   });
 
   it('stops counting once stopped', async () => {
+    const { engine, reader, stop } = setup();
+    await seed(engine);
+    expect(sum(await collect(reader), O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
     stop();
     await engine.dispatchStage(A, null);
     const before = await engine.queue.getDelayedCount();
     await engine.dispatchStage(ref('sc-b2'), null); // a new deferral: one more delayed wake-up
     const after = await engine.queue.getDelayedCount();
     expect(after).toBe(before + 1);
-    const all = await collect();
-    expect(sum(all, 'stage_deferral.dispatch.outcomes', { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
+    const all = await collect(reader);
+    expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
     expect(sum(all, 'stage_deferral.deferrals.started')).toBe(2);
     const g = all.find((x) => x.descriptor.name === 'stage_deferral.stages.deferred');
     expect((g?.dataPoints ?? []).map((p) => p.value)).not.toContain(after);
   });
 
-  it('is a no-op without an SDK (the global meter provider)', async () => {
-    const off = instrumentEngine(engine);
-    expect((await engine.dispatchStage(A, null)).dispatched).toBe(true);
-    off();
-    const all = await collect(); // the test's provider saw none of it
-    expect(sum(all, 'stage_deferral.dispatch.outcomes', { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
+  it("14.3: is a no-op without an SDK (the API's no-op meter), and reports through the global provider once one is installed", async () => {
+    const { engine, stop } = setup();
+    stop(); // only the global provider, below, may see this engine
+    const meters = jest.spyOn(metrics, 'getMeter');
+    const globalReader = new TestReader();
+    const globalProvider = new MeterProvider({ readers: [globalReader] });
+    try {
+      // no SDK: the global provider is the API's own no-op one (fresh global state)
+      metrics.disable();
+      const off = instrumentEngine(engine);
+      expect(meters).toHaveBeenCalledWith('bullmq-stage-deferral');
+      const noop = meters.mock.results.at(-1)!.value as object;
+      expect(noop.constructor).toBe(createNoopMeter().constructor);
+      expect(await engine.dispatchStage(A, null)).toMatchObject({ dispatched: true });
+      expect(await engine.dispatchStage(B, null)).toMatchObject({ reason: 'no_worker_available' });
+      off();
+
+      // with an SDK installed, the same call (no `meter`) reports through it, under the library's meter name
+      expect(metrics.setGlobalMeterProvider(globalProvider)).toBe(true);
+      const offGlobal = instrumentEngine(engine);
+      expect(await engine.dispatchStage(A, null)).toMatchObject({ dispatched: true });
+      offGlobal();
+      const { resourceMetrics } = await globalReader.collect();
+      expect(resourceMetrics.scopeMetrics.map((s) => s.scope.name)).toEqual(['bullmq-stage-deferral']);
+      const all = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+      expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
+      expect(sum(all, O)).toBe(1);
+    } finally {
+      meters.mockRestore();
+      metrics.disable();
+      await globalProvider.shutdown();
+    }
   });
 });

@@ -1,7 +1,9 @@
 import { Queue } from 'bullmq';
+import fc from 'fast-check';
 import { InvalidStageRefError, MAX_STAGE_ID_LENGTH, parseStageId, stageId } from '../src';
 import { readyJobId, wakeUpJobId } from '../src/job-data';
-import { harness, teardown } from './helpers/engine';
+import { stageIdOfJobId } from '../src/stage-ref';
+import { harness, notSent, teardown } from './helpers/engine';
 import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from './helpers/redis';
 
 afterEach(teardown);
@@ -96,5 +98,60 @@ describe('bad refs are rejected with a typed error before any write', () => {
   it('bounds the encoded form at MAX_STAGE_ID_LENGTH', () => {
     expect(() => stageId({ scope: ['a'.repeat(MAX_STAGE_ID_LENGTH - 2)], stage: 'b' })).not.toThrow();
     expect(() => stageId({ scope: ['a'.repeat(MAX_STAGE_ID_LENGTH - 1)], stage: 'b' })).toThrow(/at most 512/);
+  });
+});
+
+describe('14.6: a stage id never contains `@` (job ids are split on the first `@`), nor `:`, `{`, `}`, `|`', () => {
+  const special = fc.constantFrom('@', ':', '{', '}', '|', '/', '%', '\\', '\0', '🎬');
+  /** One UTF-16 unit (lone surrogates included), one code point (astral included), or a separator. */
+  const unit = fc.oneof(
+    special,
+    fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+  );
+  const segment = fc.string({ unit, minLength: 0, maxLength: 12 });
+  const refs = fc.record({ scope: fc.array(segment, { minLength: 0, maxLength: 9 }), stage: segment });
+
+  it('14.6: for arbitrary Unicode scope and stage, the id (when accepted) holds none of them and job ids split back to it', () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(refs, (ref) => {
+        let id: string;
+        try {
+          id = stageId(ref);
+        } catch (e) {
+          expect(e).toBeInstanceOf(InvalidStageRefError);
+          return;
+        }
+        accepted += 1;
+        expect({ ref, id, forbidden: id.match(/[@:{}|]/g) }).toEqual({ ref, id, forbidden: null });
+        const chain = { capacity: 1, idempotent: 0, failures: 0 };
+        expect(stageIdOfJobId(wakeUpJobId(id, 'capacity', chain, Date.now()))).toBe(id);
+        expect(stageIdOfJobId(readyJobId(id))).toBe(id);
+        expect(parseStageId(id)).toEqual(ref);
+      }),
+      { numRuns: 1000 },
+    );
+    expect(accepted).toBeGreaterThan(100); // the property was checked on accepted refs, not only on rejections
+  });
+
+  it("14.6: a scope segment 'a@b' deferred is listed by listDeferred(['a@b']) and cleared by clearDeferrals(['a@b'])", async () => {
+    const h = harness();
+    const ref = { scope: ['a@b'], stage: 'image' };
+    const neighbour = { scope: ['a'], stage: 'b@image' };
+    h.executor.fallback = notSent('no_worker_available');
+    for (const r of [ref, neighbour]) {
+      expect(await h.engine.dispatchStage(r, {})).toMatchObject({
+        reason: 'no_worker_available',
+        until: expect.any(Number),
+      });
+    }
+    const listed = await h.engine.listDeferred(['a@b']);
+    expect(listed.map((d) => d.ref)).toEqual([ref]);
+    expect(listed[0]!.wakeUpJobId.startsWith(`${stageId(ref)}@cap.1.`)).toBe(true);
+    expect(await h.engine.clearDeferrals(['a@b'])).toBe(1);
+    expect(await h.engine.isStageDeferred(ref)).toBe(false);
+    expect(await h.engine.isStageDeferred(neighbour)).toBe(true);
+    expect((await h.engine.listDeferred(['a'])).map((d) => d.ref)).toEqual([neighbour]);
   });
 });

@@ -1,7 +1,7 @@
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, client, dropPrefix } from '../lib/redis';
 import { deferAll, engine, refs } from '../lib/stages';
-import { interleave, log, median } from '../lib/stats';
+import { interleave, log, median, pool } from '../lib/stats';
 
 /**
  * Clear by scope: `clearDeferrals([scope])` of 10,000 deferred stages, with
@@ -9,7 +9,12 @@ import { interleave, log, median } from '../lib/stats';
  * scope. One queue (prefix) per outside count, set up once; every round
  * defers 10,000 fresh stages in a new scope in each queue and times the clear
  * (index range of the scope, clear script in batches of 500, promotion of the
- * wake-ups). Rounds interleave the three queues.
+ * wake-ups). Rounds interleave the three queues. After each timed clear the
+ * round cancels its stages (untimed): the clear leaves their promoted wake-ups
+ * waiting (no worker runs here) and their licences marked `!`, which would
+ * otherwise sit outside the next round's scope, and the "0 outside" queue
+ * would not be empty after round 1. Each round checks its queue holds exactly
+ * its `outside` stages before it starts.
  */
 export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
@@ -25,12 +30,18 @@ export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
     const variants = queues.map((_, i) => i);
     const runs = await interleave(ctx.n(5, 2), variants.map(String), async (v, round) => {
       const e = engines[Number(v)]!;
+      const { outside } = queues[Number(v)]!;
+      await expectOnly(redis, e, outside);
       const scope = `in-${round}`;
-      await deferAll(e, refs(scope, inScope), payload, 128);
+      const stages = refs(scope, inScope);
+      await deferAll(e, stages, payload, 128);
       const t0 = process.hrtime.bigint();
       const cleared = await e.clearDeferrals([scope]);
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (cleared !== inScope) throw new Error(`cleared ${cleared} of ${inScope}`);
+      // untimed: remove the promoted wake-ups and their licences, so only `outside` stages remain
+      await pool(stages, 128, (ref) => e.cancelActiveDispatch(ref, 'bench clean-up'));
+      await expectOnly(redis, e, outside);
       return ms;
     });
     const medians = variants.map((i) => median(runs[String(i)]!));
@@ -48,5 +59,20 @@ export async function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
   } finally {
     await Promise.all(engines.map((e) => e.close()));
     for (const q of queues) await dropPrefix(redis, q.prefix);
+  }
+}
+
+/** Throws unless the queue holds exactly `outside` stages: as many licences, delayed wake-ups, nothing waiting. */
+async function expectOnly(
+  redis: ReturnType<typeof client>,
+  e: ReturnType<typeof engine>,
+  outside: number,
+): Promise<void> {
+  const licences = await redis.zcard(`${e.queue.opts.prefix}:${e.queue.name}:sd:licences`);
+  const counts = await e.queue.getJobCounts('delayed', 'wait', 'prioritized', 'active');
+  const queued = { licences, ...counts };
+  const want = { licences: outside, delayed: outside, wait: 0, prioritized: 0, active: 0 };
+  if (JSON.stringify(queued) !== JSON.stringify(want)) {
+    throw new Error(`clear-scope: expected ${JSON.stringify(want)} in the queue, found ${JSON.stringify(queued)}`);
   }
 }

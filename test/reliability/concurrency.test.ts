@@ -1,6 +1,6 @@
 import { redisOptions } from '../helpers/redis';
 import { envInt, seedFor, LONG_MS } from './harness';
-import { runFleet, summary } from './fleet';
+import { expectSampled, runFleet, summary } from './fleet';
 
 const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
 
@@ -30,6 +30,7 @@ describe('several worker processes over many stages', () => {
       expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
       expect(report.maxQueuedJobsPerStage).toBeLessThanOrEqual(1);
       expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+      expectSampled(report);
       expect(report.orphans).toEqual([]);
       expect(report.cancelled).toBeGreaterThan(0);
       expect(report.deferrals).toBeGreaterThan(0);

@@ -63,6 +63,10 @@ export interface FleetReport {
   maxQueuedJobsPerStage: number;
   /** Most licensed wake-up jobs (waiting or delayed) one stage had at any sample (stale ones are no-ops). */
   maxWakeUpsPerStage: number;
+  /** Samples of licences and queued jobs that succeeded (a sample during a Redis restart fails and is skipped). */
+  samples: number;
+  /** Of those, the samples that saw at least one licence: the per-stage maxima were judged on these. */
+  samplesWithLicences: number;
   /** Samples where one stage had more than one licence or queued job (first 20). */
   crowded: string[];
   /** Keys left under the prefix after the drain that belong to no stage. */
@@ -236,6 +240,8 @@ export async function runFleet(
   let maxLic = 0;
   let maxQueued = 0;
   let maxWakeUps = 0;
+  let samples = 0;
+  let samplesWithLicences = 0;
   const crowded: string[] = [];
   let done = false;
   let finish!: () => void;
@@ -272,6 +278,8 @@ export async function runFleet(
           maxQueued = Math.max(maxQueued, per([...delayed, ...waiting]));
           const licensed = new Set(lic.map((l) => l.replace(/!$/, '')));
           maxWakeUps = Math.max(maxWakeUps, per([...delayed, ...waiting].filter((x) => licensed.has(x))));
+          samples += 1;
+          if (lic.length > 0) samplesWithLicences += 1;
         } catch {
           // Redis restarting
         }
@@ -331,6 +339,8 @@ export async function runFleet(
     report.maxLicencesPerStage = maxLic;
     report.maxQueuedJobsPerStage = maxQueued;
     report.maxWakeUpsPerStage = maxWakeUps;
+    report.samples = samples;
+    report.samplesWithLicences = samplesWithLicences;
     report.crowded = crowded.slice(0, 20);
     report.drainMs = drainMs;
     report.restarts = fleet.restarts;
@@ -432,6 +442,8 @@ async function verify(
     maxLicencesPerStage: 0,
     maxQueuedJobsPerStage: 0,
     maxWakeUpsPerStage: 0,
+    samples: 0,
+    samplesWithLicences: 0,
     crowded: [],
     orphans: [],
     callsAfterCancel: 0,
@@ -487,8 +499,22 @@ export function expectInvariantsKept(report: FleetReport): void {
   expect(report.windowViolations).toEqual([]);
   expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
   expect(report.maxWakeUpsPerStage).toBeLessThanOrEqual(1);
+  expectSampled(report);
   expect(report.orphans).toEqual([]);
 }
+
+/**
+ * The sampler swallows errors (Redis may be restarting), so "at most one
+ * licence per stage" would pass if no sample ever succeeded: require enough
+ * samples, some of them with licences to judge.
+ */
+export function expectSampled(report: FleetReport): void {
+  expect(report.samples).toBeGreaterThanOrEqual(MIN_SAMPLES);
+  expect(report.samplesWithLicences).toBeGreaterThanOrEqual(1);
+}
+
+/** Fewest successful samples a fleet run must have taken (one per 100 ms, so half a second of run). */
+export const MIN_SAMPLES = 5;
 
 export function summary(name: string, r: FleetReport): string {
   return `[reliability] ${name}: ${JSON.stringify({
@@ -508,6 +534,8 @@ export function summary(name: string, r: FleetReport): string {
     maxLicencesPerStage: r.maxLicencesPerStage,
     maxQueuedJobsPerStage: r.maxQueuedJobsPerStage,
     maxWakeUpsPerStage: r.maxWakeUpsPerStage,
+    samples: r.samples,
+    samplesWithLicences: r.samplesWithLicences,
     orphans: r.orphans.length,
     callsAfterCancel: r.callsAfterCancel,
     cancelledButDispatched: r.cancelledButDispatched,

@@ -6,6 +6,18 @@ import { expectInvariantsKept, runFleet, summary } from './fleet';
 
 const recUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
 
+/** The server's `run_id` (INFO server): a new one each time redis-server starts. */
+async function runIdOf(url: string): Promise<string> {
+  const c = new IORedis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
+  c.on('error', () => undefined);
+  try {
+    const info = await c.info('server');
+    return /^run_id:(\w+)/m.exec(info)![1]!;
+  } finally {
+    c.disconnect();
+  }
+}
+
 /**
  * The engine's Redis is a private `redis-server --appendonly yes
  * --appendfsync always`, SIGKILLed and restarted mid-run on the same port
@@ -29,6 +41,8 @@ describe('Redis killed and restarted, connections dropped', () => {
       const restarts = envInt('REDIS_RESTARTS', 2, 6);
       const clientKills = envInt('CLIENT_KILLS', 3, 10);
       let done = { restarts: 0, clientKills: 0, dropped: 0 };
+      // every server that answered during the run, by run_id: proof that the restarts happened
+      const runIds = new Set<string>([await runIdOf(redis.url)]);
       const report = await runFleet(
         {
           redisUrl: redis.url,
@@ -46,9 +60,13 @@ describe('Redis killed and restarted, connections dropped', () => {
           const pause = (ms: number) => Promise.race([finished, new Promise((r) => setTimeout(r, ms))]);
           const admin = new IORedis(redis.url, { maxRetriesPerRequest: null });
           admin.on('error', () => undefined);
-          const plan = [...Array(restarts).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(
-            () => random() - 0.5,
-          );
+          // one restart first, so that a run that drains fast still restarts Redis at least once
+          const plan = [
+            'restart',
+            ...[...Array(restarts - 1).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(
+              () => random() - 0.5,
+            ),
+          ];
           for (const step of plan) {
             await pause(300 + random() * 700);
             if (over) break;
@@ -56,6 +74,7 @@ describe('Redis killed and restarted, connections dropped', () => {
               await redis.kill9();
               await pause(200 + random() * 500);
               await redis.restart();
+              runIds.add(await runIdOf(redis.url));
               done.restarts += 1;
             } else {
               done.dropped += Number(
@@ -68,8 +87,11 @@ describe('Redis killed and restarted, connections dropped', () => {
         },
       );
       // eslint-disable-next-line no-console
-      console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify(done)}`);
-      expect(done.restarts + done.clientKills).toBeGreaterThan(0);
+      console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify({ ...done, servers: runIds.size })}`);
+      // the faults really happened: each restart brought up a new server (new run_id), and at least one did
+      expect(done.restarts).toBeGreaterThanOrEqual(1);
+      expect(runIds.size).toBe(done.restarts + 1);
+      expect(done.clientKills).toBeGreaterThanOrEqual(1);
       expectInvariantsKept(report);
       done = { restarts: 0, clientKills: 0, dropped: 0 };
     },

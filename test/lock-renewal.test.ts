@@ -1,0 +1,75 @@
+import { stageId, type ExecutorResult } from '../src';
+import { harness, SENT, teardown } from './helpers/engine';
+import { waitFor } from './helpers/redis';
+
+afterEach(teardown);
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+function gate<T>(): { promise: Promise<T>; open: (v: T) => void } {
+  let open!: (v: T) => void;
+  const promise = new Promise<T>((r) => (open = r));
+  return { promise, open };
+}
+
+describe('14.8: the in-flight lock is renewed while the executor runs', () => {
+  it('14.8: lock renewal: with lockMs 1000 the lock outlives 2.5 s of executor, and a second dispatch meanwhile is in flight', async () => {
+    const h = harness({ lockMs: 1000 });
+    const lockKey = `${h.prefix}:${h.queueName}:sd:inflight:${stageId(image)}`;
+    const latch = gate<void>();
+    h.executor.script(image, async () => {
+      await latch.promise;
+      return SENT;
+    });
+    const first = h.engine.dispatchStage(image, {});
+    await waitFor(() => h.executor.calls.length === 1, 'the executor to start');
+    const takenAt = Date.now();
+    // Poll the lock's PTTL: it must never be missing, and must go up (renewed) again and again,
+    // until it has been held for 2.5 lock lifetimes. Only then is the executor released.
+    let last = Infinity;
+    let renewals = 0;
+    let missing = 0;
+    await waitFor(
+      async () => {
+        const pttl = await h.redis.pttl(lockKey);
+        if (pttl < 0) missing += 1;
+        else if (pttl > last) renewals += 1;
+        last = pttl;
+        return missing > 0 || (Date.now() - takenAt > 2500 && renewals >= 2);
+      },
+      'the lock to be held for 2.5 s',
+      15_000,
+    );
+    expect(missing).toBe(0);
+    expect(renewals).toBeGreaterThanOrEqual(2);
+    // still held, so another dispatch finds the stage in flight
+    expect(await h.engine.dispatchStage(image, {})).toEqual({
+      dispatched: false,
+      reason: 'dispatch_in_flight',
+      retryable: true,
+    });
+    expect(h.executor.calls).toHaveLength(1);
+    latch.open();
+    expect(await first).toMatchObject({ dispatched: true });
+    expect(await h.redis.exists(lockKey)).toBe(0);
+  });
+});
+
+describe('14.8: ctx.signal', () => {
+  it('14.8: close() aborts the signal of a running executor, with ENGINE_CLOSED', async () => {
+    let seen: AbortSignal | undefined;
+    const h = harness({
+      executor: async (_ref, _payload, ctx) => {
+        seen = ctx.signal;
+        return new Promise<ExecutorResult>(() => undefined); // never answers
+      },
+    });
+    // the dispatch never settles (its executor never answers); only the signal is observed
+    void h.engine.dispatchStage(image, {}).catch(() => undefined);
+    await waitFor(() => seen !== undefined, 'the executor to start');
+    expect(seen!.aborted).toBe(false);
+    await h.engine.close();
+    expect(seen!.aborted).toBe(true);
+    expect(seen!.reason).toMatchObject({ code: 'ENGINE_CLOSED' });
+  });
+});
