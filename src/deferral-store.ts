@@ -35,6 +35,7 @@ const COMMANDS = {
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
   sdHold: { keys: 1, lua: lua.HOLD },
+  sdFinished: { keys: 1, lua: lua.FINISHED },
 } as const;
 
 export type BeginOutcome =
@@ -121,11 +122,6 @@ export class DeferralStore {
   /** Redis' time now, ms since the epoch, as last measured (this host's clock corrected). */
   redisNow(): number {
     return Date.now() + this.clockOffsetMs;
-  }
-
-  /** How far this host's clock runs ahead of Redis', ms (0 when behind), as last measured. */
-  get aheadOfRedisMs(): number {
-    return Math.max(0, -this.clockOffsetMs);
   }
 
   /**
@@ -237,7 +233,7 @@ export class DeferralStore {
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
       const keys = [this.keys.index, this.keys.fence];
-      const args: (string | number)[] = [this.keys.base, chunk.length];
+      const args: (string | number)[] = [this.keys.base, chunk.length, Date.now()];
       for (const op of chunk) {
         for (const k of op.keys) keys.push(k);
         for (const a of op.args) args.push(a);
@@ -326,6 +322,12 @@ export class DeferralStore {
     );
   }
 
+  /** A job added by hand completed: marked, so a retry by hand of it starts a fresh chain. */
+  async markFinished(jobId: string): Promise<void> {
+    const c = await this.client();
+    await c.sdFinished!(this.keys.job(jobId));
+  }
+
   /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */
   async countRetried(jobId: string): Promise<void> {
     const c = await this.client();
@@ -398,8 +400,18 @@ export class DeferralStore {
     const r = (await this.transactionOf('cancel', (m) =>
       m.sdCancel!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
     )) as [number, number, string, ...string[]];
-    // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops)
-    const ids = (r.slice(3) as string[]).filter((l) => !l.endsWith('?')).map(jobIdOfLicence);
+    // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops);
+    // one already retried by hand and waiting is removed like any pending job
+    const members = r.slice(3) as string[];
+    const retried = await Promise.all(
+      members
+        .filter((l) => l.endsWith('?'))
+        .map(async (l) => {
+          const state = await this.queue.getJobState(jobIdOfLicence(l)).catch(() => 'unknown');
+          return state === 'failed' || state === 'completed' || state === 'unknown' ? [] : [jobIdOfLicence(l)];
+        }),
+    );
+    const ids = [...members.filter((l) => !l.endsWith('?')).map(jobIdOfLicence), ...retried.flat()];
     if (r[2]) ids.push(r[2]);
     // a job may be both the licence holder and the pending enqueued job: removed once
     const removedJobs = await this.removeJobs([...new Set(ids)]);

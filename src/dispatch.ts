@@ -131,8 +131,7 @@ export class Dispatcher<P> {
       ownJobId: job?.id ?? '',
       lockMs: opts.lockMs,
       wakeUp: job?.isWakeUp ?? false,
-      // a worker whose clock runs ahead promotes a wake-up early by that much: it waits that out too
-      skewToleranceMs: opts.maxClockSkewMs + store.aheadOfRedisMs,
+      skewToleranceMs: opts.maxClockSkewMs,
     });
     const plain = (kind: Attempt['kind'], reason: string, retryable: boolean, extra: Partial<DispatchResult> = {}) => ({
       kind,
@@ -326,7 +325,10 @@ export class Dispatcher<P> {
         this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'completed' });
         return { ...base, kind: 'done', result: { ...result, completed: true } };
       }
-      await store.release(sid, job?.id ?? '', token, false);
+      const released = await store.release(sid, job?.id ?? '', token, false);
+      // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
+      if (released.lost)
+        return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
       this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'failed' });
       return { ...base, kind: 'limit', result: { ...result, limitReached: true } };
     }

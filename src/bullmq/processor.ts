@@ -105,6 +105,8 @@ export function createProcessor<P>(
         return later(backoffMs(ctx.backoff, spent));
       }
       default:
+        // a job added by hand may be kept once completed: a retry by hand of it then starts afresh
+        if (!id.startsWith(`${sid}@`)) await store.markFinished(id);
         return attempt.result;
     }
   };

@@ -21,7 +21,8 @@
  *   sdc  cancelled: the job must not dispatch when it (next) runs
  *   sds  superseded: the job recorded a deferral (its wake-up carries the stage), or
  *        another attempt revoked its licence (a deferral, a success, a newer holder)
- *   sdf  failed for good: when it runs again, it was retried by hand (a fresh chain)
+ *   sdf  finished (failed for good, or completed and kept): when it runs again, it was
+ *        retried by hand (a fresh chain and budget)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  */
@@ -77,9 +78,10 @@ end
  * batch: the hot path. Runs, in order, the begin and release operations the
  * engine queued during one turn of the event loop (one command for many
  * attempts). KEYS: 1 IDX, 2 F, then per operation: begin -> M, L, J; release -> L
- * ARGV: 1 queue base, 2 number of operations, then per operation:
+ * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
  *   'b', stageId, own job id ('' for a direct call), own licence member, lockMs,
- *        kind ('w' a wake-up, '' anything else), skew tolerance ms
+ *        kind ('w' a wake-up, '' anything else), skew tolerance ms (how far ahead of Redis'
+ *        clock a worker may run: this host's measured lead is added to it)
  *   'r', stageId, own job id, token, '1' to revoke the stage's licence (chain ended)
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
@@ -112,8 +114,10 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   if own ~= '' then
     local c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf')
     if c[1] then return {4} end
-    if c[2] then return {6} end
     retried = c[3] and true or false
+    -- a job that finished (failed for good, or completed and kept) and runs again was retried by
+    -- hand: an operator's intent, which a deferral it once recorded does not overrule
+    if c[2] and not retried then return {6} end
   end
   local l = redis.call('GET', L)
   if l then
@@ -163,11 +167,13 @@ local function release(L, sid, own, token, ending)
 end
 
 local out = {}
-local k, a = 3, 3
+local k, a = 3, 4
 local n = tonumber(ARGV[2])
+-- a worker promotes a wake-up by its own clock: as early as this host runs ahead of Redis
+local lead = math.max(0, tonumber(ARGV[3]) - nowMs())
 for i = 1, n do
   if ARGV[a] == 'b' then
-    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]))
+    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]) + lead)
     k, a = k + 3, a + 7
   else
     out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
@@ -327,7 +333,9 @@ return cleared
  */
 export const FAIL = `
 ${HELPERS}
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'sdf', 1) end
+-- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], 'sdf', 1)
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
@@ -398,4 +406,14 @@ try('HDEL', K, 'p')
 try('RPUSH', K, 'p')
 try('DEL', K)
 return missing
+`;
+
+/**
+ * finished: a job the engine did not add (added by hand) completed and is
+ * kept: marked \`sdf\`, so a retry by hand of it (\`job.retry('completed')\`)
+ * starts a fresh chain and budget. KEYS: 1 J
+ */
+export const FINISHED = `
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'sdf', 1) end
+return 1
 `;

@@ -74,6 +74,7 @@ describe('the Lua scripts', () => {
       'DEFER',
       'EXTEND',
       'FAIL',
+      'FINISHED',
       'HOLD',
       'PERMISSIONS',
       'PROBE',

@@ -1,0 +1,58 @@
+import { harness, notSent, teardown, SENT } from '../helpers/engine';
+import { waitFor } from '../helpers/redis';
+import type { StageRef } from '../../src';
+import { fast, watch } from './util';
+
+/**
+ * Contract: a retry by hand dispatches the stage with a fresh budget. A job
+ * kept after completion (removeOnComplete: false, added by the host's own
+ * producer) that needed a retry to succeed keeps BullMQ's `atm`; retried with
+ * job.retry('completed') it is not marked `sdf`, so begin counts its old
+ * failures (atm - sdb + sdx) and its first new failure is final.
+ */
+afterEach(async () => {
+  jest.restoreAllMocks();
+  await teardown();
+});
+
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe("review: job.retry('completed') of a kept job", () => {
+  it('gets a fresh budget: its first real failure after the retry is not final', async () => {
+    const h = harness({ retry: { attempts: 2, backoff: fast } });
+    h.executor.script(image, new Error('down'), SENT);
+    const job = await h.engine.queue.add(
+      'image',
+      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+      { attempts: 2, backoff: fast, removeOnComplete: false },
+    );
+    const { done, failed } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'completed after one failure');
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    // the operator re-runs the completed job in Bull Board
+    h.executor.script(image, new Error('down again'), SENT);
+    await (await h.engine.queue.getJob(job.id!))!.retry('completed');
+    await waitFor(() => done.length === 2 || failed.length === 2, 'the retried job settled');
+    expect(failed.map((f) => f.error.name)).not.toContain('UnrecoverableError');
+    expect(done[1]?.result).toMatchObject({ dispatched: true });
+  });
+});
+
+describe("review: job.retry('completed') of a kept job that once deferred", () => {
+  it('dispatches the stage once its deferral is over (it is not deferred, in flight or cancelled)', async () => {
+    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 } });
+    h.executor.script(image, notSent('no_worker_available'), SENT);
+    const job = await h.engine.queue.add(
+      'image',
+      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+      { attempts: 3, backoff: fast, removeOnComplete: false },
+    );
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 2, 'the job deferred, its wake-up dispatched');
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    // weeks later the operator re-runs the kept job in Bull Board to send the stage again
+    await (await h.engine.queue.getJob(job.id!))!.retry('completed');
+    await waitFor(() => done.length === 3, 'the retried job completed');
+    expect(done[2]!.result).toMatchObject({ dispatched: true });
+  });
+});
