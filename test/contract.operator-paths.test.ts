@@ -106,6 +106,27 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
     expect(h.executor.calls).toHaveLength(1);
   });
 
+  // ENGINE BUG (found by the model test): the retried job holds the stage by its member `<id>?` until it
+  // begins; cancelActiveDispatch takes every `?` member for a job still failed and removes none of them,
+  // so the queued job stays (it later completes as cancelled) and removedJobs says 0.
+  it('10.1: a cancel before the retried job began removes it (removedJobs: 1, nothing queued)', async () => {
+    const h = harness({ retry: { attempts: 1, backoff: fast } });
+    h.executor.script(image, new Error('down'));
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'failed for good');
+    await worker.close();
+    await (await failedJob(h)).retry('failed');
+    const res = await h.engine.cancelActiveDispatch(image);
+    expect(res).toMatchObject({ hadDeferral: false, inFlight: false, removedJobs: 1 });
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'failed')).toEqual({
+      wait: 0,
+      delayed: 0,
+      failed: 0,
+    });
+  });
+
   it('a retry by hand while the stage is deferred is suppressed, not dispatched', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
     h.executor.script(image, new Error('down'));

@@ -15,8 +15,18 @@
  *                                itself at point PLAN[i % len] (after a random
  *                                number of passes), for the first len x ROUNDS
  *   WORKER_LOCK_MS               BullMQ lockDuration (default 1000)
- *   CHECK_OVERLAP=1              record two executor calls of one stage at once
+ *   EXEC_MS                      an executor call takes up to this long (default 4); it
+ *                                stops at once when its signal aborts (a close, a cancel)
+ *   TERMINAL_RATE                chance that a call before the stage's K-th fails for good
+ *                                (UnrecoverableError): the job waits for a retry by hand
+ *
+ * The executor stands for a downstream that honours `ctx.fencingToken`: every
+ * call records its start and end (with the token, in Redis order: `exec:<sid>`),
+ * and a `dispatched` answer is committed only if no call with a newer token
+ * has started meanwhile (else the downstream refuses it: `stale`). The commit,
+ * the end and the call's log line are one script: what is logged happened.
  */
+import { UnrecoverableError } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import type { FaultPoint } from '../../src/options';
@@ -30,7 +40,8 @@ const R = env.REC as string;
 const seed = Number(env.SEED ?? 1);
 const faultPoint = env.FAULT_POINT ?? '';
 const faultRate = Number(env.FAULT_RATE ?? 0);
-const checkOverlap = env.CHECK_OVERLAP === '1';
+const execMs = Number(env.EXEC_MS ?? 4);
+const terminalRate = Number(env.TERMINAL_RATE ?? 0);
 const pid = process.pid;
 
 /** A number in [0,1) from the seed and a string. */
@@ -40,10 +51,11 @@ function hash(s: string): number {
   return rng(h)();
 }
 
-/** The stage answers `dispatched` from its K-th call on; before that, a seeded mix. */
-export function scripted(sid: string, n: number): Outcome {
+/** The stage answers `dispatched` from its K-th call on; before that, a seeded mix (with TERMINAL_RATE, failures for good). */
+export function scripted(sid: string, n: number): Outcome | 'terminal' {
   const k = 1 + Math.floor(hash(`k|${sid}`) * 5);
   if (n >= k) return 'dispatched';
+  if (terminalRate > 0 && hash(`t|${sid}|${n}`) < terminalRate) return 'terminal';
   const x = hash(`o|${sid}|${n}`);
   return x < 0.5 ? 'capacity' : x < 0.75 ? 'idempotent' : 'failure';
 }
@@ -77,19 +89,75 @@ async function fault(point: FaultPoint, sid: string) {
   }
 }
 
+/** A call starts: KEYS fence, exec list, seq; ARGV token, pid. The newest token started is kept. */
+const START = `
+local f = tonumber(ARGV[1])
+if f > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], f) end
+local t = redis.call('TIME')
+redis.call('RPUSH', KEYS[2], 's|' .. redis.call('INCR', KEYS[3]) .. '|' .. f .. '|' .. ARGV[2] .. '|' .. (t[1] * 1000 + math.floor(t[2] / 1000)))
+return 1`;
+/**
+ * A call ends: KEYS fence, exec list, seq, log, dispatched set; ARGV token, pid,
+ * outcome, sid, start ms, call number. A `dispatched` answer whose token is
+ * older than the newest started is refused (`stale`). Returns the outcome.
+ */
+const END = `
+local f = tonumber(ARGV[1])
+local kind = ARGV[3]
+if kind == 'dispatched' then
+  if f < tonumber(redis.call('GET', KEYS[1]) or '0') then kind = 'stale' else redis.call('SADD', KEYS[5], ARGV[4]) end
+end
+local t = redis.call('TIME')
+redis.call('RPUSH', KEYS[2], 'e|' .. redis.call('INCR', KEYS[3]) .. '|' .. f .. '|' .. ARGV[2] .. '|' .. (t[1] * 1000 + math.floor(t[2] / 1000)) .. '|' .. kind)
+redis.call('RPUSH', KEYS[4], ARGV[5] .. '|' .. ARGV[6] .. '|' .. kind .. '|' .. ARGV[2])
+return kind`;
+
+/** Waits up to `ms`; resolves true at once if `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(true);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(false);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 const engine = createDispatchEngine({
   connection: { host: url.hostname, port: Number(url.port || 6379) },
   prefix: env.PREFIX as string,
   queueName: env.QUEUE as string,
-  executor: async (ref) => {
+  executor: async (ref, _payload, ctx) => {
     const sid = stageId(ref);
     const n = await rec.incr(`${R}:n:${sid}`);
-    if (checkOverlap && (await rec.incr(`${R}:run:${sid}`)) > 1)
-      await rec.rpush(`${R}:violations`, `overlap ${sid} call ${n}`);
+    const t0 = Date.now();
+    const keys = [`${R}:fence:${sid}`, `${R}:exec:${sid}`, `${R}:seq`];
+    await rec.eval(START, 3, ...keys, ctx.fencingToken, pid);
     const outcome = scripted(sid, n);
-    await rec.rpush(`${R}:log:${sid}`, `${Date.now()}|${n}|${outcome}|${pid}`);
-    await new Promise((r) => setTimeout(r, Math.floor(random() * 4)));
-    if (checkOverlap) await rec.decr(`${R}:run:${sid}`);
+    const aborted = await pause(Math.floor(random() * execMs), ctx.signal);
+    const by = (ctx.signal.reason as { by?: string } | undefined)?.by ?? 'abort';
+    const kind = (await rec.eval(
+      END,
+      5,
+      ...keys,
+      `${R}:log:${sid}`,
+      `${R}:dispatched`,
+      ctx.fencingToken,
+      pid,
+      aborted ? `aborted-${by}` : outcome,
+      sid,
+      t0,
+      n,
+    )) as string;
+    if (aborted) throw ctx.signal.reason ?? new Error('aborted');
+    if (kind === 'stale')
+      throw new Error(`the downstream refused fencing token ${ctx.fencingToken}: a newer one started`);
+    if (outcome === 'terminal') throw new UnrecoverableError('the downstream refused this stage for good');
     return answer(outcome);
   },
   journal: async (ref, event) => {
@@ -122,6 +190,7 @@ worker.on('stalled', (jobId: string) => {
 worker.on('error', () => undefined); // connection errors while Redis restarts: the worker reconnects
 worker.waitUntilReady().then(() => process.stdout.write('ready\n'));
 
+// a graceful stop: close() aborts the running executors (their jobs go back, no attempt spent), then exit
 process.on('SIGTERM', () => {
   void engine
     .close()

@@ -16,7 +16,6 @@ describe('several worker processes over many stages', () => {
         stages: envInt('FLEET_STAGES', 600, 5000),
         seed: seedFor('concurrency'),
         cancelRate: 0.1,
-        checkOverlap: true,
         workerLockMs: 30_000,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       });
@@ -26,6 +25,9 @@ describe('several worker processes over many stages', () => {
       expect(report.duplicated).toEqual([]);
       expect(report.windowViolations).toEqual([]);
       expect(report.overlaps).toEqual([]);
+      // nothing froze or stalled: no call outlived its lock
+      expect(report.overlapsAfterStall).toBe(0);
+      expect(report.staleStarts).toBe(0);
       expect(report.crowded).toEqual([]);
       expect(report.maxLicencesPerStage).toBeLessThanOrEqual(1);
       expect(report.maxQueuedJobsPerStage).toBeLessThanOrEqual(1);

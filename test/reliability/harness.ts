@@ -65,19 +65,24 @@ export class ManualWorker {
   readonly worker: Worker;
   private n = 0;
 
-  constructor(queueName: string, prefix: string) {
+  constructor(queueName: string, prefix: string, opts: { maxStalledCount?: number } = {}) {
     this.worker = new Worker(queueName, null, {
       connection: { ...redisOptions(), maxRetriesPerRequest: null } as never,
       prefix,
       autorun: false,
+      ...opts,
     });
   }
 
-  /** Fetches the next waiting job and processes it; `null` when there is none. */
-  async processNext(engine: DispatchEngine): Promise<{ job: Job; result?: unknown; error?: Error } | null> {
+  /** Fetches the next waiting job (a due delayed one is promoted first), with the token it holds; `null` when none. */
+  async fetch(): Promise<{ job: Job; token: string } | null> {
     const token = `manual-${++this.n}`;
     const job = (await this.worker.getNextJob(token, { block: false })) as Job | undefined;
-    if (!job) return null;
+    return job ? { job, token } : null;
+  }
+
+  /** Hands a fetched job to the engine's processor, then completes or fails it as BullMQ's loop would. */
+  async run(engine: DispatchEngine, job: Job, token: string): Promise<{ job: Job; result?: unknown; error?: Error }> {
     try {
       const result = await engine.processor(job, token);
       await job.moveToCompleted(result, token, false);
@@ -88,6 +93,22 @@ export class ManualWorker {
       await job.moveToFailed(err, token, false);
       return { job, error: err };
     }
+  }
+
+  /** Fetches the next waiting job and processes it; `null` when there is none. */
+  async processNext(engine: DispatchEngine): Promise<{ job: Job; result?: unknown; error?: Error } | null> {
+    const next = await this.fetch();
+    return next ? this.run(engine, next.job, next.token) : null;
+  }
+
+  /**
+   * One pass of BullMQ's stalled-job check, now (its `stalled-check` throttle
+   * key is dropped first): the first pass marks the active jobs, the next one
+   * moves those whose job lock is gone back to wait, at the head of the line.
+   */
+  async stalledCheck(redis: IORedis, prefix: string, queueName: string): Promise<void> {
+    await redis.del(`${prefix}:${queueName}:stalled-check`);
+    await (this.worker as unknown as { moveStalledJobsToWait(): Promise<void> }).moveStalledJobsToWait();
   }
 
   close(): Promise<void> {

@@ -1,9 +1,12 @@
+import type { Job } from 'bullmq';
 import fc from 'fast-check';
 import type IORedis from 'ioredis';
+import { DeferralStore } from '../../src/deferral-store';
 import type { DispatchEngine } from '../../src/engine';
+import { isWakeUpId, jobIdOfLicence, memberOf } from '../../src/job-data';
 import { stageIdOfJobId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
-import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
 import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, LONG_MS } from './harness';
 
 /**
@@ -16,6 +19,12 @@ import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, 
 const ATTEMPTS = 2;
 const CAP_LIMIT = 3;
 const IDEM_LIMIT = 2;
+/** Both windows: no window ends by itself during a run (Expire promotes a wake-up instead). */
+const WINDOW_MS = 600_000;
+/** How long a job that found its stage in flight waits before it tries again. */
+const IN_FLIGHT_RETRY_MS = 100;
+/** Job states in which a job still holds its stage (a `?` licence member counts only then). */
+const QUEUED = new Set(['waiting', 'delayed', 'active', 'prioritized']);
 
 const REFS: StageRef[] = [
   { scope: ['b1', 'c1'], stage: 'image' },
@@ -37,15 +46,30 @@ interface MStage {
   idem: number;
   /** Real failures spent by earlier jobs of the chain. */
   failures: number;
-  /** attemptsMade of the stage's current job. */
+  /** Real failures the stage's current job has spent in its chain. */
   attempts: number;
+  /** BullMQ's attemptsMade of the stage's current job (a retry by hand may keep it). */
+  bull: number;
+  /** Where the job of a pending or woken stage is: waiting, or delayed and due now (retried by the engine itself, sent back by close()). */
+  queued: 'waiting' | 'delayed';
+  /** The pending job failed for good and was retried by hand: it holds the stage by its own licence member, marked `?` until it begins, `!` after. */
+  retried?: { id: string; mark: '?' | '!' };
+  /** The job that failed for good (end `failed` or `limit`), and whether a cancel reached it after it failed. */
+  failedJob?: string;
+  failedCancelled?: boolean;
+  /** The members `<m>?` the jobs failed for good leave in the licence index (one per job, until a cancel or a retry by hand): they hold nothing while their jobs are failed. */
+  marks: string[];
+  /** The pending job failed (not for good) and holds the stage by its own member while it waits out its backoff. */
+  held?: string;
+  /** A job that close() sent back; counted when it runs again. */
+  interrupted?: string;
   /** What the executor answers next. */
   next: Outcome;
-  /** The pending job failed (not for good) and holds the stage's licence while it waits out its backoff. */
-  held?: boolean;
 }
 interface Model {
   stages: MStage[];
+  /** Jobs still queued although cancelled: each completes as cancelled (or suppressed) without an executor call. */
+  strays: Set<string>;
 }
 interface Real {
   engine: DispatchEngine;
@@ -56,33 +80,71 @@ interface Real {
   model: Model;
   calls: { sid: string; state: State }[];
   violations: string[];
+  /** Stages whose executor is running now, and the last fencing token each stage's executor saw. */
+  running: Set<string>;
+  fences: Map<string, number>;
+  /** While set, the executor blocks until its signal aborts (after calling `started`), then throws the abort reason. */
+  hold?: { started: () => void };
+  /** A one-off answer for one stage (a direct dispatch). */
+  answerOnce?: { sid: string; outcome: Outcome };
 }
+type Processed = { job: Job; result?: unknown; error?: Error };
 
 function fresh(s: MStage) {
-  s.held = false;
+  delete s.held;
   s.cap = 0;
   s.idem = 0;
   s.failures = 0;
   s.attempts = 0;
 }
 
-function makeEngine(real: Pick<Real, 'prefix' | 'queueName' | 'model' | 'calls' | 'violations'>) {
+function makeEngine(real: Real) {
   return engineFor(real.prefix, real.queueName, {
-    executor: async (ref) => {
+    executor: async (ref, _payload, ctx) => {
       const s = real.model.stages.find((x) => x.sid === sidOf(ref))!;
       real.calls.push({ sid: s.sid, state: s.state });
       if (s.state === 'deferred') real.violations.push(`executor called for ${s.sid} inside its window`);
       if (s.state !== 'pending' && s.state !== 'wakeable')
         real.violations.push(`executor called for ${s.sid} in state ${s.state}`);
-      return answer(s.next);
+      if (real.running.has(s.sid)) real.violations.push(`two executors of ${s.sid} at once`);
+      const last = real.fences.get(s.sid) ?? 0;
+      if (!(ctx.fencingToken > last))
+        real.violations.push(`fencing token ${ctx.fencingToken} of ${s.sid} not above ${last}`);
+      real.fences.set(s.sid, ctx.fencingToken);
+      real.running.add(s.sid);
+      try {
+        if (real.hold) {
+          real.hold.started();
+          await new Promise((resolve) =>
+            ctx.signal.aborted ? resolve(undefined) : ctx.signal.addEventListener('abort', resolve, { once: true }),
+          );
+          throw ctx.signal.reason;
+        }
+        const once = real.answerOnce;
+        if (once?.sid === s.sid) {
+          real.answerOnce = undefined;
+          return answer(once.outcome);
+        }
+        return answer(s.next);
+      } finally {
+        real.running.delete(s.sid);
+      }
     },
-    windows: { capacitySeconds: 600, idempotentSeconds: 600, jitter: 0 },
+    windows: { capacitySeconds: WINDOW_MS / 1000, idempotentSeconds: WINDOW_MS / 1000, jitter: 0 },
     retry: { attempts: ATTEMPTS, backoff: { type: 'fixed', delay: 0 } },
     limits: { maxCapacityDeferrals: CAP_LIMIT, maxIdempotentDeferrals: IDEM_LIMIT },
+    inFlightRetryMs: IN_FLIGHT_RETRY_MS,
   });
 }
 
+/** The worker: BullMQ's stalled check may redeliver a job many times (the Stall command). */
+const newWorker = (r: Pick<Real, 'queueName' | 'prefix'>) =>
+  new ManualWorker(r.queueName, r.prefix, { maxStalledCount: 1_000_000 });
+
 const base = (r: Real) => `${r.prefix}:${r.queueName}:`;
+const lockKey = (r: Real, sid: string) => `${base(r)}sd:inflight:${sid}`;
+const stageOf = (m: Model, jobId: string) => m.stages.find((x) => x.sid === stageIdOfJobId(jobId))!;
+const live = (s: MStage) => s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable';
 
 async function licencesOf(r: Real, sid: string): Promise<string[]> {
   return r.redis.zrangebylex(`${base(r)}sd:licences`, `[${sid}@`, `[${sid}@\xff`);
@@ -93,38 +155,175 @@ async function checkInvariants(m: Model, r: Real) {
   executed.checked += 1;
   expect(r.violations).toEqual([]);
   const jobs = await r.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
+  // a cancelled job still queued (retried by hand after the cancel) is known to the model, and nothing else is
+  expect({ strays: jobs.filter((j) => m.strays.has(j.id as string)).map((j) => j.id) }).toEqual({
+    strays: [...m.strays],
+  });
   for (const s of m.stages) {
-    const ctx = `stage ${s.sid} (model: ${s.state}${s.end ? `/${s.end}` : ''})`;
+    const ctx = `stage ${s.sid} (model: ${s.state}${s.end ? `/${s.end}` : ''}${s.retried ? `, retried${s.retried.mark}` : ''})`;
     expect({ ctx, marker: (await r.redis.exists(r.engine.deferredStageKey(s.ref))) === 1 }).toEqual({
       ctx,
       marker: s.marker,
     });
-    expect({ ctx, lock: await r.redis.exists(`${base(r)}sd:inflight:${s.sid}`) }).toEqual({ ctx, lock: 0 });
-    // a licence marked `?` records a wake-up that failed for good: it holds nothing pending
-    const lic = (await licencesOf(r, s.sid)).filter((l) => !l.endsWith('?'));
-    const mine = jobs.filter((j) => stageIdOfJobId(j.id as string) === s.sid);
-    const live = mine.filter((j) => (j.id as string).includes('@r.') || lic.some((l) => l.replace(/!$/, '') === j.id));
-    const waysBack = s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable' ? 1 : 0;
+    expect({ ctx, lock: await r.redis.exists(lockKey(r, s.sid)) }).toEqual({ ctx, lock: 0 });
+    // a member marked `?` is a job failed for good: it holds the stage only while its job is queued again (retried by hand)
+    const held: string[] = [];
+    const failedMarks: string[] = [];
+    for (const l of await licencesOf(r, s.sid)) {
+      if (l.endsWith('?') && !QUEUED.has(await r.engine.queue.getJobState(jobIdOfLicence(l)))) failedMarks.push(l);
+      else held.push(l);
+    }
+    const mine = jobs.filter((j) => stageIdOfJobId(j.id as string) === s.sid && !m.strays.has(j.id as string));
+    const liveJobs = mine.filter(
+      (j) => (j.id as string).includes('@r.') || held.some((l) => jobIdOfLicence(l) === j.id),
+    );
+    const waysBack = live(s) ? 1 : 0;
     // exactly one way back for a stage that is neither ended nor idle; none otherwise
-    expect({ ctx, waysBack: live.length, jobs: mine.length }).toEqual({ ctx, waysBack, jobs: waysBack });
-    // a deferred or woken stage is held by one licence; an ended one by none
-    expect({ ctx, licences: lic.length }).toEqual({
+    expect({ ctx, waysBack: liveJobs.length, jobs: mine.length }).toEqual({ ctx, waysBack, jobs: waysBack });
+    // a deferred or woken stage is held by one licence, a job retried by hand by its own; an ended one by none
+    const holds =
+      s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && (!!s.retried || !!s.held));
+    expect({ ctx, licences: held.length }).toEqual({ ctx, licences: holds ? 1 : 0 });
+    if (s.state === 'pending' && s.retried)
+      expect({ ctx, held }).toEqual({ ctx, held: [`${memberOf(s.sid, s.retried.id)}${s.retried.mark}`] });
+    else if (s.state === 'pending' && s.held) expect({ ctx, held }).toEqual({ ctx, held: [s.held] });
+    // a job failed for good leaves its `?` member (until a cancel, a newer failure or the stage's next chain ends)
+    expect({ ctx, failedMarks: failedMarks.sort() }).toEqual({
       ctx,
-      licences: s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && s.held) ? 1 : 0,
+      failedMarks: s.marks.map((mk) => `${mk}?`).sort(),
     });
-    if (s.state === 'deferred') expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'delayed' });
+    if (s.state === 'deferred') expect({ ctx, st: await liveJobs[0]!.getState() }).toEqual({ ctx, st: 'delayed' });
+    // a job delayed due now is promoted to waiting by the next fetch
     if (s.state === 'pending' || s.state === 'wakeable')
-      expect({ ctx, st: await live[0]!.getState() }).toEqual({ ctx, st: 'waiting' });
+      expect({ ctx, st: await liveJobs[0]!.getState() }).toEqual({
+        ctx,
+        st: s.queued === 'waiting' ? 'waiting' : expect.stringMatching(/^(delayed|waiting)$/),
+      });
   }
 }
 
 /** What the runs covered, printed at the end (and quoted in docs/reliability.md). */
 const stats: Record<string, number> = {};
-/** Commands run: those followed by an invariant check, and executor scripts. */
-const executed = { checked: 0, scripts: 0 };
+/** Commands run: those followed by an invariant check, and executor scripts; cases run. */
+const executed = { checked: 0, scripts: 0, cases: 0 };
 const tally = (what: string) => (stats[what] = (stats[what] ?? 0) + 1);
+/** The tallies whose key starts with `prefix`, summed. */
+const tallied = (prefix: string) =>
+  Object.entries(stats)
+    .filter(([k]) => k.startsWith(prefix))
+    .reduce((n, [, v]) => n + v, 0);
 
 type Cmd = fc.AsyncCommand<Model, Real, false>;
+
+/** No job can be fetched: then no stage may be waiting for one. */
+function expectNothingPending(m: Model) {
+  expect({
+    pending: m.stages.filter((s) => s.state === 'pending' || s.state === 'wakeable').map((s) => s.sid),
+    strays: [...m.strays],
+  }).toEqual({ pending: [], strays: [] });
+}
+
+/**
+ * The model's update for one job the worker processed (the processor ran
+ * to its end), with the checks of its result. `callsBefore`: executor calls
+ * before it was processed.
+ */
+async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: number): Promise<void> {
+  const id = out.job.id as string;
+  if (m.strays.has(id)) {
+    m.strays.delete(id);
+    const res = (out.result ?? {}) as { cancelled?: boolean; deferred?: boolean };
+    // cancelled; or suppressed when its stage is deferred again by now (the marker is read first)
+    const outcome = res.cancelled === true ? 'cancelled' : res.deferred === true ? 'suppressed' : JSON.stringify(res);
+    expect({ stray: id, calls: r.calls.length - callsBefore, error: out.error?.message, outcome }).toEqual({
+      stray: id,
+      calls: 0,
+      error: undefined,
+      outcome: expect.stringMatching(/^(cancelled|suppressed)$/),
+    });
+    tally(`process:stray:${outcome}`);
+    return;
+  }
+  const s = stageOf(m, id);
+  expect({ job: id, state: s.state }).toEqual({
+    job: id,
+    state: expect.stringMatching(/^(pending|wakeable)$/),
+  });
+  expect({ job: id, calls: r.calls.length - callsBefore }).toEqual({ job: id, calls: 1 });
+  if (s.interrupted === id) tally('close:ran-again');
+  delete s.interrupted;
+  const retried = s.retried !== undefined;
+  s.marker = false;
+  const st = await r.engine.queue.getJobState(id);
+  // failed for good: the job keeps the member `<job>?` (a retry by hand or a cancel can still reach it)
+  const failedForGood = () => {
+    expect({ job: id, st }).toEqual({ job: id, st: 'failed' });
+    s.state = 'ended';
+    s.failedJob = id;
+    s.failedCancelled = false;
+    if (!s.marks.includes(memberOf(s.sid, id))) s.marks.push(memberOf(s.sid, id));
+    s.bull += 1;
+  };
+  switch (s.next) {
+    case 'dispatched':
+      expect(out.result).toMatchObject({ dispatched: true });
+      s.state = 'ended';
+      s.end = 'dispatched';
+      // the release revokes the stage's licence; failed jobs' `?` records stay
+      break;
+    case 'capacity':
+    case 'idempotent': {
+      const cap = s.next === 'capacity';
+      const count = (cap ? s.cap : s.idem) + 1;
+      if (count > (cap ? CAP_LIMIT : IDEM_LIMIT)) {
+        s.state = 'ended';
+        if (cap) {
+          s.end = 'limit';
+          expect(out.error?.message).toMatch(/deferred \d+ times in a row/);
+          failedForGood();
+        } else {
+          s.end = 'done';
+          expect(out.result).toMatchObject({ completed: true, dispatched: false });
+        }
+      } else {
+        expect(out.result).toMatchObject({ dispatched: false, retryable: true, until: expect.any(Number) });
+        if (cap) s.cap = count;
+        else s.idem = count;
+        s.failures += s.attempts;
+        s.attempts = 0;
+        s.state = 'deferred';
+        s.marker = true;
+        s.bull = 0;
+        delete s.held;
+        // the deferral revokes the stage's licence; failed jobs' `?` records stay
+      }
+      break;
+    }
+    case 'failure': {
+      const spent = s.failures + s.attempts + 1;
+      expect(out.error).toBeDefined();
+      if (spent >= ATTEMPTS) {
+        s.end = 'failed';
+        failedForGood();
+      } else {
+        // BullMQ retries while its own count allows; past it (a job retried by hand, not reset),
+        // the engine delays the job itself, due now
+        s.queued = s.bull + 1 < ATTEMPTS ? 'waiting' : 'delayed';
+        if (s.queued === 'waiting') s.bull += 1;
+        else tally('process:failure:retried-by-engine');
+        expect({ job: id, st }).toEqual({ job: id, st: s.queued });
+        s.attempts += 1;
+        // it waits out its backoff holding the stage's licence (a retried job keeps its own `!`)
+        if (s.retried) s.retried.mark = '!';
+        else s.held = memberOf(s.sid, id);
+      }
+      break;
+    }
+  }
+  if (s.state !== 'pending' && s.state !== 'wakeable') delete s.retried;
+  tally(`process:${s.next}:${s.state}${s.end ? `/${s.end}` : ''}${retried ? ':retried' : ''}`);
+  if (s.state === 'ended') fresh(s);
+}
 
 class Enqueue implements Cmd {
   constructor(readonly i: number) {}
@@ -141,6 +340,10 @@ class Enqueue implements Cmd {
       s.state = 'pending';
       delete s.end;
       fresh(s);
+      s.bull = 0;
+      s.queued = 'waiting';
+      delete s.failedJob;
+      delete s.failedCancelled;
     }
     await checkInvariants(m, r);
   }
@@ -165,68 +368,8 @@ class ProcessNext implements Cmd {
   async run(m: Model, r: Real) {
     const before = r.calls.length;
     const out = await r.worker.processNext(r.engine);
-    if (!out) {
-      expect(m.stages.filter((s) => s.state === 'pending' || s.state === 'wakeable').map((s) => s.sid)).toEqual([]);
-      await checkInvariants(m, r);
-      return;
-    }
-    const s = m.stages.find((x) => x.sid === stageIdOfJobId(out.job.id as string))!;
-    expect({ job: out.job.id, state: s.state }).toEqual({
-      job: out.job.id,
-      state: expect.stringMatching(/^(pending|wakeable)$/),
-    });
-    expect(r.calls.length - before).toBe(1);
-    s.marker = false;
-    const st = await r.engine.queue.getJobState(out.job.id as string);
-    switch (s.next) {
-      case 'dispatched':
-        expect(out.result).toMatchObject({ dispatched: true });
-        s.state = 'ended';
-        s.end = 'dispatched';
-        break;
-      case 'capacity':
-      case 'idempotent': {
-        const cap = s.next === 'capacity';
-        const count = (cap ? s.cap : s.idem) + 1;
-        if (count > (cap ? CAP_LIMIT : IDEM_LIMIT)) {
-          s.state = 'ended';
-          if (cap) {
-            s.end = 'limit';
-            expect(out.error?.message).toMatch(/deferred \d+ times in a row/);
-            expect(st).toBe('failed');
-          } else {
-            s.end = 'done';
-            expect(out.result).toMatchObject({ completed: true, dispatched: false });
-          }
-        } else {
-          expect(out.result).toMatchObject({ dispatched: false, retryable: true, until: expect.any(Number) });
-          if (cap) s.cap = count;
-          else s.idem = count;
-          s.failures += s.attempts;
-          s.attempts = 0;
-          s.held = false;
-          s.state = 'deferred';
-          s.marker = true;
-        }
-        break;
-      }
-      case 'failure': {
-        const spent = s.failures + s.attempts + 1;
-        expect(out.error).toBeDefined();
-        if (spent >= ATTEMPTS) {
-          expect(st).toBe('failed');
-          s.state = 'ended';
-          s.end = 'failed';
-        } else {
-          expect(st).toBe('waiting');
-          s.attempts += 1;
-          s.held = true;
-        }
-        break;
-      }
-    }
-    tally(`process:${s.next}:${s.state}${s.end ? `/${s.end}` : ''}`);
-    if (s.state === 'ended') fresh(s);
+    if (!out) expectNothingPending(m);
+    else await applyProcessed(m, r, out, before);
     await checkInvariants(m, r);
   }
   toString = () => 'process()';
@@ -248,6 +391,7 @@ class Expire implements Cmd {
       s.marker = false;
     }
     s.state = 'wakeable';
+    s.queued = 'waiting';
     await checkInvariants(m, r);
   }
   toString = () => `expire(${this.i}, ${this.dropMarker ? 'marker gone' : 'early'})`;
@@ -276,14 +420,23 @@ class Cancel implements Cmd {
     const s = m.stages[this.i]!;
     const res = await r.engine.cancelActiveDispatch(s.ref, 'user');
     tally(`cancel:${s.state}`);
-    const open = s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable';
+    const open = live(s);
+    if (s.retried?.mark === '?') tally('cancel:retried-before-begin');
+    // a job retried by hand that has not begun (held by its `?` member) is removed like any pending job
     expect(res).toMatchObject({ hadDeferral: s.marker, inFlight: false, removedJobs: open ? 1 : 0 });
     if (open) {
       s.state = 'ended';
       s.end = 'cancelled';
       s.marker = false;
+      delete s.retried;
       fresh(s);
+    } else if (s.failedJob !== undefined && !s.failedCancelled) {
+      // a cancel reaches the job that failed for good: a retry by hand of it must not dispatch
+      s.failedCancelled = true;
+      tally('cancel:after-failure');
     }
+    // the cancel revokes every member of the stage, failed jobs' `?` records too
+    s.marks = [];
     await checkInvariants(m, r);
   }
   toString = () => `cancel(${this.i})`;
@@ -299,6 +452,7 @@ class Clear implements Cmd {
     for (const s of hit) {
       s.marker = false;
       s.state = 'wakeable';
+      s.queued = 'waiting';
       fresh(s);
     }
     await checkInvariants(m, r);
@@ -312,10 +466,263 @@ class Restart implements Cmd {
     await r.worker.close();
     await r.engine.close();
     r.engine = makeEngine(r);
-    r.worker = new ManualWorker(r.queueName, r.prefix);
+    r.worker = newWorker(r);
     await checkInvariants(m, r);
   }
   toString = () => 'restart()';
+}
+
+/**
+ * An operator retries the job that failed for good (Bull Board's Retry):
+ * the stage is pending again with a fresh chain and budget, held by the
+ * job's own `?` member until it begins. A job cancelled after it failed is
+ * queued again but completes as cancelled, calling nothing.
+ */
+class RetryByHand implements Cmd {
+  constructor(
+    readonly i: number,
+    readonly reset: boolean,
+  ) {}
+  check = (m: Readonly<Model>) => {
+    const s = m.stages[this.i]!;
+    return s.state === 'ended' && (s.end === 'failed' || s.end === 'limit') && s.failedJob !== undefined;
+  };
+  async run(m: Model, r: Real) {
+    const s = m.stages[this.i]!;
+    const id = s.failedJob!;
+    const job = await r.engine.queue.getJob(id);
+    expect({ job: id, state: await job?.getState() }).toEqual({ job: id, state: 'failed' });
+    await job!.retry('failed', { resetAttemptsMade: this.reset });
+    delete s.failedJob;
+    if (s.failedCancelled) {
+      delete s.failedCancelled;
+      m.strays.add(id);
+      tally(`retry:cancelled:${s.end}`);
+    } else {
+      tally(`retry:${this.reset ? 'reset' : 'keep'}:${s.end}`);
+      s.state = 'pending';
+      delete s.end;
+      fresh(s);
+      if (this.reset) s.bull = 0;
+      s.queued = 'waiting';
+      s.retried = { id, mark: '?' };
+      // its `?` member holds the stage again, now that the job is queued
+      s.marks = s.marks.filter((mk) => mk !== memberOf(s.sid, id));
+    }
+    await checkInvariants(m, r);
+  }
+  toString = () => `retryByHand(${this.i}, ${this.reset ? 'reset' : 'keep attempts'})`;
+}
+
+/**
+ * The next job runs with an executor that blocks until its signal aborts,
+ * and engine.close() is called meanwhile: the job goes back (delayed, no
+ * attempt spent), no lock is left once close() resolved, and the next
+ * engine runs it.
+ */
+class CloseMidFlight implements Cmd {
+  check = (m: Readonly<Model>) => m.stages.some((s) => s.state === 'pending' || s.state === 'wakeable');
+  async run(m: Model, r: Real) {
+    const before = r.calls.length;
+    const next = await r.worker.fetch();
+    if (!next) {
+      expectNothingPending(m);
+      return checkInvariants(m, r);
+    }
+    const id = next.job.id as string;
+    if (m.strays.has(id)) {
+      tally('close:stray-first');
+      await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), before);
+      return checkInvariants(m, r);
+    }
+    const s = stageOf(m, id);
+    let started!: () => void;
+    const executorStarted = new Promise<'executor'>((resolve) => (started = () => resolve('executor')));
+    r.hold = { started };
+    let out: Processed;
+    try {
+      const running = r.worker.run(r.engine, next.job, next.token);
+      let timer: NodeJS.Timeout | undefined;
+      const first = await Promise.race([
+        executorStarted,
+        running.then(() => 'ended without an executor call'),
+        new Promise((resolve) => (timer = setTimeout(resolve, 10_000, 'timed out'))),
+      ]);
+      clearTimeout(timer);
+      expect({ job: id, first }).toEqual({ job: id, first: 'executor' });
+      await r.engine.close();
+      // close() waited for the interrupted attempt: its lock is released
+      expect({ job: id, lock: await r.redis.exists(lockKey(r, s.sid)) }).toEqual({ job: id, lock: 0 });
+      out = await running;
+    } finally {
+      r.hold = undefined;
+    }
+    expect({ job: id, error: out.error?.name, calls: r.calls.length - before }).toEqual({
+      job: id,
+      error: 'DelayedError',
+      calls: 1,
+    });
+    r.engine = makeEngine(r);
+    const job = await r.engine.queue.getJob(id);
+    expect({ job: id, state: await job?.getState(), attemptsMade: job?.attemptsMade }).toEqual({
+      job: id,
+      state: expect.stringMatching(/^(delayed|waiting)$/),
+      attemptsMade: s.bull,
+    });
+    tally(`close:interrupted:${s.state}${s.retried ? ':retried' : ''}`);
+    // its begin ended a woken stage's own marker, and a retried job's `?`
+    s.marker = false;
+    s.queued = 'delayed';
+    s.interrupted = id;
+    if (s.retried) s.retried.mark = '!';
+    await checkInvariants(m, r);
+  }
+  toString = () => 'closeMidFlight()';
+}
+
+/**
+ * A direct dispatchStage on a host whose clock is `skewMs` off answers
+ * capacity: the wake-up is due, and the marker expires, at Redis' time +
+ * the window, whatever the host's clock says.
+ */
+class SkewedDeferral implements Cmd {
+  constructor(
+    readonly i: number,
+    readonly skewMs: number,
+  ) {}
+  check = (m: Readonly<Model>) => m.stages[this.i]!.state === 'idle' || m.stages[this.i]!.state === 'ended';
+  async run(m: Model, r: Real) {
+    const s = m.stages[this.i]!;
+    await r.engine.isStageDeferred(s.ref); // connected, with the true clock
+    const trueNow = Date.now.bind(Date);
+    r.answerOnce = { sid: s.sid, outcome: 'capacity' };
+    s.state = 'pending'; // a direct dispatch is in flight
+    const spy = jest.spyOn(Date, 'now').mockImplementation(() => trueNow() + this.skewMs);
+    let res;
+    try {
+      res = await r.engine.dispatchStage(s.ref, { skewed: this.skewMs });
+    } finally {
+      spy.mockRestore();
+      r.answerOnce = undefined;
+    }
+    expect(res).toMatchObject({ dispatched: false, reason: 'no_worker_available', until: expect.any(Number) });
+    const lic = await licencesOf(r, s.sid);
+    expect(lic).toHaveLength(1);
+    const replies = (await r.redis
+      .multi()
+      .time()
+      .pttl(r.engine.deferredStageKey(s.ref))
+      .zscore(`${base(r)}delayed`, lic[0]!)
+      .exec())!.map(([, v]) => v);
+    const [sec, usec] = replies[0] as [string, string];
+    const redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const pttl = Number(replies[1]);
+    const due = Math.floor(Number(replies[2]) / 0x1000);
+    // due at the window's end on Redis' clock (less the few ms since the deferral), not the host's
+    const early = WINDOW_MS - (due - redisNow);
+    expect({ skew: this.skewMs, dueIsUntil: due === res.until, earlyOk: early >= -2 && early < 1000 }).toEqual({
+      skew: this.skewMs,
+      dueIsUntil: true,
+      earlyOk: true,
+    });
+    // the marker expires at the same instant
+    expect({ skew: this.skewMs, pttlOff: Math.abs(pttl - (due - redisNow)) <= 5 }).toEqual({
+      skew: this.skewMs,
+      pttlOff: true,
+    });
+    tally(`skew:${this.skewMs < 0 ? 'behind' : 'ahead'}`);
+    s.state = 'deferred';
+    s.marker = true;
+    delete s.end;
+    fresh(s);
+    s.cap = 1;
+    s.bull = 0;
+    delete s.failedJob;
+    delete s.failedCancelled;
+    await checkInvariants(m, r);
+  }
+  toString = () => `skewedDeferral(${this.i}, ${this.skewMs > 0 ? '+' : ''}${this.skewMs} ms)`;
+}
+
+/**
+ * A worker takes the next job and begins its attempt (the dispatch lock is
+ * taken), then freezes: its BullMQ job lock lapses and the stalled check
+ * redelivers the job. The redelivered job finds the stage in flight (delayed,
+ * no attempt spent, no executor call) while the frozen lock lives, and runs
+ * once it is gone (the frozen worker never returns; its lock expires).
+ */
+class Stall implements Cmd {
+  check = (m: Readonly<Model>) => m.stages.some((s) => s.state === 'pending' || s.state === 'wakeable');
+  async run(m: Model, r: Real) {
+    const before = r.calls.length;
+    const next = await r.worker.fetch();
+    if (!next) {
+      expectNothingPending(m);
+      return checkInvariants(m, r);
+    }
+    const id = next.job.id as string;
+    if (m.strays.has(id)) {
+      tally('stall:stray-first');
+      await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), before);
+      return checkInvariants(m, r);
+    }
+    const s = stageOf(m, id);
+    const frozen = await new DeferralStore(r.engine.queue).begin({
+      sid: s.sid,
+      ownJobId: id,
+      lockMs: 30_000,
+      wakeUp: (next.job.data as { wakeUp?: boolean }).wakeUp === true && isWakeUpId(s.sid, id),
+      skewToleranceMs: 1000,
+    });
+    expect({ job: id, begun: frozen.kind }).toEqual({ job: id, begun: 'locked' });
+    if (frozen.kind !== 'locked') return;
+    const lock = lockKey(r, s.sid);
+    s.marker = false;
+    if (s.retried) s.retried.mark = '!';
+    // the frozen worker renews nothing: its job lock lapses, and the stalled check (mark, then move) redelivers the job
+    await r.redis.del(`${base(r)}${id}:lock`);
+    await r.worker.stalledCheck(r.redis, r.prefix, r.queueName);
+    await r.worker.stalledCheck(r.redis, r.prefix, r.queueName);
+    expect({ job: id, state: await r.engine.queue.getJobState(id) }).toEqual({ job: id, state: 'waiting' });
+    const again = await r.worker.processNext(r.engine);
+    const job = await r.engine.queue.getJob(id);
+    expect({
+      job: again?.job.id,
+      error: again?.error?.name,
+      calls: r.calls.length - before,
+      state: await job?.getState(),
+      attemptsMade: job?.attemptsMade,
+      lock: await r.redis.get(lock),
+    }).toEqual({
+      job: id,
+      error: 'DelayedError',
+      calls: 0,
+      state: 'delayed',
+      attemptsMade: s.bull,
+      lock: frozen.token,
+    });
+    tally(`stall:in-flight:${s.state}${s.retried ? ':retried' : ''}`);
+    // the frozen worker never returns: its lock runs out (as lockMs after its last renewal)
+    await r.redis.pexpire(lock, 1);
+    await waitFor(async () => (await r.redis.exists(lock)) === 0, 'the frozen lock to expire');
+    s.queued = 'delayed';
+    // the job is due inFlightRetryMs after it was delayed; jobs queued before it run first
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const callsBefore = r.calls.length;
+      const out = await r.worker.processNext(r.engine);
+      if (out) {
+        await applyProcessed(m, r, out, callsBefore);
+        if (out.job.id === id) break;
+      } else {
+        if (Date.now() > deadline) throw new Error(`the redelivered job ${id} never ran`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    tally('stall:ran-after-lock');
+    await checkInvariants(m, r);
+  }
+  toString = () => 'stall()';
 }
 
 const idx = fc.integer({ min: 0, max: REFS.length - 1 });
@@ -324,6 +731,9 @@ const script = fc.tuple(idx, outcome).map(([i, o]) => new Script(i, o));
 const expire = fc.tuple(idx, fc.boolean()).map(([i, d]) => new Expire(i, d));
 const enqueue = idx.map((i) => new Enqueue(i));
 const processNext = fc.constant(new ProcessNext());
+const retryByHand = fc.tuple(idx, fc.boolean()).map(([i, reset]) => new RetryByHand(i, reset));
+/** Several seconds off, either way. */
+const skew = fc.tuple(fc.integer({ min: 3000, max: 9000 }), fc.boolean()).map(([ms, ahead]) => (ahead ? ms : -ms));
 // repeated entries weight the draw towards the commands that move a stage along
 const commands = [
   enqueue,
@@ -341,6 +751,70 @@ const commands = [
   idx.map((i) => new Cancel(i)),
   fc.constantFrom(...SCOPES).map((s) => new Clear(s)),
   fc.constant(new Restart()),
+  // applicable only to a stage that failed for good: weighted up
+  retryByHand,
+  retryByHand,
+  retryByHand,
+  fc.constant(new CloseMidFlight()),
+  fc.tuple(idx, skew).map(([i, ms]) => new SkewedDeferral(i, ms)),
+  fc.constant(new Stall()),
+];
+
+/**
+ * Fixed openings that reach the bounds and the operator paths in every run
+ * (a random draw reaches a limit rarely); each is also a prefix a random
+ * case may start with.
+ */
+const pn = new ProcessNext();
+const SCENARIOS: Cmd[][] = [
+  // the capacity limit (DeferralLimitError), retried by hand keeping its attempts: a fresh chain defers again
+  [
+    new Enqueue(0),
+    pn,
+    new Expire(0, false),
+    pn,
+    new Expire(0, true),
+    pn,
+    new Expire(0, false),
+    pn,
+    new RetryByHand(0, false),
+    new Stall(),
+    new Expire(0, false),
+    new CloseMidFlight(),
+    pn,
+  ],
+  // the idempotent limit: done
+  [new Script(1, 'idempotent'), new Enqueue(1), pn, new Expire(1, true), pn, new Expire(1, false), pn],
+  // failed for good, retried with a reset (BullMQ retries its next failure) and without (the engine does)
+  [
+    new Script(2, 'failure'),
+    new Enqueue(2),
+    pn,
+    pn,
+    new RetryByHand(2, true),
+    pn,
+    pn,
+    new RetryByHand(2, false),
+    pn,
+    new Script(2, 'dispatched'),
+    pn,
+  ],
+  // cancelled after it failed, then retried by hand: completes as cancelled, calls nothing
+  [new Script(3, 'failure'), new Enqueue(3), pn, pn, new Cancel(3), new RetryByHand(3, false), pn],
+  // a retried job cancelled before it began
+  [new Script(1, 'failure'), new Enqueue(1), pn, pn, new RetryByHand(1, true), new Cancel(1), pn, new Enqueue(1), pn],
+  // close mid-flight, a stall, and skewed clocks each way
+  [
+    new Enqueue(0),
+    new Enqueue(3),
+    new CloseMidFlight(),
+    new Stall(),
+    pn,
+    new SkewedDeferral(1, 5000),
+    new SkewedDeferral(2, -5000),
+    new Expire(1, false),
+    new Stall(),
+  ],
 ];
 
 describe('the deferral contract, model-based', () => {
@@ -356,8 +830,12 @@ describe('the deferral contract, model-based', () => {
       const seed = seedFor('model');
       const numRuns = envInt('MODEL_RUNS', 40, 500);
       const maxCommands = envInt('MODEL_COMMANDS', 60, 120);
+      const cases = fc
+        .tuple(fc.constantFrom<Cmd[]>([], ...SCENARIOS), fc.commands(commands, { maxCommands, size: 'max' }))
+        .map(([opening, rest]): Iterable<Cmd> => [...opening, ...rest]);
       await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands, size: 'max' }), async (cmds) => {
+        fc.asyncProperty(cases, async (cmds) => {
+          executed.cases += 1;
           const { prefix, queueName } = isolated();
           const model: Model = {
             stages: REFS.map((ref) => ({
@@ -369,30 +847,61 @@ describe('the deferral contract, model-based', () => {
               idem: 0,
               failures: 0,
               attempts: 0,
+              bull: 0,
+              queued: 'waiting',
+              marks: [],
               next: 'capacity',
             })),
+            strays: new Set(),
           };
-          const shared = { prefix, queueName, model, calls: [], violations: [] };
-          const real: Real = {
-            ...shared,
+          const real = {
+            prefix,
+            queueName,
+            model,
+            calls: [],
+            violations: [],
+            running: new Set(),
+            fences: new Map(),
             redis,
-            engine: makeEngine(shared),
-            worker: new ManualWorker(queueName, prefix),
-          };
+            worker: newWorker({ prefix, queueName }),
+          } as unknown as Real;
+          real.engine = makeEngine(real);
           try {
             await fc.asyncModelRun(() => ({ model, real }), cmds);
           } finally {
+            jest.restoreAllMocks();
             await real.worker.close();
             await real.engine.close();
             await dropPrefix(redis, prefix);
           }
         }),
-        { seed, numRuns, verbose: 1 },
+        // every opening alone first, then the random cases
+        { seed, numRuns, verbose: 1, examples: SCENARIOS.map((s): [Iterable<Cmd>] => [s]) },
       );
 
       console.log(
-        `[reliability] model: ${numRuns} cases, up to ${maxCommands} commands each; ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
+        `[reliability] model: ${executed.cases} cases (the ${SCENARIOS.length} fixed openings alone, then random ones, up to ${SCENARIOS[0]!.length} + ${maxCommands} commands each); ${executed.checked} steps checked against the model (+${executed.scripts} executor scripts); ${JSON.stringify(stats)}`,
       );
+      // the bounds and every new operation's main branch were reached
+      const reached = (branch: string) => ({ branch, reached: tallied(branch) > 0 });
+      for (const branch of [
+        'process:capacity:ended/limit',
+        'process:idempotent:ended/done',
+        'retry:keep:',
+        'retry:reset:',
+        'retry:keep:limit',
+        'retry:cancelled:',
+        'process:stray:cancelled',
+        'process:failure:retried-by-engine',
+        'cancel:after-failure',
+        'close:interrupted:',
+        'close:ran-again',
+        'skew:ahead',
+        'skew:behind',
+        'stall:in-flight:',
+        'stall:ran-after-lock',
+      ])
+        expect(reached(branch)).toEqual({ branch, reached: true });
     },
     LONG_MS,
   );

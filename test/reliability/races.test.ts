@@ -1,3 +1,4 @@
+import { UnrecoverableError } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { DispatchEngine } from '../../src/engine';
 import type { DispatchResult, ExecutorResult, StageRef } from '../../src/types';
@@ -355,6 +356,51 @@ describe('a cancel arriving after a worker picked the job up but before its disp
     } finally {
       await worker.close();
       await engine.close();
+      await dropPrefix(redis, prefix);
+    }
+  });
+});
+
+describe('an attempt that outlived its lock (a stall) and then fails for good', () => {
+  // Found by the operations fleet test: a worker frozen past lockMs, whose job was redelivered and
+  // dispatched elsewhere meanwhile, must not record `<job id>?` for a job that no longer exists (its
+  // late release finds the lock lost and ends as `lost`; FAIL records nothing for a missing job).
+  it('leaves no licence member behind once the redelivered job dispatched the stage', async () => {
+    const { prefix, queueName } = isolated();
+    const sid = sidOf(ref);
+    const base = `${prefix}:${queueName}:`;
+    const entered = latch();
+    const release = latch<Error>();
+    const frozen = engineFor(prefix, queueName, {
+      executor: async () => {
+        entered.open();
+        throw await release.promise;
+      },
+    });
+    const other = engineFor(prefix, queueName, { executor: async () => answer('dispatched') });
+    const first = new ManualWorker(queueName, prefix);
+    const second = new ManualWorker(queueName, prefix);
+    try {
+      await other.enqueue(ref, {});
+      const taken = (await first.fetch())!;
+      const stale = first.run(frozen, taken.job, taken.token);
+      await entered.promise;
+      // the worker freezes: its dispatch lock expires, its job lock lapses, the stalled check redelivers the job
+      await redis.del(`${base}sd:inflight:${sid}`, `${base}${taken.job.id}:lock`);
+      await second.stalledCheck(redis, prefix, queueName);
+      await second.stalledCheck(redis, prefix, queueName);
+      const again = await second.processNext(other);
+      expect(again).toMatchObject({ result: { dispatched: true } });
+      expect(await other.queue.getJob(taken.job.id as string)).toBeUndefined();
+      // the frozen worker resumes; its executor fails for good
+      release.open(new UnrecoverableError('refused for good'));
+      await stale.catch(() => undefined);
+      expect(await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`)).toEqual([]);
+    } finally {
+      await first.close();
+      await second.close();
+      await frozen.close();
+      await other.close();
       await dropPrefix(redis, prefix);
     }
   });
