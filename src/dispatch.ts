@@ -44,14 +44,18 @@ export interface JobContext {
   backoff: ResolvedOptions['retry']['backoff'];
 }
 
-/** Why an attempt's signal was aborted. */
+/** Why an attempt's signal was aborted (close() aborts with an `EngineClosedError`). */
 class AbortedBy extends Error {
-  constructor(readonly by: 'close' | 'cancel' | 'lock_lost') {
-    super(
-      by === 'close' ? 'The dispatch engine is closing' : by === 'cancel' ? 'Dispatch cancelled' : 'Dispatch lock lost',
-    );
+  constructor(readonly by: 'cancel' | 'lock_lost') {
+    super(by === 'cancel' ? 'Dispatch cancelled' : 'Dispatch lock lost');
     this.name = 'AbortError';
   }
+}
+
+/** What aborted a signal: 'close', 'cancel', 'lock_lost', or undefined while it is not aborted. */
+function abortCause(signal: AbortSignal): 'close' | 'cancel' | 'lock_lost' | undefined {
+  if (!signal.aborted) return undefined;
+  return signal.reason instanceof EngineClosedError ? 'close' : (signal.reason as AbortedBy)?.by;
 }
 
 interface Running {
@@ -93,7 +97,7 @@ export class Dispatcher<P> {
    */
   async close(): Promise<void> {
     this.closing = true;
-    for (const r of this.running) r.controller?.abort(new AbortedBy('close'));
+    for (const r of this.running) r.controller?.abort(new EngineClosedError());
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     clearInterval(this.ticker);
   }
@@ -216,7 +220,7 @@ export class Dispatcher<P> {
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
     const controller = new AbortController();
     running.controller = controller;
-    if (this.closing) controller.abort(new AbortedBy('close'));
+    if (this.closing) controller.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,
       force: call.force ?? false,
@@ -226,7 +230,7 @@ export class Dispatcher<P> {
     const base = { chain, ownFailures };
 
     const own = job?.id ?? '';
-    const abortedBy = () => (controller.signal.aborted ? (controller.signal.reason as AbortedBy)?.by : undefined);
+    const abortedBy = () => abortCause(controller.signal);
     /**
      * An attempt that sent nothing ends here, released: cancelled (a cancel
      * marked the lock), lost (the lock expired: another attempt may hold the

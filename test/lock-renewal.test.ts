@@ -61,15 +61,18 @@ describe('14.8: ctx.signal', () => {
     const h = harness({
       executor: async (_ref, _payload, ctx) => {
         seen = ctx.signal;
-        return new Promise<ExecutorResult>(() => undefined); // never answers
+        // answers only when aborted (close() waits for running executors)
+        return new Promise<ExecutorResult>((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error)),
+        );
       },
     });
-    // the dispatch never settles (its executor never answers); only the signal is observed
-    void h.engine.dispatchStage(image, {}).catch(() => undefined);
+    const dispatched = h.engine.dispatchStage(image, {}).catch((e: unknown) => e);
     await waitFor(() => seen !== undefined, 'the executor to start');
     expect(seen!.aborted).toBe(false);
     await h.engine.close();
     expect(seen!.aborted).toBe(true);
     expect(seen!.reason).toMatchObject({ code: 'ENGINE_CLOSED' });
+    expect(await dispatched).toMatchObject({ code: 'ENGINE_CLOSED' });
   });
 });

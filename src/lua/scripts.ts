@@ -373,7 +373,7 @@ export const RETRIED = `return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
  * that lacks a command the engine needs is found at start-up, not half-way
  * through a deferral. Calls every command the engine's scripts use, on a probe
  * key of the queue that it leaves as it found it (it is deleted again).
- * KEYS: 1 a probe key under the queue's base, 2 F (INCRBY 0: unchanged)
+ * KEYS: 1 a probe key under the queue's base, 2 F (not written: in KEYS for the slot)
  * Returns the commands the connection's user may not run (empty: all allowed).
  */
 export const PERMISSIONS = `
@@ -393,7 +393,8 @@ try('PTTL', K)
 try('PEXPIRE', K, 60000)
 try('EXISTS', K)
 try('DEL', K)
-try('INCRBY', KEYS[2], 0)
+try('INCRBY', K, 1)
+try('DEL', K)
 try('ZADD', K, 0, 'p')
 try('ZSCORE', K, 'p')
 try('ZRANGEBYLEX', K, '[p', '[p')

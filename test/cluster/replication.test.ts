@@ -58,6 +58,8 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
       ...(waitForReplicas === undefined ? {} : { waitForReplicas }),
     });
     engines.push(engine);
+    // the start-up permission check sends its own WAIT 0 0: done before a test counts WAITs
+    await engine.waitUntilReady();
     const lags: EngineEvents['replicaLag'][] = [];
     engine.on('replicaLag', (e) => lags.push(e));
     const master = await harness.ownerOf(names.prefix);
