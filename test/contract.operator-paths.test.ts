@@ -500,3 +500,26 @@ describe('10.14: a job added by hand that defers, then throws, does not dispatch
     expect(h.executor.calls).toHaveLength(2);
   });
 });
+
+describe("15.11: the job's own retry options govern it, whichever engine runs it", () => {
+  it('a job a producer added with attempts 4 gets 4 on a worker engine configured with 2; its wake-up inherits them', async () => {
+    const producer = harness({ retry: { attempts: 4, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
+    const worker = harness(
+      { retry: { attempts: 2, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } },
+      { prefix: producer.prefix, queueName: producer.queueName },
+    );
+    // a capacity answer first (the wake-up inherits the job's options), then real failures only
+    worker.executor.script(image, notSent('no_worker_available'));
+    worker.executor.fallback = notSent('send_failed');
+    const deferred: string[] = [];
+    worker.engine.on('deferred', (e) => deferred.push(e.wakeUpJobId));
+    await producer.engine.enqueue(image, {});
+    const { failed } = watch(worker.engine.createWorker());
+    await waitFor(() => failed.some((f) => f.error.name === 'UnrecoverableError'), 'failed for good');
+    const wakeUp = await worker.engine.queue.getJob(deferred[0]!);
+    expect(wakeUp!.opts.attempts).toBe(4);
+    // 1 capacity answer + 4 real failures, not 2
+    expect(worker.executor.calls).toHaveLength(5);
+    expect(producer.executor.calls).toHaveLength(0);
+  });
+});
