@@ -5,6 +5,7 @@
  *   list [scope...]   deferred stages (all, or under a scope prefix; a page with --limit/--cursor)
  *   show <ref>        one stage: deferred, in flight, pending, failed or idle
  *   clear <scope...>  end every deferral under a scope; the stages dispatch once, now
+ *   wake [scope...]   capacity returned: wake up to --limit deferred stages (--stage kind), longest-waiting first
  *   cancel <ref>      end a stage's deferral and remove its wake-up
  *
  * Exit codes: 0 done; 1 a runtime error (Redis unreachable, or silent past
@@ -149,6 +150,26 @@ export function buildProgram(): Command {
       const count = await withSession(g, async (s) => (await s.engine()).clearDeferrals(scope));
       if (g.json) return print(JSON.stringify({ scope, cleared: count }));
       print(`Cleared ${count} deferral${count === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)}).`);
+    });
+
+  program
+    .command('wake')
+    .description('Capacity returned: wake up to --limit capacity-deferred stages now, longest-waiting first.')
+    .argument('[scope...]', 'scope segments, outermost first (each argument is one segment)')
+    .option('--stage <kind>', 'only stages of this kind')
+    .option('--limit <n>', 'wake at most n stages (1..10000)', positiveInt, 1)
+    .action(async (scope: string[], opts: { stage?: string; limit: number }) => {
+      const g = globals();
+      hintSegments(scope);
+      const filter = {
+        limit: opts.limit,
+        ...(scope.length ? { scope } : {}),
+        ...(opts.stage ? { stage: opts.stage } : {}),
+      };
+      const { woken } = await withSession(g, async (s) => (await s.engine()).wakeDeferred(filter));
+      if (g.json) return print(JSON.stringify({ woken }));
+      print(`Woke ${woken.length} stage${woken.length === 1 ? '' : 's'} (${where(g)})${woken.length ? ':' : '.'}`);
+      for (const ref of woken) print(`  ${escapeControl(formatRefText(ref))}`);
     });
 
   program

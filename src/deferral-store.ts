@@ -36,6 +36,7 @@ const COMMANDS = {
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
   sdHold: { keys: 1, lua: lua.HOLD },
   sdFinished: { keys: 1, lua: lua.FINISHED },
+  sdWake: { keys: 3, lua: lua.WAKE },
 } as const;
 
 export type BeginOutcome =
@@ -58,6 +59,8 @@ export type BeginOutcome =
       retriedByHand: boolean;
       /** The retry options of the licensed job (another one): the chain's budget. */
       licenceRetry?: { attempts?: number; backoff?: unknown };
+      /** The wake sequence seen at begin (see `wakeDeferred`). */
+      wakeSeq: string;
     };
 
 export type ProbeOutcome =
@@ -185,7 +188,7 @@ export class DeferralStore {
         req.wakeUp ? 'w' : '',
         req.skewToleranceMs,
       ],
-    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
+    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -210,6 +213,7 @@ export class DeferralStore {
           licenceFailures: Math.max(0, Number(r[4])),
           retriedByHand: r[5] === 1,
           ...(r[6] ? { licenceRetry: retryOf(r[6] as string) } : {}),
+          wakeSeq: String(r[7] ?? ''),
         };
       }
     }
@@ -264,7 +268,8 @@ export class DeferralStore {
     untilMs: number,
     logLine: string,
     ownJobId: string,
-  ): Promise<{ recorded: boolean; cancelled: boolean; revoked: string[] }> {
+    chain: { cls: 'capacity' | 'idempotent'; first: boolean; wakeSeq: string },
+  ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; revoked: string[] }> {
     const k = this.keys;
     const results = await this.transaction('defer', async (m) => {
       m.sdDefer!(
@@ -281,14 +286,17 @@ export class DeferralStore {
         logLine,
         ownJobId,
         k.base,
+        chain.cls,
+        chain.first ? '1' : '0',
+        chain.wakeSeq,
       );
       await wakeUp.addJob(m as never);
     });
     for (const [err] of results) if (err) throw err;
     const r = results[0]![1] as [number, ...(string | number)[]];
-    if (r[0] === 1) return { recorded: true, cancelled: false, revoked: r.slice(1) as string[] };
+    if (r[0] === 1) return { recorded: true, cancelled: false, woken: false, revoked: r.slice(1) as string[] };
     await this.removeJobs([wakeUp.id as string]);
-    return { recorded: false, cancelled: r[1] === 1, revoked: [] };
+    return { recorded: false, cancelled: r[1] === 1, woken: r[1] === 2, revoked: [] };
   }
 
   /**
@@ -318,7 +326,7 @@ export class DeferralStore {
   /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
   async markFailed(sid: string, jobId: string): Promise<void> {
     await this.transactionOf('fail', (m) =>
-      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId)),
+      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId), this.keys.base),
     );
   }
 
@@ -448,11 +456,41 @@ export class DeferralStore {
       const promoted = await this.promoteAll(deferred, failed);
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
-      const ids = (await this.transactionOf('clear', (m) => m.sdClear!(keys.length, ...keys, ...promoted))) as string[];
+      const ids = (await this.transactionOf('clear', (m) =>
+        m.sdClear!(keys.length, ...keys, this.keys.base, ...promoted),
+      )) as string[];
       cleared.push(...ids);
     }
     if (failed.length > 0) throw new ClearIncompleteError(cleared.length, failed.length, failed[0]);
     return cleared;
+  }
+
+  /**
+   * Capacity has returned: ends the deferral of up to `limit` capacity-deferred
+   * stages, longest-waiting first, in the scope prefix ('' for all) and of the
+   * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
+   * then the promotions sent together). Returns the woken stage ids, in order.
+   * A wake-up that cannot be promoted still runs at its time: its stage is no
+   * longer deferred, and nothing is lost.
+   */
+  async wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
+    const k = this.keys;
+    const r = (await this.transactionOf('wake', (m) =>
+      m.sdWake!(
+        k.index,
+        `${k.base}sd:wq`,
+        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wq`,
+        k.base,
+        limit,
+        scopePrefix,
+        kind,
+      ),
+    )) as string[];
+    const woken: { sid: string; wakeUpJobId: string }[] = [];
+    for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
+    const backend = this.queue.getBackend();
+    await Promise.all(woken.map((w) => backend.promote(w.wakeUpJobId).catch(() => undefined)));
+    return woken;
   }
 
   /**

@@ -58,6 +58,14 @@ function abortCause(signal: AbortSignal): 'close' | 'cancel' | 'lock_lost' | und
   return signal.reason instanceof EngineClosedError ? 'close' : (signal.reason as AbortedBy)?.by;
 }
 
+/** What an attempt carries from its begin to its deferral. */
+interface Carry {
+  /** The retry options the wake-up keeps: the job's own, or for a direct call the licensed job's. */
+  budget: JobContext | undefined;
+  /** The wake sequence seen at begin. */
+  wakeSeq: string;
+}
+
 interface Running {
   sid: string;
   token: string;
@@ -181,18 +189,10 @@ export class Dispatcher<P> {
     const running: Running = { sid, token: begun.token, controller: undefined };
     this.running.add(running);
     try {
-      return await this.locked(
-        ref,
-        sid,
-        payload,
-        call,
-        job,
-        chain,
-        begun.ownFailures,
-        running,
-        begun.fencingToken,
-        retryFrom,
-      );
+      return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken, {
+        budget: retryFrom,
+        wakeSeq: begun.wakeSeq,
+      });
     } catch (error) {
       // nothing may leave the lock behind: release it (a no-op once a deferral took it)
       await store.release(sid, job?.id ?? '', begun.token, false).catch(() => undefined);
@@ -212,7 +212,7 @@ export class Dispatcher<P> {
     ownFailures: number,
     running: Running,
     fencingToken: number,
-    budget: JobContext | undefined,
+    carry: Carry,
   ): Promise<Attempt> {
     const { store, opts } = this;
     const token = running.token;
@@ -298,7 +298,7 @@ export class Dispatcher<P> {
     if (!cls || abortedBy() === 'close' || abortedBy() === 'lock_lost') {
       return unsent(reason, { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw });
     }
-    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, budget);
+    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, carry);
   }
 
   private async defer(
@@ -314,7 +314,7 @@ export class Dispatcher<P> {
     reason: string,
     raw: ExecutorResult,
     executorMs: number,
-    budget: JobContext | undefined,
+    carry: Carry,
   ): Promise<Attempt> {
     const { store, opts } = this;
     const base = { chain, ownFailures };
@@ -337,31 +337,30 @@ export class Dispatcher<P> {
       return { ...base, kind: 'limit', result: { ...result, limitReached: true } };
     }
 
-    const seconds = cls === 'capacity' ? opts.windows.capacitySeconds : opts.windows.idempotentSeconds;
-    const windowMs = Math.max(1, Math.round(seconds * 1000 * (1 - opts.windows.jitter * Math.random())));
-    // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
-    // measured), the marker expires at the same `until` by Redis' own clock.
-    const timestamp = store.redisNow();
-    const until = timestamp + windowMs;
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + ownFailures };
-    const id = wakeUpJobId(sid, cls, next, until);
-    const data = dispatchJobData(ref, payload, call.buildId, {
-      reason,
-      class: cls,
-      until: new Date(until).toISOString(),
-      deferrals,
-    });
-    const wakeUp = new Job(
-      this.queue,
-      ref.stage,
-      data,
-      { ...this.jobOptions({ delay: windowMs }, budget), timestamp },
-      id,
-    );
-    const log = opts.jobLog
-      ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${data.until}`
-      : '';
-    const recorded = await store.defer(sid, token, wakeUp, until, log, job?.id ?? '');
+    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, until: '', deferrals });
+    /** Builds the wake-up for a window of `windowMs` and records it (with its marker and licence) in one MULTI. */
+    const record = async (windowMs: number, wakeSeq: string) => {
+      // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
+      // measured), and the marker expires at the same `until` by Redis' own clock.
+      const timestamp = store.redisNow();
+      const until = timestamp + windowMs;
+      const id = wakeUpJobId(sid, cls, next, until);
+      const wakeData = { ...data, until: new Date(until).toISOString() };
+      const options = { ...this.jobOptions({ delay: windowMs }, carry.budget), timestamp };
+      const wakeUp = new Job(this.queue, ref.stage, wakeData, options, id);
+      const log = opts.jobLog
+        ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${wakeData.until}`
+        : '';
+      const first = cls === 'capacity' && chain.capacity === 0;
+      const done = await store.defer(sid, token, wakeUp, until, log, job?.id ?? '', { cls, first, wakeSeq });
+      return { ...done, id, until };
+    };
+    let recorded = await record(windowFor(opts.windows, cls, deferrals, raw.retryAfterMs), carry.wakeSeq);
+    // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short one
+    if (recorded.woken)
+      recorded = await record(Math.min(opts.inFlightRetryMs, 1000 * windowMax(opts.windows, cls)), '');
+    const { id, until } = recorded;
     const result: DispatchResult = { dispatched: false, reason, retryable: true, result: { ...raw, retryable: true } };
     if (recorded.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
     // The lock expired under us (e.g. across a failover): nothing was recorded, and another
@@ -507,7 +506,41 @@ function checkExecutorResult(value: unknown): ExecutorResult {
               ? `\`retryable\` to be a boolean, got ${JSON.stringify(r.retryable)}`
               : r.notSent !== undefined && !(r.notSent instanceof Map)
                 ? '`notSent` to be a Map'
-                : null;
+                : r.retryAfterMs !== undefined &&
+                    (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
+                  ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
+                  : null;
   if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   return r as ExecutorResult;
+}
+
+/**
+ * The window of a deferral, ms: for the n-th capacity deferral in a row,
+ * `min(capacityMaxSeconds, capacitySeconds × 2^(n-1))` (a fixed window when
+ * the maximum is the base), shortened by up to `jitter` at random; for an
+ * idempotent one, `idempotentSeconds` likewise. A capacity outcome's
+ * `retryAfterMs` (the downstream's own hint) replaces the step: clamped to
+ * [50 ms, the maximum] and lengthened by up to `jitter`, never shortened, so
+ * the stage never asks before the hint.
+ */
+export function windowFor(
+  windows: ResolvedOptions['windows'],
+  cls: OutcomeClass,
+  deferrals: number,
+  retryAfterMs: number | undefined,
+  random: () => number = Math.random,
+): number {
+  const maxMs = 1000 * windowMax(windows, cls);
+  if (cls === 'capacity' && retryAfterMs !== undefined) {
+    const hinted = Math.min(maxMs, Math.max(50, retryAfterMs));
+    return Math.round(Math.min(maxMs, hinted * (1 + windows.jitter * random())));
+  }
+  const base = cls === 'capacity' ? windows.capacitySeconds : windows.idempotentSeconds;
+  const stepMs = cls === 'capacity' ? Math.min(maxMs, 1000 * base * 2 ** Math.min(deferrals - 1, 40)) : 1000 * base;
+  return Math.max(1, Math.round(stepMs * (1 - windows.jitter * random())));
+}
+
+/** The longest window of a class, seconds. */
+export function windowMax(windows: ResolvedOptions['windows'], cls: OutcomeClass): number {
+  return cls === 'capacity' ? windows.capacityMaxSeconds : windows.idempotentSeconds;
 }

@@ -1,13 +1,13 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
 import { checkCall, checkPayload, Dispatcher } from './dispatch';
-import { EngineClosedError } from './errors';
+import { EngineClosedError, InvalidOptionsError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
 import { enqueueStage } from './bullmq/producer';
 import { parseLicence, type DispatchJobData } from './job-data';
 import { resolveOptions, type DispatchEngineOptions } from './options';
-import { parseStageId, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
+import { encodeStageKind, parseStageId, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
 import type { DeferredStage, DispatchResult, EnqueueResult, OutcomeClass, StageRef } from './types';
 
 export interface CancelResult {
@@ -31,6 +31,17 @@ export interface DispatchEngine<P = unknown> {
   /** Ends every deferral in the scope; those stages are dispatched once, now. Returns the count. */
   clearDeferrals(scopePrefix: readonly string[]): Promise<number>;
   listDeferred(scopePrefix?: readonly string[]): Promise<DeferredStage[]>;
+  /**
+   * Capacity has returned downstream (a render slot freed, a GPU node joined):
+   * ends the deferral of up to `limit` (default 1, 1..10,000) capacity-deferred
+   * stages now, longest-waiting first (by when their chain of capacity
+   * deferrals began; ties by stage id), filtered by a `scope` prefix and/or an
+   * exact `stage` kind. Their wake-ups run now, once; their chains go on.
+   * Idempotent deferrals are never woken. A dispatch of a matching stage in
+   * flight meanwhile defers for `inFlightRetryMs` at most instead of a full
+   * window, so the signal is not lost.
+   */
+  wakeDeferred(filter?: { limit?: number; scope?: readonly string[]; stage?: string }): Promise<{ woken: StageRef[] }>;
   /** Adds a dispatch job for the stage unless it has one waiting, running or deferred. */
   enqueue(ref: StageRef, payload: P, opts?: { buildId?: string }): Promise<EnqueueResult>;
   /** A BullMQ processor for your own Worker on `queueName` (with the same prefix). */
@@ -150,6 +161,23 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
         });
       }
       return out;
+    },
+
+    async wakeDeferred(filter = {}) {
+      open();
+      if (typeof filter !== 'object' || filter === null) {
+        throw new InvalidOptionsError('Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`');
+      }
+      const { limit = 1, scope, stage } = filter;
+      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+        throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);
+      }
+      const prefix = scope === undefined ? '' : scopePrefix(scope);
+      const kind = stage === undefined ? '' : encodeStageKind(stage);
+      const woken = await store.wake(limit, prefix, kind);
+      const refs = woken.map((w) => parseStageId(w.sid));
+      woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));
+      return { woken: refs };
     },
 
     async enqueue(ref, payload, call = {}) {

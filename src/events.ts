@@ -13,8 +13,12 @@ export interface EngineEvents {
   cancelled: { ref: StageRef; reason: string; hadDeferral: boolean; inFlight: boolean; removedJobs: number };
   /** `clearDeferrals` ended `count` deferrals in `scope`. */
   cleared: { scope: readonly string[]; count: number };
-  /** A wake-up job started its stage's dispatch. */
-  woken: { ref: StageRef; jobId: string };
+  /**
+   * A wake-up job started its stage's dispatch; or, with `early: true`,
+   * `wakeDeferred` ended the stage's deferral before its window (its wake-up
+   * was promoted, and reports again, without `early`, when it runs).
+   */
+  woken: { ref: StageRef; jobId: string; early?: true };
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
   failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
   /**
@@ -42,7 +46,7 @@ export interface EngineEvents {
    * `WAIT` for `skipMs`.
    */
   replicaLag: {
-    op: 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue';
+    op: 'defer' | 'cancel' | 'clear' | 'fail' | 'enqueue' | 'wake';
     writes: number;
     acked: number;
     wanted: number;

@@ -28,6 +28,7 @@ export const METRIC_ATTRIBUTES = {
   via: 'stage_deferral.via',
   hadDeferral: 'stage_deferral.had_deferral',
   op: 'stage_deferral.op',
+  early: 'stage_deferral.early',
   errorType: 'error.type',
 } as const;
 
@@ -56,7 +57,8 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     unit: '{tick}',
   });
   const wakeUps = meter.createCounter('stage_deferral.wakeups', {
-    description: 'Wake-up jobs that started their stage’s dispatch.',
+    description:
+      'Wake-ups: a wake-up job that started its stage’s dispatch, or (early = true) a deferral ended by wakeDeferred.',
     unit: '{wakeup}',
   });
   const cancels = meter.createCounter('stage_deferral.cancels', {
@@ -112,7 +114,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       latency.record(e.executorMs / 1000, attrs);
     },
     woken: (e: EngineEvents['woken']) => {
-      wakeUps.add(1, { ...queue, [A.stage]: e.ref.stage });
+      wakeUps.add(1, { ...queue, [A.stage]: e.ref.stage, [A.early]: e.early === true });
     },
     cancelled: (e: EngineEvents['cancelled']) => {
       cancels.add(1, { ...queue, [A.stage]: e.ref.stage, [A.hadDeferral]: e.hadDeferral });

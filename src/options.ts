@@ -24,6 +24,15 @@ export interface DispatchEngineOptions<P = unknown> {
   windows?: {
     /** Capacity window, seconds, 0.05..600. Default `DEFERRED_STAGE_TTL_S` (30). */
     capacitySeconds?: number;
+    /**
+     * Longest capacity window, seconds, 1..3600, not below `capacitySeconds`.
+     * When larger, the n-th capacity deferral in a row waits
+     * `min(capacityMaxSeconds, capacitySeconds × 2^(n-1))` (then jittered
+     * downwards); a success, cancel or clear starts again from
+     * `capacitySeconds`, an early wake (`wakeDeferred`) does not. Default:
+     * `capacitySeconds` (a fixed window).
+     */
+    capacityMaxSeconds?: number;
     /** Idempotent window, seconds, 0.05..86400. Default `DEFERRED_IDEMPOTENT_TTL_S` (300). */
     idempotentSeconds?: number;
     /**
@@ -102,6 +111,7 @@ const schema = z.object({
   windows: z
     .object({
       capacitySeconds: z.number().min(0.05).max(600).default(DEFERRED_STAGE_TTL_S),
+      capacityMaxSeconds: z.number().min(1).max(3600).optional(),
       idempotentSeconds: z.number().min(0.05).max(86_400).default(DEFERRED_IDEMPOTENT_TTL_S),
       jitter: z.number().min(0).max(0.5).default(0.2),
     })
@@ -139,8 +149,10 @@ const schema = z.object({
     .optional(),
 });
 
-export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitForReplicas'> & {
+export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitForReplicas' | 'windows'> & {
   executor: Executor<P>;
+  /** Resolved: `capacityMaxSeconds` defaults to `capacitySeconds`. */
+  windows: Omit<z.output<typeof schema>['windows'], 'capacityMaxSeconds'> & { capacityMaxSeconds: number };
   /** Resolved: `false`, or what `WAIT` is sent with. */
   waitForReplicas: false | { replicas: number; timeoutMs: number };
 };
@@ -161,7 +173,14 @@ export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOp
     );
   }
   const waitForReplicas = parsed.data.waitForReplicas ?? (isCluster ? { ...CLUSTER_WAIT } : false);
-  return { ...parsed.data, waitForReplicas } as ResolvedOptions<P>;
+  const { capacitySeconds, capacityMaxSeconds = capacitySeconds } = parsed.data.windows;
+  if (capacityMaxSeconds < capacitySeconds) {
+    throw new InvalidOptionsError(
+      `Expected \`windows.capacityMaxSeconds\` to be at least \`windows.capacitySeconds\` (${capacitySeconds}), got ${capacityMaxSeconds}`,
+    );
+  }
+  const windows = { ...parsed.data.windows, capacityMaxSeconds };
+  return { ...parsed.data, windows, waitForReplicas } as ResolvedOptions<P>;
 }
 
 /**

@@ -92,3 +92,8 @@ export function stageIdOfJobId(jobId: string): string {
   const at = jobId.indexOf('@');
   return at < 0 ? jobId : jobId.slice(0, at);
 }
+
+/** The encoded stage kind, as the last segment of its stages' ids (`InvalidStageRefError` for bad input). */
+export function encodeStageKind(stage: unknown): string {
+  return checkSegment(stage, '`stage`');
+}

@@ -33,6 +33,14 @@ export interface ExecutorResult {
   retryable?: boolean;
   /** Counts of not-sent reasons of this attempt; the dominant one is reported. */
   notSent?: Map<string, number>;
+  /**
+   * The downstream's own hint of when to ask again, ms (an HTTP 429/503
+   * `Retry-After`, a pool's ETA). For a capacity outcome the window is this,
+   * clamped to [50 ms, `windows.capacityMaxSeconds`] and lengthened (never
+   * shortened) by up to `windows.jitter`; it spends no attempt. Ignored for
+   * other outcomes. Negative, NaN or not a number: `InvalidExecutorResultError`.
+   */
+  retryAfterMs?: number;
 }
 
 export type OutcomeClass = 'capacity' | 'idempotent';

@@ -50,6 +50,25 @@ local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- the stage kind (last segment) of a stage id
+local function kindOf(sid)
+  return string.match(sid, '([^/]*)$')
+end
+-- the capacity wait index of the queue, and of one stage kind: stage ids scored by when
+-- their chain of capacity deferrals began (wakeDeferred wakes the longest-waiting first)
+local function waitKeys(BASE, sid)
+  return BASE .. 'sd:wq', BASE .. 'sd:wq:' .. kindOf(sid)
+end
+-- a stage's chain of capacity deferrals ended: it leaves the wait indexes
+local function unwait(BASE, sid)
+  local all, kind = waitKeys(BASE, sid)
+  redis.call('ZREM', all, sid)
+  redis.call('ZREM', kind, sid)
+end
+-- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its kind
+local function wakeSeq(BASE, sid)
+  return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0')
+end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
   local live, failed = nil, {}
@@ -99,7 +118,9 @@ ${HELPERS}
 -- {0, licence or '', fencing token, failures of this job, failures of the
 --  licensed job (another one) in the chain, 1 when this attempt starts a fresh
 --  chain (a job that failed for good, retried by hand), the licensed job's
---  BullMQ opts (JSON, '' when none: its retry budget carries over)}: lock taken
+--  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake
+--  sequence seen (a wakeDeferred for this stage's filter during the attempt
+--  makes its capacity deferral short)}: lock taken
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
@@ -149,7 +170,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
   local mine = 0
   if own ~= '' then mine = spent(J) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid)}
 end
 
 -- release: end an attempt that did not defer; on success also revoke the licence.
@@ -163,7 +184,9 @@ local function release(L, sid, own, token, ending)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
   if ending ~= '1' then return {cancelled} end
-  return {cancelled, unpack(revoke(IDX, BASE, ${licences('IDX', 'sid')}, own))}
+  local revoked = revoke(IDX, BASE, ${licences('IDX', 'sid')}, own)
+  if #revoked > 0 then unwait(BASE, sid) end
+  return {cancelled, unpack(revoked)}
 end
 
 local out = {}
@@ -188,7 +211,13 @@ return out
  * defer: record a deferral; runs in the same MULTI as the wake-up's add.
  * KEYS: 1 L, 2 M, 3 IDX, 4 the wake-up's log list, 5 D, 6 J (the deferring job's hash)
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 the window's end (ms, Redis' clock),
- *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call), 7 queue base
+ *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call), 7 queue base,
+ *       8 class ('capacity' | 'idempotent'), 9 '1' when this is the chain's first capacity
+ *       deferral, 10 the wake sequence the attempt saw at its begin ('' to ignore)
+ * A capacity deferral enters the wait indexes (scored by its chain's start). If a
+ * wakeDeferred for the stage's filter ran since the attempt began, a capacity
+ * deferral is not recorded ({0, 2}): the engine records it again with a short window,
+ * so that signal is not consumed by nothing.
  * The marker expires at the window's end by Redis' clock, the same instant the
  * wake-up is due (its timestamp is Redis' time too), whatever the host's clock says.
  * The deferring job is marked superseded (`sds`) and, if `enqueue` added it,
@@ -211,11 +240,23 @@ if l ~= ARGV[2] then
   end
   return {0, 0}
 end
+if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1]) ~= ARGV[10] then return {0, 2} end
 local old = revoke(KEYS[3], ARGV[7], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs()))
 redis.call('DEL', KEYS[1])
 if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
+if ARGV[8] == 'capacity' then
+  local all, kind = waitKeys(ARGV[7], ARGV[1])
+  local t = nowMs()
+  if ARGV[9] == '1' then
+    redis.call('ZADD', all, t, ARGV[1])
+    redis.call('ZADD', kind, t, ARGV[1])
+  else
+    redis.call('ZADD', all, 'NX', t, ARGV[1])
+    redis.call('ZADD', kind, 'NX', t, ARGV[1])
+  end
+end
 local own = ARGV[6]
 if own ~= '' then
   if redis.call('GET', KEYS[5]) == own then redis.call('DEL', KEYS[5]) end
@@ -272,6 +313,7 @@ local function mark(id)
   if redis.call('EXISTS', J) == 1 then redis.call('HSET', J, 'sdc', 1) end
 end
 local had = redis.call('DEL', KEYS[1])
+unwait(ARGV[2], ARGV[1])
 local old = ${licences('KEYS[3]', 'ARGV[1]')}
 for _, o in ipairs(old) do
   redis.call('ZREM', KEYS[3], o)
@@ -301,16 +343,18 @@ return {had, inflight, pending or '', unpack(old)}
  * failed record still leaves a promoted wake-up, which ends its own window
  * when it runs (its marker has more than the skew tolerance left: a Promote).
  * KEYS: 1 IDX, then per wake-up i: i+1 its marker M
- * ARGV: the promoted wake-up ids, in the same order
+ * ARGV: 1 queue base, then the promoted wake-up ids, in the same order
  * For each: the marker still names it -> deleted; the licence, if still the
  * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
  * already began and removed it itself).
  */
 export const CLEAR = `
+${HELPERS}
 local cleared = {}
-for i, id in ipairs(ARGV) do
-  local m = KEYS[i + 1]
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local m = KEYS[i]
   local own = redis.call('ZSCORE', KEYS[1], id)
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
@@ -318,7 +362,10 @@ for i, id in ipairs(ARGV) do
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZADD', KEYS[1], 0, id .. '!')
   end
-  if named or own then cleared[#cleared + 1] = id end
+  if named or own then
+    cleared[#cleared + 1] = id
+    unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
+  end
 end
 return cleared
 `;
@@ -329,13 +376,14 @@ return cleared
  * failed-job member `<member>?` (its licence, if it held it, becomes that):
  * nothing of it counts as pending, and a cancel can still reach it. A stage
  * licensed to another job keeps that licence.
- * KEYS: 1 IDX, 2 J   ARGV: 1 stageId, 2 the failed job's licence member
+ * KEYS: 1 IDX, 2 J   ARGV: 1 stageId, 2 the failed job's licence member, 3 queue base
  */
 export const FAIL = `
 ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], 'sdf', 1)
+unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
@@ -411,10 +459,72 @@ return missing
 
 /**
  * finished: a job the engine did not add (added by hand) completed and is
- * kept: marked \`sdf\`, so a retry by hand of it (\`job.retry('completed')\`)
+ * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
  * starts a fresh chain and budget. KEYS: 1 J
  */
 export const FINISHED = `
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'sdf', 1) end
 return 1
+`;
+
+/**
+ * wake: capacity has returned: end the deferral of up to `limit` capacity-
+ * deferred stages, longest-waiting first (by when their chain of capacity
+ * deferrals began; ties by stage id), filtered by a scope prefix and/or a
+ * stage kind. Their markers are deleted (no longer deferred at once) and
+ * their licences kept (the chain goes on); the engine then promotes their
+ * wake-ups. Idempotent deferrals are never woken. The wake sequences are
+ * bumped, so an attempt of a matching stage in flight now records a short
+ * window instead of the full one (the signal is not consumed by nothing).
+ * KEYS: 1 IDX, 2 the queue's wait index, 3 the kind's wait index (or the queue's)
+ * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none)
+ * Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
+ */
+export const WAKE = `
+${HELPERS}
+local BASE, limit, scope, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.call('INCR', BASE .. 'sd:wseq') end
+local function deferredCap(sid)
+  local m = redis.call('GET', BASE .. 'sd:deferred:' .. sid)
+  if m and string.find(m, '@cap.', 1, true) then return m end
+  return nil
+end
+local picked = {}
+if scope == '' then
+  local src = KEYS[2]
+  if kind ~= '' then src = KEYS[3] end
+  local offset = 0
+  while #picked < limit do
+    local batch = redis.call('ZRANGE', src, offset, offset + 199)
+    if #batch == 0 then break end
+    for _, sid in ipairs(batch) do
+      local m = deferredCap(sid)
+      if m then picked[#picked + 1] = {sid, m} end
+      if #picked >= limit then break end
+    end
+    offset = offset + 200
+  end
+else
+  local cands = {}
+  for _, lic in ipairs(redis.call('ZRANGEBYLEX', KEYS[1], '[' .. scope, '[' .. scope .. '\\255')) do
+    local last = string.sub(lic, -1)
+    if last ~= '!' and last ~= '?' then
+      local sid = string.sub(lic, 1, string.find(lic, '@', 1, true) - 1)
+      if kind == '' or kindOf(sid) == kind then
+        local m = deferredCap(sid)
+        local score = m == lic and redis.call('ZSCORE', KEYS[2], sid)
+        if score then cands[#cands + 1] = {sid, m, tonumber(score)} end
+      end
+    end
+  end
+  table.sort(cands, function(a, b) if a[3] ~= b[3] then return a[3] < b[3] end return a[1] < b[1] end)
+  for i = 1, math.min(limit, #cands) do picked[i] = {cands[i][1], cands[i][2]} end
+end
+local out = {}
+for _, p in ipairs(picked) do
+  redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
+  out[#out + 1] = p[1]
+  out[#out + 1] = p[2]
+end
+return out
 `;

@@ -46,10 +46,18 @@ describe('a deferral transaction resent by the client after a failover', () => {
         { delay: 60_000 },
         id,
       );
-    const first = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '');
+    const first = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '', {
+      cls: 'capacity',
+      first: true,
+      wakeSeq: '',
+    });
     expect(first.recorded).toBe(true);
 
-    const resent = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '');
+    const resent = await store.defer(sid, begun.token, wakeUp(), Date.now() + 60_000, 'deferred #1', '', {
+      cls: 'capacity',
+      first: true,
+      wakeSeq: '',
+    });
     expect(resent.recorded).toBe(true);
     expect(await redis.exists(`${names.prefix}:${names.queueName}:${id}`)).toBe(1);
     expect(await engine.queue.getDelayedCount()).toBe(1);

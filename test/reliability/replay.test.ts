@@ -36,6 +36,7 @@ describe('a deferral transaction replayed after its reply was lost', () => {
         Date.now() + 60_000,
         '',
         '',
+        { cls: 'capacity', first: true, wakeSeq: '' },
       );
       expect(first.recorded).toBe(true);
       // the same transaction again, as ioredis would resend it
@@ -46,6 +47,7 @@ describe('a deferral transaction replayed after its reply was lost', () => {
         Date.now() + 60_000,
         '',
         '',
+        { cls: 'capacity', first: true, wakeSeq: '' },
       );
       expect(replay).toMatchObject({ recorded: true });
       expect(await queue.getJobState(id)).toBe('delayed');

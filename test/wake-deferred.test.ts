@@ -1,0 +1,229 @@
+import { windowFor } from '../src/dispatch';
+import type { DispatchContext, ExecutorResult, StageRef } from '../src';
+import { expectUnwritten, harness, notSent, SENT, snapshot, teardown } from './helpers/engine';
+import { waitFor } from './helpers/redis';
+
+/** Issue 11: wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
+afterEach(teardown);
+
+const ref = (book: string, stage = 'image'): StageRef => ({ scope: [book, 'ch'], stage });
+const NO = notSent('no_worker_available');
+const long = { windows: { capacitySeconds: 60, jitter: 0 } };
+
+describe('11.1: wakeDeferred', () => {
+  it('wakes the longest-waiting capacity chain first (by when the chain began, not by due time or latest deferral)', async () => {
+    const h = harness(long);
+    const a = ref('a');
+    const b = ref('b');
+    h.executor.fallback = NO;
+    await h.engine.dispatchStage(a, {}); // a's chain begins
+    await h.engine.dispatchStage(b, {}); // b's chain begins later
+    // a defers again (its chain goes on), so its latest deferral is now the newest and due last
+    await h.redis.del(h.engine.deferredStageKey(a));
+    await h.engine.dispatchStage(a, {});
+    const [la] = await h.engine.listDeferred(['a']);
+    const [lb] = await h.engine.listDeferred(['b']);
+    expect(la!.deferrals).toBe(2);
+    expect(la!.until).toBeGreaterThan(lb!.until);
+    expect((await h.engine.wakeDeferred()).woken).toEqual([a]);
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    expect(await h.engine.isStageDeferred(b)).toBe(true);
+  });
+
+  it('limit, scope and stage filters combine with AND; idempotent deferrals are never woken', async () => {
+    const h = harness(long);
+    const stages = [ref('a'), ref('a', 'video'), ref('b'), ref('b', 'video'), ref('c')];
+    h.executor.fallback = NO;
+    for (const s of stages) await h.engine.dispatchStage(s, {});
+    const idem = ref('a', 'audio');
+    h.executor.script(idem, notSent('already_completed'));
+    await h.engine.dispatchStage(idem, {});
+    expect((await h.engine.wakeDeferred({ scope: ['a'], stage: 'video', limit: 10 })).woken).toEqual([
+      ref('a', 'video'),
+    ]);
+    expect((await h.engine.wakeDeferred({ stage: 'image', limit: 2 })).woken).toEqual([ref('a'), ref('b')]);
+    expect((await h.engine.wakeDeferred({ scope: ['a'], limit: 10 })).woken).toEqual([]);
+    expect((await h.engine.wakeDeferred({ limit: 10 })).woken).toEqual([ref('b', 'video'), ref('c')]);
+    expect(await h.engine.isStageDeferred(idem)).toBe(true);
+  });
+
+  it('a woken stage is dispatched once by its promoted wake-up, not again at its old due time, and its chain goes on', async () => {
+    // the second deferral (after the wake) waits 2 s, past the first one's old due time
+    const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0 } });
+    const a = ref('a');
+    h.executor.script(a, NO, NO, SENT);
+    await h.engine.dispatchStage(a, {});
+    const [before] = await h.engine.listDeferred();
+    const worker = h.engine.createWorker();
+    const done: Record<string, unknown>[] = [];
+    worker.on('completed', (_j, r) => done.push(r as Record<string, unknown>));
+    const early: unknown[] = [];
+    h.engine.on('woken', (e) => e.early && early.push(e));
+    expect((await h.engine.wakeDeferred({ stage: 'image' })).woken).toEqual([a]);
+    expect(early).toHaveLength(1);
+    // its promoted wake-up runs now: capacity again, so the chain goes on (2nd deferral)
+    await waitFor(() => done.length === 1, 'the woken wake-up ran');
+    const [after] = await h.engine.listDeferred();
+    expect(after!.wakeUpJobId).toMatch(/@cap\.2\.0\.0\./);
+    // past the first wake-up's old due time, it has not run again
+    await waitFor(async () => Number((await h.redis.time())[0]) * 1000 > before!.until + 100, 'the old due time');
+    expect(h.executor.calls).toHaveLength(2);
+    await worker.close();
+  });
+
+  it('a signal during an attempt that then defers is not lost: that deferral is short (at most inFlightRetryMs)', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const h = harness({
+      ...long,
+      inFlightRetryMs: 200,
+      executor: async (_r: StageRef, _p: unknown, _c: DispatchContext): Promise<ExecutorResult> => {
+        started();
+        await held;
+        return NO;
+      },
+    });
+    const a = ref('a');
+    const attempt = h.engine.dispatchStage(a, {});
+    await running;
+    // capacity returns while the attempt is about to answer "no capacity": nothing is deferred to wake yet
+    expect((await h.engine.wakeDeferred({ stage: 'image' })).woken).toEqual([]);
+    release();
+    const r = await attempt;
+    expect(r.reason).toBe('no_worker_available');
+    const pttl = await h.redis.pttl(h.engine.deferredStageKey(a));
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(200);
+  });
+
+  it('a signal for another stage kind does not shorten a deferral', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const h = harness({
+      ...long,
+      inFlightRetryMs: 200,
+      executor: async (): Promise<ExecutorResult> => {
+        started();
+        await held;
+        return NO;
+      },
+    });
+    const attempt = h.engine.dispatchStage(ref('a'), {});
+    await running;
+    await h.engine.wakeDeferred({ stage: 'video' });
+    release();
+    await attempt;
+    expect(await h.redis.pttl(h.engine.deferredStageKey(ref('a')))).toBeGreaterThan(50_000);
+  });
+
+  it('races with cancel and clear: a cancelled or cleared stage is not woken, and counts nothing', async () => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    const [a, b, c] = [ref('a'), ref('b'), ref('c')];
+    for (const s of [a, b, c]) await h.engine.dispatchStage(s, {});
+    await h.engine.cancelActiveDispatch(a);
+    expect(await h.engine.clearDeferrals(['b'])).toBe(1);
+    const all = await Promise.all([h.engine.wakeDeferred({ limit: 5 }), h.engine.wakeDeferred({ limit: 5 })]);
+    expect(all.flatMap((x) => x.woken)).toEqual([c]);
+  });
+
+  it.each([
+    ['limit 0', { limit: 0 }],
+    ['limit 10,001', { limit: 10_001 }],
+    ['limit NaN', { limit: Number.NaN }],
+    ['limit 1.5', { limit: 1.5 }],
+  ])('%s: INVALID_OPTIONS before anything is written', async (_what, filter) => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    await h.engine.dispatchStage(ref('a'), {});
+    const before = await snapshot(h.redis, h.prefix);
+    await expect(h.engine.wakeDeferred(filter)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
+  });
+
+  it('a malformed scope or stage: INVALID_STAGE_REF before anything is written', async () => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    await h.engine.dispatchStage(ref('a'), {});
+    const before = await snapshot(h.redis, h.prefix);
+    await expect(h.engine.wakeDeferred({ scope: [''] })).rejects.toMatchObject({ code: 'INVALID_STAGE_REF' });
+    await expect(h.engine.wakeDeferred({ stage: '' })).rejects.toMatchObject({ code: 'INVALID_STAGE_REF' });
+    await expect(h.engine.wakeDeferred({ scope: 'a' as never })).rejects.toMatchObject({ code: 'INVALID_STAGE_REF' });
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
+  });
+});
+
+describe('11.2: adaptive capacity windows', () => {
+  const windows = { capacitySeconds: 2, capacityMaxSeconds: 10, idempotentSeconds: 300, jitter: 0 };
+  it('the n-th capacity deferral waits min(max, base × 2^(n-1)), jittered downwards only', () => {
+    expect([1, 2, 3, 4, 5].map((n) => windowFor(windows, 'capacity', n, undefined))).toEqual([
+      2000, 4000, 8000, 10_000, 10_000,
+    ]);
+    const jittered = { ...windows, jitter: 0.2 };
+    expect(windowFor(jittered, 'capacity', 4, undefined, () => 1)).toBe(8000);
+    expect(windowFor(jittered, 'capacity', 4, undefined, () => 0)).toBe(10_000);
+    // the default: capacityMaxSeconds = capacitySeconds, a fixed window
+    expect(windowFor({ ...windows, capacityMaxSeconds: 2 }, 'capacity', 5, undefined)).toBe(2000);
+    expect(windowFor(windows, 'idempotent', 5, undefined)).toBe(300_000);
+  });
+
+  it('real deferrals grow 1 s, 2 s, 4 s; a success starts again from the base', async () => {
+    const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 4, jitter: 0 } });
+    const a = ref('a');
+    h.executor.script(a, NO, NO, NO, SENT, NO);
+    const pttls: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await h.redis.del(h.engine.deferredStageKey(a));
+      await h.engine.dispatchStage(a, {});
+      pttls.push(await h.redis.pttl(h.engine.deferredStageKey(a)));
+    }
+    expect(pttls.map((p) => Math.ceil(p / 1000))).toEqual([1, 2, 4, -0, 1]);
+  });
+
+  it('capacityMaxSeconds below capacitySeconds is INVALID_OPTIONS', () => {
+    expect(() => harness({ windows: { capacitySeconds: 30, capacityMaxSeconds: 10 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
+  });
+});
+
+describe('11.3: retry-after hints', () => {
+  const windows = { capacitySeconds: 30, capacityMaxSeconds: 600, idempotentSeconds: 300, jitter: 0.2 };
+  it('clamped to [50 ms, the maximum], jittered upwards only', () => {
+    expect(windowFor(windows, 'capacity', 1, 5000, () => 0)).toBe(5000);
+    expect(windowFor(windows, 'capacity', 1, 5000, () => 1)).toBe(6000);
+    expect(windowFor(windows, 'capacity', 1, 1, () => 0)).toBe(50);
+    expect(windowFor(windows, 'capacity', 1, 10_000_000, () => 1)).toBe(600_000);
+    // it replaces the adaptive step, and is ignored for idempotent outcomes
+    expect(windowFor(windows, 'capacity', 7, 5000, () => 0)).toBe(5000);
+    expect(windowFor(windows, 'idempotent', 1, 5000, () => 0)).toBe(300_000 * 1);
+  });
+
+  it('a real deferral with retryAfterMs 5000 waits at least 5 s, spends no attempt', async () => {
+    const h = harness({ windows: { capacitySeconds: 1, jitter: 0.2 } });
+    const a = ref('a');
+    h.executor.script(a, notSent('no_worker_available', { retryAfterMs: 5000 }));
+    await h.engine.dispatchStage(a, {});
+    const pttl = await h.redis.pttl(h.engine.deferredStageKey(a));
+    // the window is capped by capacityMaxSeconds (= capacitySeconds = 1 s here)
+    expect(pttl).toBeLessThanOrEqual(1000);
+    const g = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0.2 } });
+    g.executor.script(a, notSent('no_worker_available', { retryAfterMs: 5000 }));
+    await g.engine.dispatchStage(a, {});
+    const hinted = await g.redis.pttl(g.engine.deferredStageKey(a));
+    expect(hinted).toBeGreaterThan(4900);
+    expect(hinted).toBeLessThanOrEqual(6000);
+  });
+
+  it.each([-1, Number.NaN, '5000'])('retryAfterMs %p is INVALID_EXECUTOR_RESULT', async (bad) => {
+    const h = harness(long);
+    const a = ref('a');
+    h.executor.script(a, notSent('no_worker_available', { retryAfterMs: bad as number }));
+    await expect(h.engine.dispatchStage(a, {})).rejects.toMatchObject({ code: 'INVALID_EXECUTOR_RESULT' });
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+  });
+});
