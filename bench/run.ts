@@ -21,6 +21,7 @@ import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
 import { suppressedTick } from './scenarios/suppressed-tick';
 import { tickStorm } from './scenarios/tick-storm';
+import { wakeScale } from './scenarios/wake-scale';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
   'happy-path': happyPath,
@@ -32,6 +33,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   'clear-scope': clearScope,
   herd,
   'replica-wait': replicaWait,
+  'wake-scale': wakeScale,
 };
 
 function version(pkg: string): string {
