@@ -1,6 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import * as lua from './lua/scripts';
-import { ClearIncompleteError, MissingPermissionError } from './errors';
+import { ClearIncompleteError, InvalidOptionsError, MissingPermissionError } from './errors';
 import { jobIdOfLicence, memberOf } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { StoreKeys } from './store/keys';
@@ -34,7 +34,6 @@ const COMMANDS = {
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
-  sdHold: { keys: 1, lua: lua.HOLD },
   sdFinished: { keys: 1, lua: lua.FINISHED },
   sdWake: { keys: 3, lua: lua.WAKE },
 } as const;
@@ -61,6 +60,8 @@ export type BeginOutcome =
       licenceRetry?: { attempts?: number; backoff?: unknown };
       /** The wake sequence seen at begin (see `wakeDeferred`). */
       wakeSeq: string;
+      /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
+      keptChain: string;
     };
 
 export type ProbeOutcome =
@@ -140,6 +141,11 @@ export class DeferralStore {
       // this host's clock against Redis', before the first wake-up is judged by it
       const [sec, usec] = (await c.time!()) as [string, string];
       this.clockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+      // a host whose clock runs ahead says so before its worker promotes anything by that clock
+      // (the batch script keeps this up to date; see BATCH)
+      const lead = -this.clockOffsetMs;
+      if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
+        await c.set!(this.keys.lead, lead, 'PX', 60_000);
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
@@ -188,7 +194,7 @@ export class DeferralStore {
         req.wakeUp ? 'w' : '',
         req.skewToleranceMs,
       ],
-    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
+    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -214,6 +220,7 @@ export class DeferralStore {
           retriedByHand: r[5] === 1,
           ...(r[6] ? { licenceRetry: retryOf(r[6] as string) } : {}),
           wakeSeq: String(r[7] ?? ''),
+          keptChain: String(r[8] ?? ''),
         };
       }
     }
@@ -301,26 +308,25 @@ export class DeferralStore {
 
   /**
    * Ends an attempt that did not defer: deletes its lock and, when the chain
-   * ended (`ending`: a success, a bound), revokes the stage's licence. An
-   * attempt that no longer holds its lock changes nothing (`lost`).
+   * ended (`end`: a success, a bound), revokes the stage's licence; after a
+   * job's real failure (`hold`), in the same step, the job takes the stage's
+   * licence and keeps `chain` (`capacity.idempotent.failures`) while it waits
+   * out its retry. An attempt that no longer holds its lock changes nothing (`lost`).
    */
   async release(
     sid: string,
     ownJobId: string,
     token: string,
-    ending: boolean,
+    mode: 'end' | 'hold' | 'plain',
+    chain = '',
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
-    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, ownJobId, token, ending ? '1' : '0'])) as [
+    const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
+    const member = ownJobId ? memberOf(sid, ownJobId) : '';
+    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, ownJobId, token, flag, member, chain])) as [
       number,
       ...string[],
     ];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
-  }
-
-  /** A job failed and will be retried: it holds the stage's licence meanwhile. Returns the members it revoked. */
-  async hold(sid: string, jobId: string): Promise<string[]> {
-    const c = await this.client();
-    return (await c.sdHold!(this.keys.index, sid, memberOf(sid, jobId), jobId, this.keys.base)) as string[];
   }
 
   /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
@@ -621,8 +627,16 @@ async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): 
   };
   const probe = () => c.sdPermissions!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
   // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
-  for (let i = 0; i < 2; i++)
-    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) missing.add(name);
+  for (let i = 0; i < 2; i++) {
+    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) {
+      if (name === '!readonly') {
+        throw new InvalidOptionsError(
+          'The connection reaches a read-only replica (READONLY): the engine writes, give it the master',
+        );
+      }
+      missing.add(name);
+    }
+  }
   await attempt(() => c.multi().exec());
   if (replicas) {
     await attempt(() => c.client!('INFO'));

@@ -110,12 +110,6 @@ export class Dispatcher<P> {
     clearInterval(this.ticker);
   }
 
-  /** A job failed and will be retried: it holds the stage's licence meanwhile (older holders are removed). */
-  async hold(sid: string, jobId: string): Promise<void> {
-    const revoked = await this.store.hold(sid, jobId);
-    await this.removeRevoked(revoked, { id: jobId } as JobContext);
-  }
-
   /** Aborts the signal of this engine's running attempt of stage `sid` (a cancel), if any. */
   abortStage(sid: string): void {
     for (const r of this.running) if (r.sid === sid) r.controller?.abort(new AbortedBy('cancel'));
@@ -173,7 +167,9 @@ export class Dispatcher<P> {
     // the chain goes on from the stage's licence (plus the failures its job has spent since),
     // unless this job failed for good and was retried by hand: then it starts afresh
     const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
-    const base = lic?.chain ?? FRESH_CHAIN;
+    // a wake-up's id carries its chain; a job holding the licence while it retries keeps it on its hash
+    const kept = !lic && !begun.retriedByHand && !begun.licence?.endsWith('!') ? parseChain(begun.keptChain) : null;
+    const base = lic?.chain ?? kept ?? FRESH_CHAIN;
     const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
     // a direct call goes on with the budget of the job whose chain it continues
     const retryFrom: JobContext | undefined =
@@ -195,7 +191,7 @@ export class Dispatcher<P> {
       });
     } catch (error) {
       // nothing may leave the lock behind: release it (a no-op once a deferral took it)
-      await store.release(sid, job?.id ?? '', begun.token, false).catch(() => undefined);
+      await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
       throw error;
     } finally {
       this.running.delete(running);
@@ -239,7 +235,11 @@ export class Dispatcher<P> {
      */
     const unsent = async (reason: string, result: DispatchResult, error?: unknown): Promise<Attempt> => {
       running.controller = undefined;
-      const released = await store.release(sid, own, token, false);
+      // a job's real failure: it holds the stage's licence, and the chain it ran in, while it waits
+      // out its retry (in the same step as the release: no other attempt can act in between)
+      const failing = own !== '' && abortedBy() === undefined;
+      const released = await store.release(sid, own, token, failing ? 'hold' : 'plain', chainText(chain));
+      if (failing) await this.removeRevoked(released.revoked, job);
       const withError = error === undefined ? {} : { error };
       if (released.cancelled)
         return { ...base, ...withError, kind: 'cancelled', result: { ...result, cancelled: true } };
@@ -272,7 +272,7 @@ export class Dispatcher<P> {
 
     if (raw.dispatched) {
       running.controller = undefined;
-      const released = await store.release(sid, own, token, true);
+      const released = await store.release(sid, own, token, 'end');
       await this.removeRevoked(released.revoked, job);
       if (opts.faultHook) await opts.faultHook('released', ref);
       this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
@@ -324,12 +324,12 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent) or as a terminal failure (capacity).
       const result = { dispatched: false, reason, retryable: false, result: raw };
       if (cls === 'idempotent') {
-        const released = await store.release(sid, job?.id ?? '', token, true);
+        const released = await store.release(sid, job?.id ?? '', token, 'end');
         await this.removeRevoked(released.revoked, job);
         this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'completed' });
         return { ...base, kind: 'done', result: { ...result, completed: true } };
       }
-      const released = await store.release(sid, job?.id ?? '', token, false);
+      const released = await store.release(sid, job?.id ?? '', token, 'plain');
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
@@ -435,33 +435,59 @@ export class Dispatcher<P> {
  * a Map, a Set, a Date, NaN, a function or a class instance is refused.
  */
 export function checkPayload(payload: unknown): void {
-  const seen = new Set<object>();
-  const walk = (value: unknown, path: string): void => {
-    const fail = (what: string) => {
-      throw new InvalidPayloadError(
-        `Expected a payload that survives JSON as it is, got ${what} at ${path || 'the payload'}`,
-      );
-    };
-    if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
-    if (typeof value === 'number') return Number.isFinite(value) ? undefined : fail(String(value));
-    if (typeof value !== 'object')
-      return fail(typeof value === 'undefined' && path ? 'undefined in an array' : typeof value);
-    if (seen.has(value)) fail('a cycle');
-    const proto = Object.getPrototypeOf(value) as unknown;
-    const array = Array.isArray(value);
-    if (!array && proto !== Object.prototype && proto !== null) {
-      fail(`a ${(value as object).constructor?.name ?? 'class instance'}`);
-    }
-    seen.add(value);
-    if (array) {
-      (value as unknown[]).forEach((v, i) => walk(v, `${path}[${i}]`));
-    } else {
-      for (const [k, v] of Object.entries(value)) if (v !== undefined) walk(v, path ? `${path}.${k}` : k);
-    }
-    seen.delete(value);
+  if (payload === undefined) return;
+  const fail = (what: string, path: string): never => {
+    throw new InvalidPayloadError(
+      `Expected a payload that survives JSON as it is, got ${what} at ${path || 'the payload'}`,
+    );
   };
-  if (payload !== undefined) walk(payload, '');
+  // JSON itself first: a cycle, a BigInt, a getter that throws, nesting too deep for it
+  try {
+    JSON.stringify(payload);
+  } catch (error) {
+    fail(`what JSON cannot hold (${(error as Error).message})`, '');
+  }
+  // then the values JSON would change, walked iteratively (no cycle is left) and bounded
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: payload, path: '', depth: 0 }];
+  let visited = 0;
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!;
+    if (++visited > MAX_PAYLOAD_NODES) fail(`more than ${MAX_PAYLOAD_NODES} values`, '');
+    if (depth > MAX_PAYLOAD_DEPTH) fail(`more than ${MAX_PAYLOAD_DEPTH} levels of nesting`, path);
+    if (value === null || typeof value === 'string' || typeof value === 'boolean') continue;
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) fail(String(value), path);
+      if (Object.is(value, -0)) fail('-0', path);
+      continue;
+    }
+    if (typeof value !== 'object') fail(typeof value, path);
+    const obj = value as object;
+    const proto = Object.getPrototypeOf(obj) as unknown;
+    let entries: [string, unknown][];
+    try {
+      if (Array.isArray(obj)) {
+        const keys = Object.keys(obj);
+        if (keys.length !== obj.length) fail('an array with holes or named properties', path);
+        entries = (obj as unknown[]).map((v, i) => [`${path}[${i}]`, v]);
+        if (entries.some(([, v]) => v === undefined)) fail('undefined in an array', path);
+      } else {
+        if (proto !== Object.prototype && proto !== null) fail(`a ${obj.constructor?.name ?? 'class instance'}`, path);
+        entries = Object.entries(obj)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => [path ? `${path}.${k}` : k, v]);
+      }
+    } catch (error) {
+      if (error instanceof InvalidPayloadError) throw error;
+      fail(`a property that throws (${(error as Error).message})`, path);
+      return;
+    }
+    for (const [p, v] of entries) stack.push({ value: v, path: p, depth: depth + 1 });
+  }
 }
+
+/** Bounds of a payload's shape, checked before anything is written. */
+const MAX_PAYLOAD_DEPTH = 256;
+const MAX_PAYLOAD_NODES = 1_000_000;
 
 /** Checks a call's options (`buildId`, `force`) before anything is called or written. */
 export function checkCall(call: { buildId?: unknown; force?: unknown } | undefined): void {
@@ -543,4 +569,14 @@ export function windowFor(
 /** The longest window of a class, seconds. */
 export function windowMax(windows: ResolvedOptions['windows'], cls: OutcomeClass): number {
   return cls === 'capacity' ? windows.capacityMaxSeconds : windows.idempotentSeconds;
+}
+
+/** A chain as a job holding the licence keeps it: `capacity.idempotent.failures`. */
+function chainText(chain: ChainState): string {
+  return `${chain.capacity}.${chain.idempotent}.${chain.failures}`;
+}
+
+function parseChain(text: string): ChainState | null {
+  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  return m ? { capacity: Number(m[1]), idempotent: Number(m[2]), failures: Number(m[3]) } : null;
 }

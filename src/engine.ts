@@ -192,12 +192,39 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       open();
       const { connection, owned } = workerConnection(opts.connection);
       if (owned) ownedConnections.push(owned);
+      // the worker starts fetching once the engine is ready: its host's clock lead over Redis is
+      // known to the fleet before its fetches promote anything by that clock
       const worker = new Worker(opts.queueName, engine.processor, {
         ...workerOpts,
         connection,
         prefix: opts.prefix,
+        autorun: false,
       });
       workers.push(worker);
+      // a job BullMQ fails for good by itself (an error thrown around the attempt, stalled too
+      // often, maxStartedAttempts) is recorded like one the engine failed: a cancel reaches it,
+      // enqueue is not blocked by it, and a retry by hand of it starts afresh
+      worker.on('failed', (job) => {
+        if (!job?.id || !job.finishedOn) return;
+        const data = job.data as { scope?: string[]; stage?: string } | undefined;
+        try {
+          const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
+          void store.markFailed(sid, job.id).catch(() => undefined);
+        } catch {
+          // not a dispatch job's data: nothing of the engine's to record
+        }
+      });
+      if (workerOpts.autorun !== false) {
+        void store
+          .client()
+          .catch(() => undefined)
+          .then(() => {
+            if (closed || worker.closing) return;
+            void worker.run().catch((error: unknown) => {
+              if (worker.listenerCount('error') > 0) worker.emit('error', error as Error);
+            });
+          });
+      }
       return worker;
     },
 

@@ -96,8 +96,8 @@ export function createProcessor<P>(
           await store.markFailed(sid, id);
           throw terminal(error);
         }
-        // it waits out its backoff as the stage's licence holder: a host's tick sees its failures
-        await dispatcher.hold(sid, id);
+        // it waits out its backoff as the stage's licence holder (taken with the release): a host's
+        // tick sees its failures
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
         if (job.attemptsMade + 1 < ctx.attempts) throw error;
         await store.countRetried(id);

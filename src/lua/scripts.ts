@@ -21,8 +21,11 @@
  *   sdc  cancelled: the job must not dispatch when it (next) runs
  *   sds  superseded: the job recorded a deferral (its wake-up carries the stage), or
  *        another attempt revoked its licence (a deferral, a success, a newer holder)
- *   sdf  finished (failed for good, or completed and kept): when it runs again, it was
- *        retried by hand (a fresh chain and budget)
+ *   sdf  finished (failed for good, or completed and kept): BullMQ's \`atm\` when it was
+ *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
+ *        was retried by hand (a fresh chain and budget); a redelivery after a crash
+ *        before BullMQ finished it keeps the same \`atm\` and is not
+ *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  */
@@ -69,6 +72,15 @@ end
 local function wakeSeq(BASE, sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0')
 end
+-- whether job J, marked finished, was retried by hand since (BullMQ counted the finish)
+local function retriedByHand(J)
+  local f = redis.call('HMGET', J, 'sdf', 'atm')
+  return f[1] ~= false and tonumber(f[1]) ~= (tonumber(f[2]) or 0)
+end
+-- marks job J finished (see sdf): BullMQ's atm as it is now
+local function markFinished(J)
+  redis.call('HSET', J, 'sdf', redis.call('HGET', J, 'atm') or 0)
+end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
   local live, failed = nil, {}
@@ -100,8 +112,9 @@ end
  * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
  *   'b', stageId, own job id ('' for a direct call), own licence member, lockMs,
  *        kind ('w' a wake-up, '' anything else), skew tolerance ms (how far ahead of Redis'
- *        clock a worker may run: this host's measured lead is added to it)
- *   'r', stageId, own job id, token, '1' to revoke the stage's licence (chain ended)
+ *        clock a worker may run: the largest lead measured in the fleet is added to it)
+ *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
+ *        holds the licence, '' otherwise), own licence member, the chain it ran in
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -120,7 +133,8 @@ ${HELPERS}
 --  chain (a job that failed for good, retried by hand), the licensed job's
 --  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake
 --  sequence seen (a wakeDeferred for this stage's filter during the attempt
---  makes its capacity deferral short)}: lock taken
+--  makes its capacity deferral short), the chain a non-wake-up licence holder carries
+--  ('capacity.idempotent.failures', '' when none)}: lock taken
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
@@ -133,9 +147,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   end
   local retried = false
   if own ~= '' then
-    local c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf')
+    local c = redis.call('HMGET', J, 'sdc', 'sds')
     if c[1] then return {4} end
-    retried = c[3] and true or false
+    -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
+    -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
+    retried = retriedByHand(J) or redis.call('ZSCORE', IDX, me .. '?') ~= false
     -- a job that finished (failed for good, or completed and kept) and runs again was retried by
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
@@ -148,20 +164,25 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   end
   local lic = split(${licences('IDX', 'sid')})
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
-  local carried, opts = 0, ''
+  local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
     redis.call('HSET', J, 'sdb', redis.call('HGET', J, 'atm') or 0, 'sdx', 0)
-    redis.call('HDEL', J, 'sdf')
+    redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
       lic = me .. '!'
       redis.call('ZADD', IDX, 0, lic)
     end
-  elseif lic and jobOf(lic) ~= own then
-    -- another job holds the stage's chain (one waiting out its backoff): its failures and budget carry over
-    carried = spent(BASE .. jobOf(lic))
-    opts = redis.call('HGET', BASE .. jobOf(lic), 'opts') or ''
+  elseif lic then
+    local H = BASE .. jobOf(lic)
+    -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash
+    kept = redis.call('HGET', H, 'sdk') or ''
+    if jobOf(lic) ~= own then
+      -- another job holds the stage's chain (one waiting out its backoff): its failures and budget carry over
+      carried = spent(H)
+      opts = redis.call('HGET', H, 'opts') or ''
+    end
   end
   if m then redis.call('DEL', M) end
   local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, nowMs() * 1000)
@@ -170,37 +191,60 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
   local mine = 0
   if own ~= '' then mine = spent(J) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid)}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid), kept}
 end
 
--- release: end an attempt that did not defer; on success also revoke the licence.
--- Only the holder of the lock may revoke: an attempt whose lock expired (another one
--- may have recorded a deferral since) changes nothing.
+-- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
+-- bound): revoke the licence and drop the records of failed jobs that are gone. mode 'h'
+-- (a job's real failure; it will be retried or failed for good): in the same step, while
+-- the lock is still held, the job takes the stage's licence and keeps the chain it ran in
+-- (chain: 'capacity.idempotent.failures'), revoking the holder it took over from.
+-- Only the holder of the lock may change anything: an attempt whose lock expired (another
+-- one may have recorded a deferral since) changes nothing.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
-local function release(L, sid, own, token, ending)
+local function release(L, sid, own, token, mode, me, chain)
   local l = redis.call('GET', L)
   if l ~= token and l ~= 'x' .. token then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  if ending ~= '1' then return {cancelled} end
-  local revoked = revoke(IDX, BASE, ${licences('IDX', 'sid')}, own)
+  if mode == 'h' and cancelled == 0 and own ~= '' then
+    local live = split(${licences('IDX', 'sid')})
+    local old = {}
+    if live ~= me and live ~= me .. '!' then
+      if live then old = revoke(IDX, BASE, {live}, own) end
+      redis.call('ZADD', IDX, 0, me)
+    end
+    redis.call('HSET', BASE .. own, 'sdk', chain)
+    return {cancelled, unpack(old)}
+  end
+  if mode ~= '1' then return {cancelled} end
+  local members = ${licences('IDX', 'sid')}
+  local revoked = revoke(IDX, BASE, members, own)
   if #revoked > 0 then unwait(BASE, sid) end
+  for _, m in ipairs(members) do
+    if string.sub(m, -1) == '?' and redis.call('EXISTS', BASE .. jobOf(m)) == 0 then redis.call('ZREM', IDX, m) end
+  end
   return {cancelled, unpack(revoked)}
 end
 
 local out = {}
 local k, a = 3, 4
 local n = tonumber(ARGV[2])
--- a worker promotes a wake-up by its own clock: as early as this host runs ahead of Redis
+-- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
+-- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
+-- over 50 ms is recorded; a host in step with Redis writes nothing)
 local lead = math.max(0, tonumber(ARGV[3]) - nowMs())
+local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
+if lead > 50 and lead > fleet then redis.call('SET', BASE .. 'sd:lead', lead, 'PX', 60000) end
+lead = math.max(lead, fleet)
 for i = 1, n do
   if ARGV[a] == 'b' then
     out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]) + lead)
     k, a = k + 3, a + 7
   else
-    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
-    k, a = k + 1, a + 5
+    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
+    k, a = k + 1, a + 7
   end
 end
 out[n + 1] = nowMs()
@@ -294,7 +338,17 @@ if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
 local members = ${licences('KEYS[3]', 'ARGV[1]')}
 if #members == 0 then return {0} end
 local live, failed = split(members)
-return {3, live or '', unpack(failed)}
+local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
+local present = {}
+-- a record counts only while its job exists and is not failed (it was retried by hand)
+for _, f in ipairs(failed) do
+  local id = jobOf(f)
+  if redis.call('EXISTS', BASE .. id) == 1 and not redis.call('ZSCORE', BASE .. 'failed', id) then
+    present[#present + 1] = f
+  end
+end
+if not live and #present == 0 then return {0} end
+return {3, live or '', unpack(present)}
 `;
 
 /**
@@ -382,31 +436,15 @@ export const FAIL = `
 ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], 'sdf', 1)
+markFinished(KEYS[2])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
+-- a job BullMQ removes once it fails (removeOnFail) leaves no record behind
+local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[2], 'opts') or '{}')
+if ok and type(o) == 'table' and o.removeOnFail and o.removeOnFail ~= false then return 1 end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
-`;
-
-/**
- * hold: a dispatch job failed and will be retried (BullMQ's backoff, or the
- * engine's): it becomes the stage's licence while it waits, so a host's tick
- * carries its failures and budget, a success or a deferral elsewhere revokes
- * it (the job is marked superseded and removed), a cancel reaches it, and
- * `enqueue` counts it as pending. An older holder is revoked (superseded).
- * KEYS: 1 IDX   ARGV: 1 stageId, 2 the job's licence member, 3 its id, 4 queue base
- * Returns the members revoked.
- */
-export const HOLD = `
-${HELPERS}
-local live = split(${licences('KEYS[1]', 'ARGV[1]')})
-if live == ARGV[2] or live == ARGV[2] .. '!' then return {} end
-local old = {}
-if live then old = revoke(KEYS[1], ARGV[4], {live}, ARGV[3]) end
-redis.call('ZADD', KEYS[1], 0, ARGV[2])
-return old
 `;
 
 /**
@@ -427,14 +465,23 @@ export const RETRIED = `return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
 export const PERMISSIONS = `
 local K = KEYS[1]
 local missing = {}
+local readonly = false
 local function try(...)
   local r = redis.pcall(...)
-  -- Redis 7.0 says 'ERR The user executing the script can't run this command', later ones 'NOPERM ...'
-  if type(r) == 'table' and r.err and (string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, "can't run this command", 1, true)) then
-    missing[#missing + 1] = string.lower((select(1, ...)))
+  if type(r) == 'table' and r.err then
+    -- Redis 7.0 says 'ERR The user executing the script can't run this command', later ones 'NOPERM ...'
+    if string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, "can't run this command", 1, true) then
+      missing[#missing + 1] = string.lower((select(1, ...)))
+    elseif string.find(r.err, 'READONLY', 1, true) then
+      readonly = true
+    end
   end
 end
+-- DEL first, on a key that does not exist: without it, nothing is written (it could not be undone)
+try('DEL', K)
+if #missing > 0 then return missing end
 try('TIME')
+try('PERSIST', K)
 try('SET', K, '1', 'PX', 60000)
 try('GET', K)
 try('PTTL', K)
@@ -454,6 +501,7 @@ try('HINCRBY', K, 'p', 1)
 try('HDEL', K, 'p')
 try('RPUSH', K, 'p')
 try('DEL', K)
+if readonly then return {'!readonly'} end
 return missing
 `;
 
@@ -463,7 +511,8 @@ return missing
  * starts a fresh chain and budget. KEYS: 1 J
  */
 export const FINISHED = `
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'sdf', 1) end
+${HELPERS}
+if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1]) end
 return 1
 `;
 

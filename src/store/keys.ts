@@ -6,7 +6,10 @@
  *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
  *   sd:inflight:<stageId>  in-flight dispatch lock: value = `<job id>\n<fencing token>`
  *   sd:licences            sorted set of licence members, one per stage at most
- *   sd:fence               the queue's fencing counter (INCR per lock taken)
+ *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs) per lock taken)
+ *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms
+ *   sd:wq, sd:wq:<kind>    capacity chains by start time (wakeDeferred)
+ *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
  */
@@ -29,6 +32,10 @@ export class StoreKeys {
   }
   get fence(): string {
     return `${this.base}sd:fence`;
+  }
+  /** The largest lead of a host's clock over Redis' measured in the last minute, ms (a worker promotes by its clock). */
+  get lead(): string {
+    return `${this.base}sd:lead`;
   }
   /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
   get route(): string {

@@ -75,7 +75,6 @@ describe('the Lua scripts', () => {
       'EXTEND',
       'FAIL',
       'FINISHED',
-      'HOLD',
       'PERMISSIONS',
       'PROBE',
       'RETRIED',
