@@ -21,6 +21,7 @@ import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
 import { suppressedTick } from './scenarios/suppressed-tick';
 import { tickStorm } from './scenarios/tick-storm';
+import { utilisation } from './scenarios/utilisation';
 import { wakeScale } from './scenarios/wake-scale';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
@@ -34,6 +35,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   herd,
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,
+  utilisation,
 };
 
 function version(pkg: string): string {
