@@ -17,6 +17,7 @@ import { clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
 import { happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
+import { longBlock } from './scenarios/long-block';
 import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
 import { suppressedTick } from './scenarios/suppressed-tick';
@@ -36,6 +37,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,
   utilisation,
+  'long-block': longBlock,
 };
 
 function version(pkg: string): string {
