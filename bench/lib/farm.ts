@@ -28,6 +28,10 @@ export interface FarmFigures {
   lastDispatchMs: number;
   /** Attempts that reached the farm (the executor's downstream), sent or not. */
   calls: number;
+  /** Each slot freed while a stage waited stayed empty this long, ms (mean; refilled oldest first). */
+  refillMeanMs: number;
+  /** The same, 90th percentile. */
+  refillP90Ms: number;
 }
 
 /**
@@ -48,6 +52,9 @@ export class SlotFarm {
   private lastDispatch = 0;
   private end = 0;
   private calls = 0;
+  /** When slots freed (while stages waited) that have not been refilled yet, oldest first. */
+  private readonly freedAt: number[] = [];
+  private readonly gaps: number[] = [];
   private finished!: () => void;
   /** Resolves when every stage has rendered. */
   readonly drained: Promise<void>;
@@ -84,12 +91,15 @@ export class SlotFarm {
     if (ms === undefined) throw new Error(`unknown stage ${k}`);
     if (this.sent.has(k)) throw new Error(`stage ${k} sent twice`);
     this.lastDispatch = this.mark();
+    const freed = this.freedAt.shift();
+    if (freed !== undefined) this.gaps.push(this.lastDispatch - freed);
     this.sent.add(k);
     this.busy++;
     this.waiting--;
     if (this.idleAtStart < 0 && this.busy === this.slots) this.idleAtStart = this.idle;
     setTimeout(() => {
       this.end = this.mark();
+      if (this.waiting > 0) this.freedAt.push(this.end);
       this.busy--;
       this.done++;
       if (this.done === this.lengths.size) this.finished();
@@ -111,6 +121,8 @@ export class SlotFarm {
       drainMs,
       lastDispatchMs: this.lastDispatch - this.t0,
       calls: this.calls,
+      refillMeanMs: this.gaps.reduce((a, b) => a + b, 0) / Math.max(1, this.gaps.length),
+      refillP90Ms: [...this.gaps].sort((a, b) => a - b)[Math.floor(0.9 * this.gaps.length)] ?? 0,
     };
   }
 }

@@ -49,7 +49,7 @@ export async function utilisation(ctx: BenchContext): Promise<ScenarioResult> {
     try {
       const r = await run(variant, prefix, stages, lengths);
       log(
-        `utilisation ${variant}: idle ${fmt(r.idleWhileWaitingMs)} ms (${fmt(100 * r.idleShare, 1)} %; ${fmt(r.idleAtStartMs)} ms before every slot was first busy), drain ${fmt(r.drainMs)} ms, executor ${r.executorCalls}, commands ${r.commands}`,
+        `utilisation ${variant}: idle ${fmt(r.idleWhileWaitingMs)} ms (${fmt(100 * r.idleShare, 1)} %; ${fmt(r.idleAtStartMs)} ms before every slot was first busy; a freed slot stayed empty ${fmt(r.refillMeanMs)} ms on average, p90 ${fmt(r.refillP90Ms)} ms), drain ${fmt(r.drainMs)} ms, executor ${r.executorCalls}, commands ${r.commands}`,
       );
       return r;
     } finally {
