@@ -13,6 +13,8 @@ interface Run extends FarmFigures {
   commands: number;
   writes: number;
   wakeCalls: number;
+  /** Stages those calls woke (the rest of the deferred stages woke when their window ran out). */
+  wokenBySignal: number;
 }
 
 const SLOTS = 4;
@@ -49,7 +51,7 @@ export async function utilisation(ctx: BenchContext): Promise<ScenarioResult> {
     try {
       const r = await run(variant, prefix, stages, lengths);
       log(
-        `utilisation ${variant}: idle ${fmt(r.idleWhileWaitingMs)} ms (${fmt(100 * r.idleShare, 1)} %; ${fmt(r.idleAtStartMs)} ms before every slot was first busy; a freed slot stayed empty ${fmt(r.refillMeanMs)} ms on average, p90 ${fmt(r.refillP90Ms)} ms), drain ${fmt(r.drainMs)} ms, executor ${r.executorCalls}, commands ${r.commands}`,
+        `utilisation ${variant}: idle ${fmt(r.idleWhileWaitingMs)} ms (${fmt(100 * r.idleShare, 1)} %; ${fmt(r.idleAtStartMs)} ms before every slot was first busy; a freed slot stayed empty ${fmt(r.refillMeanMs)} ms on average, p90 ${fmt(r.refillP90Ms)} ms), drain ${fmt(r.drainMs)} ms, executor ${r.executorCalls} (${r.wokenBySignal} stages woken by ${r.wakeCalls} signals), commands ${r.commands}`,
       );
       return r;
     } finally {
@@ -118,10 +120,14 @@ async function run(
   const redis = client();
   let e: DispatchEngine | undefined;
   let wakeCalls = 0;
+  let wokenBySignal = 0;
   const farm = new SlotFarm(SLOTS, lengths, () => {
     if (variant !== 'signals' || !e) return;
     wakeCalls++;
-    e.wakeDeferred({ limit: 1 }).catch((err: unknown) => log(`wakeDeferred failed: ${String(err)}`));
+    e.wakeDeferred({ limit: 1 }).then(
+      (r) => (wokenBySignal += r.woken.length),
+      (err: unknown) => log(`wakeDeferred failed: ${String(err)}`),
+    );
   });
   const host = new HostModel(redis, prefix, farm.offer);
   let ticker: Promise<void> | undefined;
@@ -171,5 +177,6 @@ async function run(
     commands: c.commands,
     writes: c.writes,
     wakeCalls,
+    wokenBySignal,
   };
 }
