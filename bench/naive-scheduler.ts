@@ -1,5 +1,5 @@
 import type IORedis from 'ioredis';
-import type { StageRef } from '../src';
+import type { ExecutorResult, StageRef } from '../src';
 
 /**
  * The host side of a dispatch, as the problem statement describes it, written
@@ -8,7 +8,8 @@ import type { StageRef } from '../src';
  *
  * attempt:  take a lease (SET NX PX), write dispatch metadata (HSET), move the
  *           stage's state to DISPATCHING (HSET), call the executor downstream
- *           (here: no worker is live, nothing is sent).
+ *           (by default no worker is live, nothing is sent; with `downstream`,
+ *           a stage it accepts is sent and its state set to DISPATCHED, HSET).
  * rollback: state back to PENDING (HSET), drop the metadata (DEL), release the
  *           lease (DEL).
  * journal:  one event in the host's journal stream (XADD).
@@ -20,6 +21,8 @@ export class HostModel {
   constructor(
     private readonly redis: IORedis,
     private readonly prefix: string,
+    /** Where a stage goes: true when it was sent (a free slot). Default: nowhere. */
+    private readonly downstream: (ref: StageRef) => boolean = () => false,
   ) {}
 
   private key(kind: string, ref: StageRef): string {
@@ -27,13 +30,15 @@ export class HostModel {
   }
 
   /** Returns false when the lease is held elsewhere. */
-  async attempt(ref: StageRef, attemptId: string): Promise<{ dispatched: false; jobs: 0; reason: string }> {
+  async attempt(ref: StageRef, attemptId: string): Promise<ExecutorResult> {
     const taken = await this.redis.set(this.key('lease', ref), attemptId, 'PX', 30_000, 'NX');
     if (taken !== 'OK') return { dispatched: false, jobs: 0, reason: 'lease_held' };
     await this.redis.hset(this.key('dispatch', ref), 'attempt', attemptId, 'startedAt', Date.now(), 'buildId', 'b1');
     await this.redis.hset(this.key('state', ref), 'state', 'DISPATCHING');
     this.executorCalls++;
-    return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+    if (!this.downstream(ref)) return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+    await this.redis.hset(this.key('state', ref), 'state', 'DISPATCHED');
+    return { dispatched: true, jobs: 1, reason: null };
   }
 
   async rollback(ref: StageRef): Promise<void> {
@@ -71,6 +76,16 @@ export class NaiveScheduler {
     const id = `a${++this.attempts}`;
     const r = await this.host.attempt(ref, id);
     await this.host.rollback(ref);
-    await this.host.journal(ref, 'dispatch_cancelled', r.reason);
+    await this.host.journal(ref, 'dispatch_cancelled', r.reason ?? 'unknown');
+  }
+
+  /** One attempt that may send the stage (a host with a `downstream`); rolled back and journalled when not. */
+  async tryDispatch(ref: StageRef): Promise<boolean> {
+    const id = `a${++this.attempts}`;
+    const r = await this.host.attempt(ref, id);
+    if (r.dispatched) return true;
+    await this.host.rollback(ref);
+    await this.host.journal(ref, 'dispatch_cancelled', r.reason ?? 'unknown');
+    return false;
   }
 }

@@ -17,10 +17,12 @@ import { clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
 import { happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
+import { longBlock } from './scenarios/long-block';
 import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
 import { suppressedTick } from './scenarios/suppressed-tick';
 import { tickStorm } from './scenarios/tick-storm';
+import { utilisation } from './scenarios/utilisation';
 import { wakeScale } from './scenarios/wake-scale';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
@@ -34,6 +36,8 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   herd,
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,
+  utilisation,
+  'long-block': longBlock,
 };
 
 function version(pkg: string): string {
