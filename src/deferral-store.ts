@@ -535,13 +535,27 @@ export class DeferralStore {
   private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
     const c = await this.client();
     const confirm = this.replicas?.active === true;
+    let reloaded = false;
     const results = await withRedirects(c, async () => {
-      const m = c.multi();
-      await build(m);
-      if (confirm) m.client!('INFO');
-      const out = await m.exec();
-      if (!out) throw new Error('The transaction was discarded');
-      return out;
+      for (;;) {
+        const m = c.multi();
+        await build(m);
+        if (confirm) m.client!('INFO');
+        const out = await m.exec();
+        if (!out) throw new Error('The transaction was discarded');
+        // ioredis sends a script as EVAL once per connection and EVALSHA after, even when that EVAL
+        // never ran (a MULTI refused for a redirection, e.g. TRYAGAIN during a slot migration): the
+        // node may not hold the script, and a MULTI reports NOSCRIPT without ioredis noticing, so
+        // every later one on that connection would fail too. Load the scripts on the node and send
+        // it again, once. Safe: the engine's own script refused, so it wrote nothing; a BullMQ add
+        // that ran beside it is found again by its job id (the deferral recognises its own wake-up).
+        if (!reloaded && out.some(([err]) => err !== null && /^NOSCRIPT/.test(err.message))) {
+          reloaded = true;
+          await this.loadScripts(c);
+          continue;
+        }
+        return out;
+      }
     });
     if (confirm) {
       const [err, info] = results.pop()!;
@@ -549,6 +563,17 @@ export class DeferralStore {
       await this.replicas!.confirm(op, connectionOf(info));
     }
     return results;
+  }
+
+  /**
+   * Loads every script the client defines (the engine's and BullMQ's) on the queue's master:
+   * one pipeline, routed there by a keyed command that changes nothing (as the `WAIT`'s).
+   */
+  private async loadScripts(c: Client): Promise<void> {
+    const scripts = Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {});
+    const p = c.pipeline().persist!(this.keys.route);
+    for (const script of scripts) p.script!('LOAD', script.lua);
+    for (const [err] of (await p.exec()) ?? []) if (err) throw err;
   }
 
   /** With `waitForReplicas`: resolves once the replicas hold what connection `madeOn` wrote. */

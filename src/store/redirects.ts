@@ -12,6 +12,14 @@ const REDIRECTION = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b|EXECABORT|Too many Clus
 /** How many times a redirected pipeline is sent again, and the pause before each, ms. */
 const MAX_REDIRECTS = 16;
 const RETRY_DELAY_MS = 100;
+/**
+ * No new attempt starts this long after the first one, ms. ioredis retries a
+ * MULTI whose commands all failed alike by itself, up to `maxRedirections`
+ * times (TRYAGAIN during a slot migration: `retryDelayOnTryAgain` apart), and
+ * only then rejects (EXECABORT): sending it again 16 times more would hold a
+ * call for 16 times the client's own budget (minutes).
+ */
+const MAX_RETRY_MS = 2000;
 
 interface MaybeCluster {
   isCluster?: boolean;
@@ -28,11 +36,13 @@ function redirected(replies: Replies | undefined, error?: unknown): boolean {
 
 /**
  * Runs `send` (a pipeline or MULTI), and on a Cluster sends it again after a
- * redirection (slot map refreshed, a short pause), up to 16 times: as ioredis
- * does for a single command. Elsewhere it runs `send` once.
+ * redirection (slot map refreshed, a short pause), up to 16 times and for at
+ * most 2 s (then the redirection is thrown): as ioredis does for a single
+ * command. Elsewhere it runs `send` once.
  */
 export async function withRedirects<T extends Replies>(client: MaybeCluster, send: () => Promise<T>): Promise<T> {
   if (!client.isCluster) return send();
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     let replies: T | undefined;
     let error: unknown;
@@ -42,7 +52,7 @@ export async function withRedirects<T extends Replies>(client: MaybeCluster, sen
       error = e;
     }
     const again = error !== undefined ? redirected(undefined, error) : redirected(replies);
-    if (!again || attempt >= MAX_REDIRECTS) {
+    if (!again || attempt >= MAX_REDIRECTS || Date.now() - started >= MAX_RETRY_MS) {
       if (error !== undefined) throw error;
       return replies as T;
     }

@@ -108,13 +108,56 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
             'open deferrals on the victim',
             30_000,
           );
+          // a producer keeps enqueuing new stages on the victim's queue across the failover (issue 15.1)
+          const enqueues: { start: number; ms: number; error?: string }[] = [];
+          let producing = true;
+          const producer = (async () => {
+            for (let i = 0; producing; i++) {
+              const start = Date.now();
+              const r = await observer
+                .enqueue({ scope: ['producer', `p-${i}`], stage: 'image' }, { capacityCalls: 0 })
+                .then(
+                  (res) => (res.added ? undefined : `not added: ${res.reason}`),
+                  (e: Error) => `${e.constructor.name}: ${e.message}`,
+                );
+              enqueues.push({ start, ms: Date.now() - start, ...(r === undefined ? {} : { error: r }) });
+              // pacing, not synchronisation: about 20 new stages a second
+              await new Promise((r) => setTimeout(r, 50));
+            }
+          })();
+          await waitFor(() => enqueues.length >= 5, 'the producer to get going', 30_000);
           const before = progress();
           const killedAt = Date.now();
           await harness.kill(victim.port, 'SIGKILL');
           await harness.waitFailover(victim.port, 30_000);
-          const failoverMs = Date.now() - killedAt;
+          const upAt = Date.now();
+          const failoverMs = upAt - killedAt;
           const newOwner = await harness.ownerOf(victim.prefix);
-          return { killedAt, killedPort: victim.port, newOwner, deferredAtKill, sentAtKill: before.sent, failoverMs };
+          const startedAfterUp = () => enqueues.filter((e) => e.start >= upAt);
+          await waitFor(() => startedAfterUp().length >= 20, '20 enqueues after the new master is up', 30_000);
+          producing = false;
+          await producer;
+          const down = enqueues.filter((e) => e.start >= killedAt && e.start < upAt);
+          const producerFigures = {
+            beforeKill: enqueues.filter((e) => e.start < killedAt).length,
+            whileDown: down.length,
+            failedWhileDown: down.filter((e) => e.error).length,
+            whileDownMs: down.map((e) => e.ms),
+            afterUp: startedAfterUp().length,
+            failedAfterUp: startedAfterUp().filter((e) => e.error).length,
+            errorsAfterUp: startedAfterUp().flatMap((e) => (e.error ? [e.error] : [])),
+            errorsWhileDown: [...new Set(down.flatMap((e) => (e.error ? [e.error.slice(0, 100)] : [])))],
+            slowestAfterUpMs: Math.max(...startedAfterUp().map((e) => e.ms)),
+          };
+          return {
+            killedAt,
+            killedPort: victim.port,
+            newOwner,
+            deferredAtKill,
+            sentAtKill: before.sent,
+            failoverMs,
+            producer: producerFigures,
+          };
         },
       });
       const during = report.during as {
@@ -122,6 +165,7 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
         newOwner: number;
         deferredAtKill: number;
         failoverMs: number;
+        producer: { beforeKill: number; afterUp: number; failedAfterUp: number; errorsAfterUp: string[] };
       };
       saveFigures('cluster-failover', report, {
         nodes: harness.nodes.length,
@@ -131,6 +175,11 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
       });
       expect(during.deferredAtKill).toBeGreaterThan(0);
       expect(during.newOwner).not.toBe(during.killedPort);
+      // every enqueue of a new stage begun once the new master was up succeeded (failures while it was down are counted)
+      expect(during.producer.errorsAfterUp).toEqual([]);
+      expect(during.producer.failedAfterUp).toBe(0);
+      expect(during.producer.afterUp).toBeGreaterThanOrEqual(20);
+      expect(during.producer.beforeKill).toBeGreaterThanOrEqual(5);
       expectClean(report);
       for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
     } finally {

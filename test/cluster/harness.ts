@@ -320,6 +320,103 @@ export class RedisClusterHarness {
     );
   }
 
+  /** The node id of the node on `port` (`CLUSTER MYID`). */
+  async nodeId(port: number): Promise<string> {
+    return (await this.node(port).call('CLUSTER', 'MYID')) as string;
+  }
+
+  /** The hash slot of `key` (`CLUSTER KEYSLOT`). */
+  async slotOf(key: string): Promise<number> {
+    return Number(await this.node(this.live()[0]!.port).call('CLUSTER', 'KEYSLOT', key));
+  }
+
+  /**
+   * Starts moving `slot` from master `from` to master `to`, as `redis-cli --cluster reshard`
+   * does: `IMPORTING` on the target first, then `MIGRATING` on the source. Until the move is
+   * completed or reverted, the source answers ASK for keys it no longer has and TRYAGAIN
+   * for a multi-key command whose keys are split between the two.
+   */
+  async beginMigration(slot: number, from: number, to: number): Promise<void> {
+    await this.node(to).call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', await this.nodeId(from));
+    await this.node(from).call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', await this.nodeId(to));
+  }
+
+  /**
+   * Moves up to `limit` keys of `slot` from node `from` to node `to` with `MIGRATE` (in batches
+   * of 100, `REPLACE`), and returns how many moved. `asking` sends `ASKING` first, for a
+   * node that holds keys of a slot it is only importing (a migration being reverted).
+   */
+  async migrateKeys(slot: number, from: number, to: number, limit = Infinity, asking = false): Promise<number> {
+    let moved = 0;
+    while (moved < limit) {
+      const keys = (await this.node(from).call(
+        'CLUSTER',
+        'GETKEYSINSLOT',
+        String(slot),
+        String(Math.min(100, limit - moved)),
+      )) as string[];
+      if (keys.length === 0) break;
+      const p = this.node(from).pipeline();
+      if (asking) p.call('ASKING');
+      p.call('MIGRATE', '127.0.0.1', String(to), '', '0', '10000', 'REPLACE', 'KEYS', ...keys);
+      for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+      moved += keys.length;
+    }
+    return moved;
+  }
+
+  /**
+   * Completes a move begun by `beginMigration`: the remaining keys go to `to`, then
+   * `SETSLOT <slot> NODE <to>` on the target, the source and every other master (the
+   * documented order), and it waits until every live node serves the slot from `to`.
+   */
+  async completeMigration(slot: number, from: number, to: number, timeoutMs = 20_000): Promise<void> {
+    await this.migrateKeys(slot, from, to);
+    const toId = await this.nodeId(to);
+    const others = (await this.masters()).filter((p) => p !== from && p !== to);
+    for (const port of [to, from, ...others])
+      await this.node(port).call('CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
+    await this.waitSlotServedBy(slot, to, timeoutMs);
+  }
+
+  /**
+   * Reverts a move begun by `beginMigration`: keys created on (or moved to) the target go
+   * back to the source, and both nodes mark the slot `STABLE`; the source serves it again.
+   */
+  async revertMigration(slot: number, from: number, to: number, timeoutMs = 20_000): Promise<void> {
+    // the source owns the slot again first, so that it accepts the keys coming back
+    await this.node(from).call('CLUSTER', 'SETSLOT', String(slot), 'STABLE');
+    await this.migrateKeys(slot, to, from, Infinity, true);
+    await this.node(to).call('CLUSTER', 'SETSLOT', String(slot), 'STABLE');
+    await this.waitSlotServedBy(slot, from, timeoutMs);
+  }
+
+  /** Keys of `slot` held by the node on `port` (`CLUSTER COUNTKEYSINSLOT`). */
+  async keysInSlot(slot: number, port: number): Promise<number> {
+    return Number(await this.node(port).call('CLUSTER', 'COUNTKEYSINSLOT', String(slot)));
+  }
+
+  /** Waits until every live node says `slot` is served by `port`, with no migration open on any master. */
+  async waitSlotServedBy(slot: number, port: number, timeoutMs = 20_000): Promise<void> {
+    await poll(
+      async () => {
+        for (const n of this.live()) {
+          const slots = (await this.node(n.port).call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+          const range = slots.find(([a, b]) => slot >= a && slot <= b);
+          if (!range || Number(range[2][1]) !== port) return false;
+        }
+        for (const m of await this.masters()) {
+          const nodes = (await this.node(m).call('CLUSTER', 'NODES')) as string;
+          const myself = nodes.split('\n').find((l) => l.includes('myself'));
+          if (myself?.includes(`[${slot}-`)) return false;
+        }
+        return true;
+      },
+      `slot ${slot} to be served by ${port} on every node`,
+      timeoutMs,
+    );
+  }
+
   /** Closes clients, stops every node by pid, removes the temp dirs. */
   async stop(): Promise<void> {
     // disconnect, not quit: a Cluster that still knows a killed node would keep retrying it
