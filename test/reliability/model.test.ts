@@ -61,6 +61,10 @@ interface MStage {
   marks: string[];
   /** The pending job failed (not for good) and holds the stage by its own member while it waits out its backoff. */
   held?: string;
+  /** The class of the stage's current deferral. */
+  cls?: 'capacity' | 'idempotent';
+  /** When (model time) the stage's chain of capacity deferrals began: wakeDeferred wakes the oldest first. */
+  chainStart?: number;
   /** A job that close() sent back; counted when it runs again. */
   interrupted?: string;
   /** What the executor answers next. */
@@ -90,8 +94,12 @@ interface Real {
 }
 type Processed = { job: Job; result?: unknown; error?: Error };
 
+/** Model time: increases with every chain start. */
+let modelClock = 0;
+
 function fresh(s: MStage) {
   delete s.held;
+  delete s.chainStart;
   s.cap = 0;
   s.idem = 0;
   s.failures = 0;
@@ -289,6 +297,8 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         expect(out.result).toMatchObject({ dispatched: false, retryable: true, until: expect.any(Number) });
         if (cap) s.cap = count;
         else s.idem = count;
+        if (cap && count === 1) s.chainStart = ++modelClock;
+        s.cls = cap ? 'capacity' : 'idempotent';
         s.failures += s.attempts;
         s.attempts = 0;
         s.state = 'deferred';
@@ -383,7 +393,8 @@ class Expire implements Cmd {
   check = (m: Readonly<Model>) => m.stages[this.i]!.state === 'deferred';
   async run(m: Model, r: Real) {
     const s = m.stages[this.i]!;
-    const [lic] = await licencesOf(r, s.sid);
+    // the stage's licence, not a failed job's `?` record beside it
+    const lic = (await licencesOf(r, s.sid)).find((l) => !l.endsWith('?'));
     const job = await r.engine.queue.getJob(lic!.replace(/!$/, ''));
     await job!.promote();
     if (this.dropMarker) {
@@ -458,6 +469,37 @@ class Clear implements Cmd {
     await checkInvariants(m, r);
   }
   toString = () => `clear(${JSON.stringify(this.scope)})`;
+}
+
+/**
+ * Capacity returned: wakeDeferred wakes the longest-waiting capacity chains
+ * (by when their chain began), of one stage kind or any, up to `limit`; their
+ * wake-ups run now and their chains go on.
+ */
+class WakeDeferred implements Cmd {
+  constructor(
+    readonly limit: number,
+    readonly kind: string | undefined,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const expected = m.stages
+      // a deferral is open while its marker lives, also once its wake-up was promoted (not begun yet)
+      .filter((s) => (s.state === 'deferred' || s.state === 'wakeable') && s.marker && s.cls === 'capacity')
+      .filter((s) => this.kind === undefined || s.ref.stage === this.kind)
+      .sort((a, b) => a.chainStart! - b.chainStart! || (a.sid < b.sid ? -1 : 1))
+      .slice(0, this.limit);
+    const res = await r.engine.wakeDeferred({ limit: this.limit, ...(this.kind ? { stage: this.kind } : {}) });
+    expect({ woken: res.woken }).toEqual({ woken: expected.map((s) => s.ref) });
+    tally(`wake:${expected.length}`);
+    for (const s of expected) {
+      s.marker = false;
+      if (s.state === 'deferred') s.queued = 'waiting';
+      s.state = 'wakeable';
+    }
+    await checkInvariants(m, r);
+  }
+  toString = () => `wakeDeferred(${this.limit}${this.kind ? `, ${this.kind}` : ''})`;
 }
 
 class Restart implements Cmd {
@@ -637,6 +679,8 @@ class SkewedDeferral implements Cmd {
     delete s.end;
     fresh(s);
     s.cap = 1;
+    s.cls = 'capacity';
+    s.chainStart = ++modelClock;
     s.bull = 0;
     delete s.failedJob;
     delete s.failedCancelled;
@@ -759,6 +803,12 @@ const commands = [
   fc.constant(new CloseMidFlight()),
   fc.tuple(idx, skew).map(([i, ms]) => new SkewedDeferral(i, ms)),
   fc.constant(new Stall()),
+  fc
+    .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<string | undefined>(undefined, 'image', 'video'))
+    .map(([limit, kind]) => new WakeDeferred(limit, kind)),
+  fc
+    .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<string | undefined>(undefined, 'image', 'video'))
+    .map(([limit, kind]) => new WakeDeferred(limit, kind)),
 ];
 
 /**
@@ -901,6 +951,8 @@ describe('the deferral contract, model-based', () => {
         'skew:behind',
         'stall:in-flight:',
         'stall:ran-after-lock',
+        'wake:1',
+        'wake:2',
       ])
         expect(reached(branch)).toEqual({ branch, reached: true });
     },
