@@ -140,7 +140,9 @@ const engine = createDispatchEngine({
     await rec.eval(START, 3, ...keys, ctx.fencingToken, pid);
     const outcome = scripted(sid, n);
     const aborted = await pause(Math.floor(random() * execMs), ctx.signal);
-    const by = (ctx.signal.reason as { by?: string } | undefined)?.by ?? 'abort';
+    // close() aborts with an EngineClosedError (ENGINE_CLOSED); a cancel or a lost lock with an AbortError `by`
+    const reason = ctx.signal.reason as { by?: string; code?: string } | undefined;
+    const by = reason?.code === 'ENGINE_CLOSED' ? 'close' : (reason?.by ?? 'abort');
     const kind = (await rec.eval(
       END,
       5,
