@@ -3,7 +3,7 @@ import { Worker } from 'bullmq';
 import { DeferralStore } from '../src/deferral-store';
 import { stageId, type DispatchContext, type ExecutorResult, type StageRef } from '../src';
 import { expectUnwritten, harness, notSent, SENT, snapshot, teardown, type Harness } from './helpers/engine';
-import { redisOptions, waitFor } from './helpers/redis';
+import { connect, waitFor } from './helpers/redis';
 
 /**
  * Issue 10: the contract on the paths operators, shutdowns and clocks take.
@@ -263,7 +263,7 @@ describe('10.5: close() keeps renewing the locks of running executors, and the p
     await h.engine.enqueue(image, {});
     await h.engine.close();
     const worker = new Worker(h.queueName, h.engine.processor, {
-      connection: { ...redisOptions(), maxRetriesPerRequest: null },
+      connection: connect({ maxRetriesPerRequest: null }),
       prefix: h.prefix,
     });
     try {
