@@ -118,8 +118,8 @@ export class ManualWorker {
 
 /** BullMQ's own structural keys of a queue, which may remain after a drain. */
 const BULLMQ_QUEUE_KEYS = new Set(['id', 'meta', 'events', 'stalled-check', 'marker', 'limiter', 'pc', 'metrics']);
-/** The engine's own queue-level keys: the fencing counter (one per queue, never per stage). */
-const ENGINE_QUEUE_KEYS = new Set(['sd:fence']);
+/** The engine's own queue-level keys (never per stage): the fencing counter, the wake sequences, the fleet's clock lead. */
+const ENGINE_QUEUE_KEYS = new Set(['sd:fence', 'sd:wseq', 'sd:lead']);
 
 /**
  * Keys under the prefix that belong to no stage after a drain: any engine key
@@ -131,7 +131,7 @@ export async function orphanKeys(redis: IORedis, prefix: string, queueName: stri
   const out: string[] = [];
   for (const key of await keysUnder(redis, prefix)) {
     const rest = key.startsWith(base) ? key.slice(base.length) : key;
-    if (BULLMQ_QUEUE_KEYS.has(rest) || ENGINE_QUEUE_KEYS.has(rest)) continue;
+    if (BULLMQ_QUEUE_KEYS.has(rest) || ENGINE_QUEUE_KEYS.has(rest) || rest.startsWith('sd:wseq:')) continue;
     if (rest === 'failed' && failedOk.size > 0) continue;
     // a job failed for good keeps its licence member, marked `?` (a cancel or a retry by hand can reach it)
     if (rest === 'sd:licences' && failedOk.size > 0) {

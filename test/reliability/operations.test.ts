@@ -34,6 +34,7 @@ describe('retries by hand, graceful closes and stalls in a fleet of worker proce
           execMs: 150,
           terminalRate: 0.15,
           retryByHandEveryMs: 300,
+          wakeEveryMs: 400,
           deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
         },
         async (fleet, finished) => {
@@ -61,6 +62,7 @@ describe('retries by hand, graceful closes and stalls in a fleet of worker proce
       expectInvariantsKept(report);
       expect(report.failedForGood).toBeGreaterThan(0);
       expect(report.retriesByHand).toBeGreaterThan(0);
+      expect(report.wokenEarly).toBeGreaterThan(0);
       expect(report.closes).toBeGreaterThan(0);
       expect(report.callsAbortedByClose).toBeGreaterThan(0);
       expect(report.stalls).toBeGreaterThan(0);
