@@ -1,7 +1,7 @@
 import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import type { StageRef } from '../../src';
-import { sleep, watch } from './util';
+import { watch } from './util';
 
 /**
  * 10.2 made a direct deferral carry the failures of a *wake-up* waiting out its
@@ -41,7 +41,6 @@ describe('review: an enqueued job in its retry backoff and a host tick', () => {
     const { failed } = watch(worker);
     await waitFor(() => failed.length === 1, 'the enqueued job failed once, now in backoff');
     expect((await h.engine.dispatchStage(image, {})).reason).toBe('no_worker_available');
-    await sleep(200);
     await idle(h);
     const realFailures = h.executor.calls.length - 1; // every call but the capacity answer threw
     expect(realFailures).toBeLessThanOrEqual(2);
@@ -55,7 +54,7 @@ describe('review: an enqueued job in its retry backoff and a host tick', () => {
     await waitFor(() => failed.length === 1, 'failed once, in backoff');
     expect((await h.engine.dispatchStage(image, {})).dispatched).toBe(true);
     // "dispatched: true — done; nothing of the stage is left in Redis"
-    await sleep(800);
+    await idle(h);
     expect(done.map((d) => d.result.dispatched)).not.toContain(true);
     expect(h.executor.calls).toHaveLength(2);
   });

@@ -2,7 +2,7 @@ import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import { DeferralStore } from '../../src/deferral-store';
 import { stageId, type DispatchContext, type StageRef } from '../../src';
-import { fast, sleep, watch } from './util';
+import { fast, watch } from './util';
 
 /**
  * A worker frozen (GC pause, a partition from Redis) past lockMs: its lock
@@ -66,7 +66,8 @@ describe('review: the attempt that lost its lock', () => {
     const { failed } = watch(a.engine.createWorker());
     await waitFor(async () => (await a.redis.exists(lock)) === 1, 'the lock taken');
     await a.redis.del(lock); // lapsed
-    await sleep(1000); // the next renewal finds it lost and aborts the executor
+    // the next renewal finds it lost and aborts the executor: the job goes back (delayed), no attempt spent
+    await waitFor(async () => (await a.engine.queue.getJobState(jobId!)) === 'delayed', 'the job sent back');
     expect(failed.map((f) => f.error.message)).toEqual([]);
     expect(await a.engine.queue.getJobState(jobId!)).not.toBe('failed');
   });

@@ -7,7 +7,7 @@ import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import { freePort } from '../helpers/private-redis';
 import type { StageRef } from '../../src';
-import { members, sleep, watch } from './util';
+import { members, sleep, watch, queued } from './util';
 
 /** Paths that held up under this review (these pass). */
 afterEach(async () => {
@@ -26,7 +26,7 @@ describe('review2 (held up)', () => {
     const [a, b] = await Promise.all([h.engine.clearDeferrals(['book-1']), h.engine.clearDeferrals(['book-1'])]);
     expect(a + b).toBe(1);
     await waitFor(() => done.length === 1, 'woken');
-    await sleep(200);
+    await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
     expect(h.executor.calls).toHaveLength(2);
     expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
   });
@@ -37,7 +37,7 @@ describe('review2 (held up)', () => {
     await h.engine.dispatchStage(image, {});
     const { done } = watch(h.engine.createWorker());
     await Promise.all([h.engine.clearDeferrals(['book-1']), h.engine.cancelActiveDispatch(image)]);
-    await sleep(500);
+    await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
     expect(h.executor.calls.length).toBeLessThanOrEqual(2);
     expect(done.length).toBeLessThanOrEqual(1);
     expect(await h.engine.isStageDeferred(image)).toBe(false);

@@ -1,7 +1,7 @@
 import { harness, notSent, teardown } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import type { StageRef } from '../../src';
-import { fast, sleep, watch } from './util';
+import { fast, watch, queued } from './util';
 
 /**
  * A job that is not the stage's licence holder fails and is retried: HOLD
@@ -39,7 +39,7 @@ describe('review2: HOLD by a job that is not the licence holder', () => {
       { attempts: 3, backoff: fast },
     );
     await waitFor(async () => (await h.engine.queue.getJobCounts('failed')).failed === 1, 'failed for good', 10_000);
-    await sleep(300);
+    await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
     const realFailures = h.executor.calls.length - 1; // every call but the capacity answer threw
     expect(realFailures).toBeLessThanOrEqual(3);
   });

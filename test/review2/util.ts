@@ -26,3 +26,11 @@ export function latch<T = void>() {
   const opened = new Promise<T>((resolve) => (open = resolve));
   return { open, opened };
 }
+
+/** Jobs of the harness' queue that are active, waiting or delayed. */
+export async function queued(h: {
+  engine: { queue: { getJobCounts(...s: string[]): Promise<Record<string, number>> } };
+}) {
+  const c = await h.engine.queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
+  return (c.active ?? 0) + (c.wait ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+}
