@@ -3,7 +3,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'node_modules/', 'test/artifacts/', 'bench/results/'] },
+  {
+    ignores: ['dist/', 'coverage/', 'node_modules/', 'test/artifacts/', 'bench/results/', '.stryker-tmp/', 'reports/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

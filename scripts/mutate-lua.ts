@@ -1,0 +1,310 @@
+/**
+ * Mutation testing of the Lua in src/lua/scripts.ts (issue 14, item 2).
+ * Stryker sees each script as one string literal, so this script mutates the
+ * Lua itself, line by line:
+ *   delete  the line is blanked (statements only: a line that opens or closes
+ *           a block would only make a syntax error)
+ *   flip    one comparison is negated (`==`/`~=`, `<`/`>=`, `>`/`<=`),
+ *           outside string literals and comments
+ * and runs the core suites against each mutant in a sandbox copy of the
+ * project (src/ in the work tree is never written). A mutant is killed when a
+ * suite fails, timed out when the run exceeds --timeout, survived otherwise.
+ *
+ *   npm run test:mutation:lua                      # every mutant
+ *   npm run test:mutation:lua -- --script DEFER,CANCEL --ops flip
+ *   npm run test:mutation:lua -- --resume          # reuse reports/lua-mutation.json
+ *   npm run test:mutation:lua -- --list            # print the mutants, run nothing
+ *   options: --workers N (jest workers, 2), --timeout MS (a whole run: 3 x the baseline, at least 60 s),
+ *            --test-timeout MS (jest's per test, 15 s), --limit N
+ *
+ * Results: reports/lua-mutation.json (committed), one row per mutant.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..');
+const SOURCE = 'src/lua/scripts.ts';
+const TESTS = [
+  'test/deferral.dispatch.test.ts',
+  'test/deferral.cancel-clear.test.ts',
+  'test/reliability/races.test.ts',
+  'test/deferral.worker.test.ts',
+  'test/contract.operator-paths.test.ts',
+];
+const REPORT = join(ROOT, 'reports/lua-mutation.json');
+
+interface Mutant {
+  id: string;
+  script: string;
+  line: number;
+  op: 'delete' | 'flip';
+  original: string;
+  mutated: string;
+}
+interface Result extends Mutant {
+  status: 'Killed' | 'Survived' | 'Timeout';
+  killedBy?: string;
+  ms: number;
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? undefined : process.argv[i + 1];
+}
+const flag = (name: string) => process.argv.includes(`--${name}`);
+
+/** The Lua lines of the file: those inside a multi-line `export const NAME = \`` literal. */
+function luaLines(lines: string[]): { line: number; script: string }[] {
+  const out: { line: number; script: string }[] = [];
+  let script: string | null = null;
+  lines.forEach((text, i) => {
+    const open = /^(?:export )?const (\w+) = `$/.exec(text);
+    if (open) {
+      script = open[1] as string;
+      return;
+    }
+    if (script && text.startsWith('`')) {
+      script = null;
+      return;
+    }
+    if (script) out.push({ line: i, script });
+  });
+  return out;
+}
+
+/** The line with string literals and a trailing comment blanked, so operators are found in code only. */
+function codeOnly(text: string): string {
+  let out = '';
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote) {
+      if (c === '\\') {
+        out += '  ';
+        i++;
+        continue;
+      }
+      if (c === quote) quote = null;
+      out += ' ';
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      quote = c;
+      out += ' ';
+      continue;
+    }
+    if (c === '-' && text[i + 1] === '-') return out + ' '.repeat(text.length - i);
+    out += c;
+  }
+  return out;
+}
+
+const FLIP: Record<string, string> = { '==': '~=', '~=': '==', '<=': '>', '>=': '<', '<': '>=', '>': '<=' };
+
+function mutantsOf(source: string): Mutant[] {
+  const lines = source.split('\n');
+  const mutants: Mutant[] = [];
+  for (const { line, script } of luaLines(lines)) {
+    const text = lines[line] as string;
+    const code = codeOnly(text).trim();
+    if (code === '' || text.includes('${')) continue;
+    const opensOrCloses =
+      /^(end|else|elseif|until)\b|^[})]/.test(code) ||
+      /(\bthen|\bdo|\belse|[{(,])$/.test(code) ||
+      (/\bfunction\b/.test(code) && !/\bend\)?$/.test(code));
+    const base = { script, line: line + 1, original: text };
+    if (!opensOrCloses) {
+      mutants.push({ ...base, id: `${script}:${line + 1}:delete`, op: 'delete', mutated: '' });
+    }
+    const masked = codeOnly(text);
+    const re = /==|~=|<=|>=|<|>/g;
+    let m: RegExpExecArray | null;
+    let n = 0;
+    while ((m = re.exec(masked))) {
+      const to = FLIP[m[0]] as string;
+      const mutated = text.slice(0, m.index) + to + text.slice(m.index + m[0].length);
+      mutants.push({ ...base, id: `${script}:${line + 1}:flip${n++}`, op: 'flip', mutated });
+    }
+  }
+  return mutants;
+}
+
+function hashOf(paths: string[]): string {
+  const h = createHash('sha256');
+  for (const p of paths) h.update(readFileSync(join(ROOT, p)));
+  return h.digest('hex').slice(0, 16);
+}
+
+function makeSandbox(): string {
+  const dir = join(ROOT, '.stryker-tmp', `lua-sandbox-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const p of ['src', 'test', 'jest.config.ts', 'tsconfig.json', 'package.json']) {
+    cpSync(join(ROOT, p), join(dir, p), { recursive: true });
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  // the suites run in the order of TESTS (fastest first), so --bail stops a killed mutant early
+  writeFileSync(
+    join(dir, 'sequencer.js'),
+    `const Sequencer = require('@jest/test-sequencer').default;
+const order = ${JSON.stringify(TESTS)};
+const rank = (p) => order.findIndex((t) => p.endsWith(t));
+module.exports = class extends Sequencer {
+  sort(tests) {
+    return [...tests].sort((a, b) => rank(a.path) - rank(b.path));
+  }
+};
+`,
+  );
+  return dir;
+}
+
+function runJest(dir: string, timeoutMs: number): Promise<{ status: Result['status']; killedBy?: string; ms: number }> {
+  const started = Date.now();
+  const out = join(dir, 'jest-result.json');
+  rmSync(out, { force: true });
+  const workers = arg('workers') ?? '2';
+  return new Promise((done) => {
+    const child = spawn(
+      join(ROOT, 'node_modules/.bin/jest'),
+      [
+        '--ci',
+        '--bail',
+        '--silent',
+        `--maxWorkers=${workers}`,
+        '--testSequencer=./sequencer.js',
+        `--testTimeout=${arg('test-timeout') ?? 15_000}`,
+        '--json',
+        `--outputFile=${out}`,
+        ...TESTS,
+      ],
+      { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: process.env },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (b: Buffer) => {
+      if (stderr.length < 1_000_000) stderr += b.toString();
+    });
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const ms = Date.now() - started;
+      if (signal === 'SIGKILL') return done({ status: 'Timeout', ms });
+      if (code === 0) return done({ status: 'Survived', ms });
+      // jest prints `FAIL <file>` then `● <describe> › <test>` for each failure
+      const file = /FAIL (\S+)/.exec(stderr)?.[1];
+      const title = /● (.+)/.exec(stderr)?.[1];
+      let killedBy = file ? `${file}: ${title ?? '?'}` : `jest exited ${code}`;
+      try {
+        const r = JSON.parse(readFileSync(out, 'utf8')) as {
+          testResults: { name: string; message: string; assertionResults: { status: string; fullName: string }[] }[];
+        };
+        for (const f of r.testResults) {
+          const failed = f.assertionResults.find((a) => a.status === 'failed');
+          if (failed) {
+            killedBy = `${f.name.slice(dir.length + 1)}: ${failed.fullName}`;
+            break;
+          }
+          if (f.message) killedBy = `${f.name.slice(dir.length + 1)}: suite failed to run`;
+        }
+      } catch {
+        /* no result file: keep the exit code */
+      }
+      done({ status: 'Killed', killedBy, ms });
+    });
+  });
+}
+
+async function main() {
+  const source = readFileSync(join(ROOT, SOURCE), 'utf8');
+  let mutants = mutantsOf(source);
+  const scripts = arg('script')?.split(',');
+  if (scripts) mutants = mutants.filter((m) => scripts.includes(m.script));
+  const ops = arg('ops')?.split(',');
+  if (ops) mutants = mutants.filter((m) => ops.includes(m.op));
+  const limit = arg('limit');
+  if (limit) mutants = mutants.slice(0, Number(limit));
+  if (flag('list')) {
+    for (const m of mutants) console.log(`${m.id}\t${m.original.trim()}\t=>\t${m.mutated.trim() || '(deleted)'}`);
+    console.log(`${mutants.length} mutants`);
+    return;
+  }
+  if (!process.env.REDIS_URL) throw new Error('REDIS_URL is not set: run through `npm run test:mutation:lua`');
+
+  const testsHash = hashOf(TESTS);
+  const previous: { testsHash?: string; results?: Result[] } = existsSync(REPORT)
+    ? JSON.parse(readFileSync(REPORT, 'utf8'))
+    : {};
+  const reuse = new Map<string, Result>();
+  if (flag('resume') && previous.testsHash === testsHash) {
+    for (const r of previous.results ?? []) reuse.set(`${r.id}\n${r.original}\n${r.mutated}`, r);
+  }
+  const dir = makeSandbox();
+  const target = join(dir, SOURCE);
+  const started = Date.now();
+  const results = new Map<string, Result>((previous.results ?? []).map((r) => [r.id, r]));
+  const save = () =>
+    writeFileSync(
+      REPORT,
+      `${JSON.stringify({ source: SOURCE, tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
+    );
+  try {
+    const baseline = await runJest(dir, 600_000);
+    console.log(`baseline: ${baseline.status} in ${(baseline.ms / 1000).toFixed(0)} s`);
+    if (baseline.status !== 'Survived') throw new Error(`the suites fail without a mutant: ${baseline.killedBy}`);
+    // a mutant that makes a suite wait out its deadlines counts as detected (Timeout), as in Stryker
+    const timeoutMs = Number(arg('timeout') ?? Math.max(60_000, 3 * baseline.ms));
+    const lines = source.split('\n');
+    let i = 0;
+    for (const m of mutants) {
+      i++;
+      const old = reuse.get(`${m.id}\n${m.original}\n${m.mutated}`);
+      if (old) {
+        results.set(m.id, old);
+        continue;
+      }
+      const mutated = [...lines];
+      mutated[m.line - 1] = m.mutated;
+      writeFileSync(target, mutated.join('\n'));
+      const r = await runJest(dir, timeoutMs);
+      results.set(m.id, { ...m, ...r });
+      save();
+      console.log(
+        `[${i}/${mutants.length}] ${r.status.padEnd(8)} ${m.id}  ${m.original.trim()}  =>  ${m.mutated.trim() || '(deleted)'}` +
+          (r.killedBy ? `\n      by ${r.killedBy}` : ''),
+      );
+    }
+  } finally {
+    writeFileSync(target, source);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  save();
+  const run = mutants.map((m) => results.get(m.id) as Result);
+  const byScript = new Map<string, Result[]>();
+  for (const r of run) byScript.set(r.script, [...(byScript.get(r.script) ?? []), r]);
+  console.log(`\nscript      mutants  killed  timeout  survived  score`);
+  for (const [script, rs] of [...byScript, ['all', run] as [string, Result[]]]) {
+    const k = rs.filter((r) => r.status === 'Killed').length;
+    const t = rs.filter((r) => r.status === 'Timeout').length;
+    const s = rs.filter((r) => r.status === 'Survived').length;
+    console.log(
+      `${script.padEnd(12)}${String(rs.length).padStart(7)}${String(k).padStart(8)}${String(t).padStart(9)}${String(s).padStart(10)}  ${((100 * (k + t)) / rs.length).toFixed(1)} %`,
+    );
+  }
+  for (const r of run.filter((x) => x.status === 'Survived')) {
+    console.log(`survived ${r.id}: ${r.original.trim()} => ${r.mutated.trim() || '(deleted)'}`);
+  }
+  console.log(`run time ${((Date.now() - started) / 60000).toFixed(1)} min`);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
