@@ -106,7 +106,7 @@ export function createProcessor<P>(
       }
       default:
         // a job added by hand may be kept once completed: a retry by hand of it then starts afresh
-        if (!id.startsWith(`${sid}@`)) await store.markFinished(id);
+        if (!id.startsWith(`${sid}@`) && job.opts.removeOnComplete !== true) await store.markFinished(id);
         return attempt.result;
     }
   };
