@@ -1,7 +1,8 @@
 import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import { redisOptions, waitFor } from '../helpers/redis';
-import { PrivateRedis, envInt, rng, seedFor, LONG_MS } from './harness';
+import { PrivateRedis } from '../helpers/private-redis';
+import { envInt, rng, seedFor, LONG_MS } from './harness';
 import { expectInvariantsKept, runFleet, summary } from './fleet';
 
 const recUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
