@@ -105,8 +105,31 @@ export interface Harness {
 
 const engines: DispatchEngine[] = [];
 const prefixes: string[] = [];
+/** Set by `harness()`, cleared by `teardown()`: something of this test's is still open. */
+let open = false;
 
-/** An engine on its own prefix and queue, with a scripted executor; torn down by `teardown()`. */
+/**
+ * `harness()` tears itself down: importing this module in a jest test file
+ * registers (once per file: jest loads modules afresh for each file) an
+ * `afterEach` that runs `teardown()` when the test made a harness. A file
+ * need not call `teardown()` itself; one that does is not harmed (it is
+ * idempotent). Jest runs a file's top-level `afterEach` hooks in the order
+ * they were declared, and this one is declared by the import, so it runs
+ * first: a test that must undo something before the engines close (a spy)
+ * undoes it in the test (try/finally). Outside jest (a child process) there
+ * is no `afterEach` and nothing is registered.
+ */
+if (typeof afterEach === 'function') {
+  afterEach(async () => {
+    if (open) await teardown();
+  });
+}
+
+/**
+ * An engine on its own prefix and queue (or on `shared`'s, for a second host
+ * of one queue), with a scripted executor. Call it in a test (or a
+ * `beforeEach`), not in `beforeAll`: it is torn down after each test.
+ */
 export function harness(
   overrides: Partial<DispatchEngineOptions> = {},
   shared?: { prefix: string; queueName: string },
@@ -132,11 +155,17 @@ export function harness(
   });
   engines.push(engine);
   if (!prefixes.includes(prefix)) prefixes.push(prefix);
+  open = true;
   return { engine, executor, redis: client(), prefix, queueName, rollbacks, journal };
 }
 
-/** Closes every engine and client the test opened and deletes its keys. */
+/**
+ * Closes every engine and client the test opened and deletes its keys. Runs
+ * by itself after each test that called `harness()`; calling it again is a
+ * no-op (but for closing the clients of `helpers/redis`).
+ */
 export async function teardown(): Promise<void> {
+  open = false;
   await Promise.all(engines.splice(0).map((e) => e.close()));
   const redis = client();
   for (const prefix of prefixes.splice(0)) await dropPrefix(redis, prefix);
