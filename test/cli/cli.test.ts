@@ -24,6 +24,7 @@ let engine: DispatchEngine;
 
 beforeAll(async () => {
   buildOnce();
+  // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
   engine = createDispatchEngine({
     connection: client(),
     prefix,

@@ -104,6 +104,7 @@ describe('a Redis without persistence, restarted', () => {
   it('keeps nothing: the deferral, its licence and its wake-up are all gone (state this in the docs)', async () => {
     const volatile = await PrivateRedis.start(['--appendonly', 'no', '--save', '']);
     const u = new URL(volatile.url);
+    // by hand, not harness(): the engine is on the private server this test restarts
     const engine = createDispatchEngine({
       connection: { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null } as never,
       prefix: 'vol',
