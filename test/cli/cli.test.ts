@@ -140,6 +140,7 @@ describe('a stage whose wake-up failed for good', () => {
 
   it('show reports it failed, with the job and its error', async () => {
     let calls = 0;
+    // by hand, not harness(): its teardown would close the client this file's shared engine runs on
     e = createDispatchEngine({
       connection: client(),
       ...own,
