@@ -29,28 +29,31 @@ export function spawnRedisServer(port: number, dir: string, args: string[]): Chi
 
 /** Resolves once the server on `port` answers PING with PONG (not LOADING); fails after `timeoutMs`. */
 export async function waitForPong(port: number, timeoutMs = 20_000, alive: () => boolean = () => true): Promise<void> {
+  // one probe for every attempt: a client per failed attempt leaves ioredis timers behind (jest then waits for them)
+  const probe = new IORedis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+  });
+  probe.on('error', () => undefined);
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!alive()) throw new Error(`redis-server on ${port} exited at start-up`);
-    const c = new IORedis({
-      port,
-      host: '127.0.0.1',
-      lazyConnect: true,
-      retryStrategy: () => null,
-      maxRetriesPerRequest: 0,
-    });
-    c.on('error', () => undefined);
-    try {
-      await c.connect();
-      // with appendonly, the server answers LOADING until the AOF is read
-      if ((await c.ping()) === 'PONG') return;
-    } catch {
-      // not up yet
-    } finally {
-      c.disconnect();
+  try {
+    for (;;) {
+      if (!alive()) throw new Error(`redis-server on ${port} exited at start-up`);
+      try {
+        if (probe.status !== 'ready') await probe.connect();
+        // with appendonly, the server answers LOADING until the AOF is read
+        if ((await probe.ping()) === 'PONG') return;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
+      await new Promise((r) => setTimeout(r, 50));
     }
-    if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not start`);
-    await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    probe.disconnect();
   }
 }
 
