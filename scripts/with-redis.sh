@@ -20,7 +20,9 @@ if ! command -v redis-server >/dev/null; then
     exit 1
   fi
 fi
-port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+# the tests' one free-port helper (test/helpers/ports.ts)
+root=$(cd "$(dirname "$0")/.." && pwd)
+port=$(cd "$root" && node_modules/.bin/tsx -e 'import("./test/helpers/ports.ts").then((m) => (m.freePort ?? m.default.freePort)()).then((p) => console.log(p))')
 dir=$(mktemp -d)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
 trap 'kill "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"' EXIT

@@ -5,6 +5,7 @@ import { dropPrefix, isolated, keysUnder, redisOptions, waitFor, client, closeCl
 
 afterEach(closeClients);
 
+// Engines by hand, not harness(): these tests are about the connection given to createDispatchEngine and its options.
 describe('connections', () => {
   it('works on a producer connection without maxRetriesPerRequest: null, and never closes a connection passed in', async () => {
     const conn = new IORedis({ ...redisOptions() });

@@ -2,16 +2,16 @@ import type { Job } from 'bullmq';
 import { Worker } from 'bullmq';
 import { DeferralStore } from '../src/deferral-store';
 import { stageId, type DispatchContext, type ExecutorResult, type StageRef } from '../src';
-import { expectUnwritten, harness, notSent, SENT, snapshot, teardown, type Harness } from './helpers/engine';
+import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
 import { connect, waitFor } from './helpers/redis';
 
 /**
  * Issue 10: the contract on the paths operators, shutdowns and clocks take.
  * Each title names the item it pins.
  */
-afterEach(async () => {
+// the engines of each test are torn down by harness() itself
+afterEach(() => {
   jest.restoreAllMocks();
-  await teardown();
 });
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

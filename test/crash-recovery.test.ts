@@ -1,9 +1,7 @@
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
-import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 

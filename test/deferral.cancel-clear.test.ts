@@ -1,7 +1,5 @@
-import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const ref = (book: string, ch: string, sc: string, stage = 'image') => ({ scope: [book, ch, sc], stage });
 

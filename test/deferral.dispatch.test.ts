@@ -1,8 +1,6 @@
-import { harness, notSent, SENT, teardown, snapshot, expectUnwritten } from './helpers/engine';
+import { harness, notSent, SENT, snapshot, expectUnwritten } from './helpers/engine';
 import { keysUnder, waitFor } from './helpers/redis';
 import { stageId } from '../src';
-
-afterEach(teardown);
 
 const scene = ['book-1', 'ch-2', 'sc-7'];
 const image = { scope: scene, stage: 'image' };

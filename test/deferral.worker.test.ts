@@ -1,9 +1,7 @@
 import { Job } from 'bullmq';
 import { DeferralLimitError, isStageDeferralError } from '../src';
-import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const short = { windows: { capacitySeconds: 0.3, idempotentSeconds: 0.6, jitter: 0 } };

@@ -1,7 +1,5 @@
-import { harness, notSent, teardown, snapshot, expectUnwritten } from './helpers/engine';
+import { harness, notSent, snapshot, expectUnwritten } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const a = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 

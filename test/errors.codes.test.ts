@@ -1,8 +1,6 @@
 import type { Worker } from 'bullmq';
-import { harness, notSent, teardown } from './helpers/engine';
+import { harness, notSent } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 

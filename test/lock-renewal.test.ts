@@ -1,8 +1,6 @@
 import { stageId, type ExecutorResult } from '../src';
-import { harness, SENT, teardown } from './helpers/engine';
+import { harness, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 

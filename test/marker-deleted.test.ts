@@ -1,7 +1,5 @@
-import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 

@@ -8,14 +8,8 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { createNoopMeter, metrics } from '@opentelemetry/api';
-import {
-  createDispatchEngine,
-  instrumentEngine,
-  type DispatchEngine,
-  type ExecutorResult,
-  type StageRef,
-} from '../src';
-import { client, closeClients, dropPrefix, isolated } from './helpers/redis';
+import { instrumentEngine, type DispatchEngine, type ExecutorResult, type StageRef } from '../src';
+import { harness } from './helpers/engine';
 
 /** A reader the test collects from by hand (cumulative). */
 class TestReader extends MetricReader {
@@ -53,21 +47,17 @@ interface Setup {
   stop: () => void;
 }
 
-// Every test makes its own engine, queue and meter provider, so each runs alone (`-t`).
-const opened: { engine: DispatchEngine; provider: MeterProvider; prefix: string }[] = [];
+// Every test makes its own engine (harness(): torn down after the test), queue and meter provider, so each runs alone (`-t`).
+const providers: MeterProvider[] = [];
 
 function setup(): Setup {
-  const { prefix, queueName } = isolated();
-  const engine = createDispatchEngine({
-    connection: client(),
-    prefix,
-    queueName,
+  const { engine, queueName } = harness({
     windows: { capacitySeconds: 300, idempotentSeconds: 600 },
     executor: (r) => answers[r.scope[1] as string]!(),
   });
   const reader = new TestReader();
   const provider = new MeterProvider({ readers: [reader] });
-  opened.push({ engine, provider, prefix });
+  providers.push(provider);
   const stop = instrumentEngine(engine, { meter: provider.getMeter('test') });
   return { engine, provider, reader, queueName, stop };
 }
@@ -81,12 +71,7 @@ async function seed(engine: DispatchEngine): Promise<void> {
 
 afterEach(async () => {
   metrics.disable();
-  for (const { engine, provider, prefix } of opened.splice(0)) {
-    await provider.shutdown();
-    await engine.close();
-    await dropPrefix(client(), prefix);
-  }
-  await closeClients();
+  for (const provider of providers.splice(0)) await provider.shutdown();
 });
 
 async function collect(reader: MetricReader): Promise<MetricData[]> {
@@ -177,12 +162,10 @@ describe('instrumentEngine', () => {
 
   it('counts writes the replicas did not acknowledge, by op (a single Redis has no replica to WAIT for)', async () => {
     const { provider, reader } = setup();
-    const names = isolated();
-    const lagging = createDispatchEngine({
-      connection: client(),
-      ...names,
+    const { engine: lagging } = harness({
       waitForReplicas: { replicas: 1, timeoutMs: 1 },
       executor: answers['sc-b']!,
+      windows: undefined,
     });
     const lags: unknown[] = [];
     lagging.on('replicaLag', (e) => lags.push(e));
@@ -195,8 +178,6 @@ describe('instrumentEngine', () => {
       expect(sum(await collect(reader), 'stage_deferral.replica.lags', { 'stage_deferral.op': 'defer' })).toBe(1);
     } finally {
       stopLagging();
-      await lagging.close();
-      await dropPrefix(client(), names.prefix);
     }
   });
 

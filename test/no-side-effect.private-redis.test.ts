@@ -1,6 +1,6 @@
 import IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine } from '../src';
-import { startPrivateRedis, type PrivateRedis } from './helpers/private-redis';
+import { PrivateRedis } from './helpers/private-redis';
 
 /**
  * Clause 2 and clause 12 measured exactly: on a Redis of our own nothing else
@@ -13,8 +13,9 @@ let calls = 0;
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
 beforeAll(async () => {
-  server = await startPrivateRedis();
+  server = await PrivateRedis.start();
   redis = new IORedis({ port: server.port });
+  // by hand, not harness(): the engine is on the private server, shared by the tests of this file
   engine = createDispatchEngine({
     connection: { host: '127.0.0.1', port: server.port },
     prefix: 'exact',

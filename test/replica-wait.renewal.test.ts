@@ -1,9 +1,7 @@
 import { DeferralStore } from '../src/deferral-store';
 import { stageId, type DispatchContext, type ExecutorResult, type StageRef } from '../src';
-import { harness, notSent, SENT, teardown } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
-
-afterEach(teardown);
 
 const slow: StageRef = { scope: ['book'], stage: 'video' };
 const blocked: StageRef = { scope: ['book'], stage: 'image' };

@@ -3,10 +3,8 @@ import fc from 'fast-check';
 import { InvalidStageRefError, MAX_STAGE_ID_LENGTH, parseStageId, stageId } from '../src';
 import { readyJobId, wakeUpJobId } from '../src/job-data';
 import { stageIdOfJobId } from '../src/stage-ref';
-import { harness, notSent, teardown } from './helpers/engine';
+import { harness, notSent } from './helpers/engine';
 import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from './helpers/redis';
-
-afterEach(teardown);
 
 describe('clause 9: keys and job ids are injective and valid for BullMQ', () => {
   const collisions: [string[], string, string[], string][] = [

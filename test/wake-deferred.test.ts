@@ -1,11 +1,9 @@
 import { windowFor } from '../src/dispatch';
 import type { DispatchContext, ExecutorResult, StageRef } from '../src';
-import { expectUnwritten, harness, notSent, SENT, snapshot, teardown } from './helpers/engine';
+import { expectUnwritten, harness, notSent, SENT, snapshot } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
 /** Issue 11: wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
-afterEach(teardown);
-
 const ref = (book: string, stage = 'image'): StageRef => ({ scope: [book, 'ch'], stage });
 const NO = notSent('no_worker_available');
 const long = { windows: { capacitySeconds: 60, jitter: 0 } };

@@ -1,31 +1,17 @@
-import { createDispatchEngine, type DispatchEngine } from '../src';
-import { client, closeClients, dropPrefix, isolated, waitFor } from './helpers/redis';
-
-const { prefix, queueName } = isolated();
-let engine: DispatchEngine;
-
-beforeAll(() => {
-  engine = createDispatchEngine({
-    connection: client(),
-    prefix,
-    queueName,
-    windows: { capacitySeconds: 0.3, jitter: 0 },
-    executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
-    // hold the chain still at its second deferral, so the test can read that wake-up
-    journal: async (_ref, event) => {
-      if (event.deferrals === 2) await engine.queue.pause();
-    },
-  });
-});
-
-afterAll(async () => {
-  await engine.close();
-  await dropPrefix(client(), prefix);
-  await closeClients();
-});
+import { harness, notSent } from './helpers/engine';
+import { waitFor } from './helpers/redis';
 
 describe('the wake-up job of a re-deferred stage', () => {
   it('is a new delayed job whose data and log line carry the deferral count', async () => {
+    const h = harness({
+      windows: { capacitySeconds: 0.3, jitter: 0 },
+      // hold the chain still at its second deferral, so the test can read that wake-up
+      journal: async (_ref, event) => {
+        if (event.deferrals === 2) await h.engine.queue.pause();
+      },
+    });
+    h.executor.fallback = notSent('no_worker_available');
+    const { engine } = h;
     const ref = { scope: ['book-1', 'ch-1'], stage: 'video' };
     engine.createWorker({ concurrency: 1 });
     await engine.dispatchStage(ref, null);
@@ -43,32 +29,15 @@ describe('the wake-up job of a re-deferred stage', () => {
 });
 
 describe('promoting a wake-up job by hand (Bull Board "Promote")', () => {
-  const own = isolated();
-  let e: DispatchEngine;
-  afterAll(async () => {
-    await e?.close();
-    await dropPrefix(client(), own.prefix);
-  });
-
   it('dispatches the stage now, ending its deferral', async () => {
-    const calls: string[] = [];
-    e = createDispatchEngine({
-      connection: client(),
-      ...own,
-      windows: { capacitySeconds: 300 },
-      executor: async () => {
-        calls.push('call');
-        return calls.length === 1
-          ? { dispatched: false, jobs: 0, reason: 'no_worker_available' }
-          : { dispatched: true, jobs: 1, reason: null };
-      },
-    });
+    const { engine: e, executor } = harness({ windows: { capacitySeconds: 300 } });
     const ref = { scope: ['book-2'], stage: 'image' };
+    executor.script(ref, notSent('no_worker_available'));
     await e.dispatchStage(ref, null);
     const [d] = await e.listDeferred();
     e.createWorker();
     await (await e.queue.getJob(d!.wakeUpJobId))!.promote();
-    await waitFor(() => calls.length === 2, 'the promoted wake-up to dispatch');
+    await waitFor(() => executor.calls.length === 2, 'the promoted wake-up to dispatch');
     await waitFor(async () => !(await e.isStageDeferred(ref)), 'the deferral to end');
     expect(await e.listDeferred()).toEqual([]);
   });

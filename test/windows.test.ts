@@ -1,7 +1,5 @@
 import { Job } from 'bullmq';
-import { harness, notSent, teardown } from './helpers/engine';
-
-afterEach(teardown);
+import { harness, notSent } from './helpers/engine';
 
 const refs = (n: number) => Array.from({ length: n }, (_, i) => ({ scope: ['book-1', `sc-${i}`], stage: 'image' }));
 

@@ -24,6 +24,7 @@ let engine: DispatchEngine;
 
 beforeAll(async () => {
   buildOnce();
+  // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
   engine = createDispatchEngine({
     connection: client(),
     prefix,
@@ -139,6 +140,7 @@ describe('a stage whose wake-up failed for good', () => {
 
   it('show reports it failed, with the job and its error', async () => {
     let calls = 0;
+    // by hand, not harness(): its teardown would close the client this file's shared engine runs on
     e = createDispatchEngine({
       connection: client(),
       ...own,

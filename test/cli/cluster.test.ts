@@ -22,6 +22,7 @@ maybe('15.9: cluster mode', () => {
     buildOnce();
     harness = await RedisClusterHarness.start({ masters: 3, replicasPerMaster: 0 });
     cluster = harness.connect();
+    // by hand, not harness(): the engine runs on this file's private cluster, which the CLI binary reads
     engine = createDispatchEngine({
       connection: cluster,
       prefix,

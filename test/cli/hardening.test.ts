@@ -18,6 +18,7 @@ function own() {
   return q;
 }
 
+// by hand, not harness(): the engines fill queues the CLI binary reads, some on a proxy or an unreachable Redis
 function engineOn(
   q: { prefix: string; queueName: string },
   extra: Partial<Parameters<typeof createDispatchEngine>[0]> = {},

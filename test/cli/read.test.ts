@@ -33,6 +33,7 @@ const sidOf = (i: number) => `big/s-${i}/image`;
 
 beforeAll(async () => {
   buildOnce();
+  // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
   engine = createDispatchEngine({
     connection: client(),
     ...q,

@@ -14,6 +14,7 @@ const refs: StageRef[] = [
 
 beforeAll(async () => {
   buildOnce();
+  // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
   engine = createDispatchEngine({
     connection: client(),
     ...names,

@@ -92,6 +92,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
 
   /** An engine with the Cluster defaults (waitForReplicas on) whose every dispatch defers for 10 minutes. */
   async function engineOn(names: { prefix: string; queueName: string }): Promise<DispatchEngine> {
+    // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
     const engine = createDispatchEngine({
       connection: cluster,
       ...names,

@@ -83,6 +83,7 @@ describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)',
     const queues = await queuesOnEveryMaster(harness, 'fail');
     prefixes.push(...queues.map((q) => q.prefix));
     const victim = queues[0]!;
+    // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
     const observer = createDispatchEngine({
       connection: cluster,
       prefix: victim.prefix,

@@ -1,8 +1,15 @@
 import type { Cluster } from 'ioredis';
-import { createDispatchEngine, InvalidOptionsError, type DispatchEngine, type StageRef } from '../../src';
+import {
+  createDispatchEngine,
+  InvalidOptionsError,
+  type DispatchEngine,
+  type ExecutorResult,
+  type StageRef,
+} from '../../src';
 import { waitFor } from '../helpers/redis';
 import { clusterKeysUnder, dropClusterPrefix, RedisClusterHarness } from './harness';
-import { describeWithRedisServer, NO_WORKER, scriptedExecutor, SENT, taggedIsolated } from './support';
+import { ScriptedExecutor } from '../helpers/engine';
+import { describeWithRedisServer, NO_WORKER, SENT, taggedIsolated } from './support';
 
 jest.setTimeout(60_000);
 
@@ -26,17 +33,18 @@ describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', (
     await harness?.stop();
   }, 30_000);
 
-  function engine(plan: Parameters<typeof scriptedExecutor>[0], capacitySeconds = 0.6, names = taggedIsolated()) {
-    const exec = scriptedExecutor(plan);
+  // by hand, not harness(): the engines run on this file's private cluster, not on the tests' Redis
+  function engine(plan: (ref: StageRef) => ExecutorResult[], capacitySeconds = 0.6, names = taggedIsolated()) {
+    const exec = new ScriptedExecutor(SENT, plan);
     const e = createDispatchEngine({
       connection: cluster,
       ...names,
-      executor: exec.executor,
+      executor: exec.fn,
       windows: { capacitySeconds, jitter: 0 },
     });
     engines.push(e);
     prefixes.push(names.prefix);
-    return { engine: e, ...exec, ...names };
+    return { engine: e, calls: exec.calls, callsOf: (r: StageRef) => exec.callsOf(r), ...names };
   }
 
   const ref = (scope: string[], stage = 'image'): StageRef => ({ scope, stage });
@@ -119,7 +127,7 @@ describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', (
         engine: e,
         prefix,
         queueName,
-      } = engine((k) => (k.endsWith('a') ? [NO_WORKER, NO_WORKER] : [NO_WORKER]), 30);
+      } = engine((r) => (r.stage === 'a' ? [NO_WORKER, NO_WORKER] : [NO_WORKER]), 30);
       const stages = ['a', 'b', 'c'].map((s) => ref(['book', s], s));
       for (const s of stages) await e.dispatchStage(s, {});
       await e.enqueue(ref(['book', 'd']), {});

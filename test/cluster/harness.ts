@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import IORedis, { Cluster, type ClusterOptions } from 'ioredis';
+import { freePorts } from '../helpers/ports';
+import { spawnRedisServer } from '../helpers/private-redis';
 
 /**
  * A private Redis Cluster for tests: N masters + N replicas on free loopback
@@ -42,30 +43,6 @@ export const FAILOVER_TOLERANT: ClusterOptions = {
   maxRedirections: 64,
   slotsRefreshTimeout: 2000,
 };
-
-/**
- * `count` distinct free loopback ports, all held open together, then released.
- * Taken below the kernel's ephemeral range (32768+), so an outgoing connection
- * cannot grab one between the check and redis-server binding it.
- */
-async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  const ports: number[] = [];
-  while (ports.length < count) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (ports.includes(port)) continue;
-    const s = createServer();
-    const ok = await new Promise<boolean>((resolve) => {
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => resolve(true));
-    });
-    if (!ok) continue;
-    servers.push(s);
-    ports.push(port);
-  }
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
 
 async function poll<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -157,41 +134,25 @@ export class RedisClusterHarness {
 
   private spawnNode(port: number, busPort: number): void {
     const dir = mkdtempSync(join(tmpdir(), `sd-cluster-${port}-`));
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--cluster-port',
-        String(busPort),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(dir, 'nodes.conf'),
-        '--cluster-node-timeout',
-        String(this.nodeTimeoutMs),
-        '--appendonly',
-        'yes',
-        '--save',
-        '',
-        '--logfile',
-        join(dir, 'redis.log'),
-      ],
-      { stdio: 'ignore' },
-    );
+    const child = spawnRedisServer(port, dir, [
+      '--cluster-port',
+      String(busPort),
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(dir, 'nodes.conf'),
+      '--cluster-node-timeout',
+      String(this.nodeTimeoutMs),
+      '--appendonly',
+      'yes',
+      '--save',
+      '',
+      '--logfile',
+      join(dir, 'redis.log'),
+    ]);
     const node: ClusterNodeProcess = { port, busPort, dir, child, exited: false };
-    // if the test process dies without stop(), take the node down with it
-    const onExit = () => {
-      if (!node.exited) child.kill('SIGKILL');
-    };
-    process.once('exit', onExit);
     child.once('exit', () => {
       node.exited = true;
-      process.removeListener('exit', onExit);
     });
     this.nodes.push(node);
   }

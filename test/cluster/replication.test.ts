@@ -51,6 +51,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
   async function setup(waitForReplicas?: false | { replicas?: number; timeoutMs?: number }) {
     const names = taggedIsolated();
     prefixes.push(names.prefix);
+    // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
     const engine = createDispatchEngine({
       connection: cluster,
       ...names,

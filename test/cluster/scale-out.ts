@@ -70,6 +70,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   const errors: string[] = [];
   let replicaLags = 0;
   const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
+    // by hand, not harness(): engines on the private cluster, in the parent of the worker processes
     createDispatchEngine<StagePayload>({
       connection: cluster,
       ...q,

@@ -54,6 +54,7 @@ cluster.on('error', () => undefined);
 
 const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, queueName }) => {
   const queue = `${prefix}:${queueName}`;
+  // by hand, not harness(): a child process (no jest) on the private cluster
   const engine = createDispatchEngine<StagePayload>({
     connection: cluster,
     prefix,

@@ -16,35 +16,76 @@ export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): Ex
   ...extra,
 });
 
+type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
+
+/** One call of a `ScriptedExecutor`: what it was given, when, and what it answered (once it has). */
+export interface ExecutorCall {
+  ref: StageRef;
+  payload: unknown;
+  buildId?: string;
+  force: boolean;
+  fencingToken: number;
+  /** `Date.now()` when the call started. */
+  at: number;
+  /** The answer, once given (not set for a thrown error). */
+  result?: ExecutorResult;
+}
+
 /**
  * An executor whose answers a test scripts per stage; records every call.
- * With no scripted answer left it answers `fallback`.
+ * `script(ref, ...)` queues answers for one stage; `plan(ref)`, if given, is
+ * asked once per stage, at its first call, for the answers of that stage.
+ * With no scripted answer left it answers `fallback`. The one scripted
+ * executor of the tests (the fleet's child workers answer from a seeded
+ * function in their own process: test/reliability/child-worker.ts).
  */
 export class ScriptedExecutor {
-  readonly calls: { ref: StageRef; payload: unknown; buildId?: string; force: boolean; fencingToken: number }[] = [];
-  private readonly answers = new Map<string, (ExecutorResult | Error | (() => Promise<ExecutorResult>))[]>();
+  readonly calls: ExecutorCall[] = [];
+  private readonly answers = new Map<string, Answer[]>();
+  private readonly planned = new Set<string>();
 
-  constructor(public fallback: ExecutorResult = SENT) {}
+  constructor(
+    public fallback: ExecutorResult = SENT,
+    private readonly plan?: (ref: StageRef) => Answer[],
+  ) {}
 
-  script(ref: StageRef, ...answers: (ExecutorResult | Error | (() => Promise<ExecutorResult>))[]): this {
+  script(ref: StageRef, ...answers: Answer[]): this {
     this.answers.set(key(ref), [...(this.answers.get(key(ref)) ?? []), ...answers]);
     return this;
   }
 
   callsFor(ref: StageRef): number {
-    return this.calls.filter((c) => key(c.ref) === key(ref)).length;
+    return this.callsOf(ref).length;
+  }
+
+  /** The calls for one stage, in order. */
+  callsOf(ref: StageRef): ExecutorCall[] {
+    return this.calls.filter((c) => key(c.ref) === key(ref));
   }
 
   readonly fn = async (
     ref: StageRef,
     payload: unknown,
     ctx: { buildId?: string; force: boolean; fencingToken: number },
-  ) => {
-    this.calls.push({ ref, payload, buildId: ctx.buildId, force: ctx.force, fencingToken: ctx.fencingToken });
-    const next = this.answers.get(key(ref))?.shift() ?? this.fallback;
+  ): Promise<ExecutorResult> => {
+    const call: ExecutorCall = {
+      ref,
+      payload,
+      buildId: ctx.buildId,
+      force: ctx.force,
+      fencingToken: ctx.fencingToken,
+      at: Date.now(),
+    };
+    this.calls.push(call);
+    const k = key(ref);
+    if (this.plan && !this.planned.has(k)) {
+      this.planned.add(k);
+      this.answers.set(k, [...this.plan(ref), ...(this.answers.get(k) ?? [])]);
+    }
+    const next = this.answers.get(k)?.shift() ?? this.fallback;
     if (next instanceof Error) throw next;
-    if (typeof next === 'function') return next();
-    return next;
+    call.result = typeof next === 'function' ? await next() : next;
+    return call.result;
   };
 }
 
@@ -64,8 +105,31 @@ export interface Harness {
 
 const engines: DispatchEngine[] = [];
 const prefixes: string[] = [];
+/** Set by `harness()`, cleared by `teardown()`: something of this test's is still open. */
+let open = false;
 
-/** An engine on its own prefix and queue, with a scripted executor; torn down by `teardown()`. */
+/**
+ * `harness()` tears itself down: importing this module in a jest test file
+ * registers (once per file: jest loads modules afresh for each file) an
+ * `afterEach` that runs `teardown()` when the test made a harness. A file
+ * need not call `teardown()` itself; one that does is not harmed (it is
+ * idempotent). Jest runs a file's top-level `afterEach` hooks in the order
+ * they were declared, and this one is declared by the import, so it runs
+ * first: a test that must undo something before the engines close (a spy)
+ * undoes it in the test (try/finally). Outside jest (a child process) there
+ * is no `afterEach` and nothing is registered.
+ */
+if (typeof afterEach === 'function') {
+  afterEach(async () => {
+    if (open) await teardown();
+  });
+}
+
+/**
+ * An engine on its own prefix and queue (or on `shared`'s, for a second host
+ * of one queue), with a scripted executor. Call it in a test (or a
+ * `beforeEach`), not in `beforeAll`: it is torn down after each test.
+ */
 export function harness(
   overrides: Partial<DispatchEngineOptions> = {},
   shared?: { prefix: string; queueName: string },
@@ -91,11 +155,17 @@ export function harness(
   });
   engines.push(engine);
   if (!prefixes.includes(prefix)) prefixes.push(prefix);
+  open = true;
   return { engine, executor, redis: client(), prefix, queueName, rollbacks, journal };
 }
 
-/** Closes every engine and client the test opened and deletes its keys. */
+/**
+ * Closes every engine and client the test opened and deletes its keys. Runs
+ * by itself after each test that called `harness()`; calling it again is a
+ * no-op (but for closing the clients of `helpers/redis`).
+ */
 export async function teardown(): Promise<void> {
+  open = false;
   await Promise.all(engines.splice(0).map((e) => e.close()));
   const redis = client();
   for (const prefix of prefixes.splice(0)) await dropPrefix(redis, prefix);

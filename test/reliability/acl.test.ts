@@ -49,6 +49,7 @@ describe.each([
   });
 
   it('enqueues, defers, wakes up, cancels, clears and dispatches end to end', async () => {
+    // by hand, not harness(): the engine connects as the least-privilege ACL user
     const connection = { ...redisOptions(), username: user, password };
     const calls = new Map<string, number>();
     const engine = createDispatchEngine({

@@ -128,6 +128,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
+// by hand, not harness(): a child process (no jest), its answers a seeded function shared by every worker process
 const engine = createDispatchEngine({
   connection: { host: url.hostname, port: Number(url.port || 6379) },
   prefix: env.PREFIX as string,

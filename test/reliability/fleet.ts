@@ -318,6 +318,7 @@ export async function runFleet(
   const R = fleet.R;
   const random = rng(opts.seed);
   const engineRedis = new IORedis(opts.redisUrl, { maxRetriesPerRequest: null });
+  // by hand, not harness(): the fleet's parent engine is on the Redis under test (maybe a private one it restarts)
   const engine: DispatchEngine = createDispatchEngine({
     connection: { ...connOf(opts.redisUrl), maxRetriesPerRequest: null },
     prefix,

@@ -1,10 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Worker, type Job } from 'bullmq';
-import IORedis from 'ioredis';
+import type IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine } from '../../src/engine';
 import type { DispatchEngineOptions } from '../../src/options';
 import { stageId } from '../../src/stage-ref';
@@ -177,93 +172,6 @@ export const FLEET_ENGINE_OPTIONS = {
   inFlightRetryMs: 100,
   jobLog: false,
 };
-
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/**
- * A redis-server of our own (loopback, free port, own temp dir), which a test
- * may SIGKILL and restart on the same port and dir. Stopped by pid.
- */
-export class PrivateRedis {
-  private proc: ChildProcess | undefined;
-  private constructor(
-    readonly port: number,
-    readonly dir: string,
-    private readonly args: string[],
-  ) {}
-
-  static async start(args: string[]): Promise<PrivateRedis> {
-    const r = new PrivateRedis(await freePort(), fs.mkdtempSync(path.join(os.tmpdir(), 'rel-redis-')), args);
-    await r.launch();
-    return r;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  private async launch(): Promise<void> {
-    this.proc = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...this.args],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const c = new IORedis({
-        port: this.port,
-        host: '127.0.0.1',
-        lazyConnect: true,
-        retryStrategy: () => null,
-        maxRetriesPerRequest: 0,
-      });
-      c.on('error', () => undefined);
-      try {
-        await c.connect();
-        // with appendonly, the server answers LOADING until the AOF is read
-        if ((await c.ping()) === 'PONG') return;
-      } catch {
-        // not up yet
-      } finally {
-        c.disconnect();
-      }
-      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  /** SIGKILL, wait for the process to be gone. */
-  async kill9(): Promise<void> {
-    const p = this.proc;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      p.once('exit', () => resolve());
-      p.kill('SIGKILL');
-    });
-  }
-
-  async restart(): Promise<void> {
-    await this.kill9();
-    await this.launch();
-  }
-
-  async stop(): Promise<void> {
-    await this.kill9();
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
-}
 
 /** Jest timeout of the long tests: 15 min in CI, 1 h in the soak run. */
 export const LONG_MS = SOAK ? 3_600_000 : 900_000;

@@ -1,12 +1,12 @@
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
-import type IORedis from 'ioredis';
 import { InvalidStageRefError } from '../../src/errors';
 import { FRESH_CHAIN, readyJobId, wakeUpJobId } from '../../src/job-data';
 import { parseStageId, stageId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
-import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions, waitFor } from '../helpers/redis';
-import { engineFor, envInt, seedFor } from './harness';
+import { harness } from '../helpers/engine';
+import { isolated, keysUnder, redisOptions, waitFor } from '../helpers/redis';
+import { envInt, seedFor } from './harness';
 
 /** Segments built to break encodings: separators, braces, `%`, emoji, lone surrogates, digits, very long. */
 const nasty = fc.constantFrom(
@@ -62,12 +62,6 @@ function tryId(ref: StageRef): string | InvalidStageRefError {
 const runs = () => envInt('HOSTILE_RUNS', 200, 5000);
 
 describe('hostile stage refs', () => {
-  let redis: IORedis;
-  beforeAll(() => {
-    redis = client();
-  });
-  afterAll(closeClients);
-
   it('the stage id encoding is injective (it round-trips) or the ref is rejected with InvalidStageRefError', () => {
     const seed = seedFor('hostile-injective');
     fc.assert(
@@ -88,9 +82,7 @@ describe('hostile stage refs', () => {
     const seed = seedFor('hostile-job-ids');
     const { prefix, queueName } = isolated();
     const queue = new Queue(queueName, { connection: redisOptions() as never, prefix });
-    const engine = engineFor(prefix, `${queueName}-e`, {
-      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
-    });
+    const { engine, redis } = harness({ windows: undefined }, { prefix, queueName: `${queueName}-e` });
     let accepted = 0;
     let rejected = 0;
     // BullMQ writes the queue's `meta` key when a Queue starts: let that happen first
@@ -136,59 +128,43 @@ describe('hostile stage refs', () => {
       expect(rejected).toBeGreaterThan(0);
     } finally {
       await queue.close();
-      await engine.close();
-      await dropPrefix(redis, prefix);
     }
   }, 300_000);
 
   it('scope prefixes given to clear and list are validated the same way', async () => {
-    const { prefix, queueName } = isolated();
-    const engine = engineFor(prefix, queueName, {
-      executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
-    });
-    try {
-      await fc.assert(
-        fc.asyncProperty(fc.array(segment, { maxLength: 10 }), async (scope) => {
-          let valid = true;
-          try {
-            stageId({ scope, stage: 's' });
-          } catch {
-            valid = false;
-          }
-          if (valid) {
-            expect(await engine.clearDeferrals(scope)).toBe(0);
-            expect(await engine.listDeferred(scope)).toEqual([]);
-          } else {
-            await expect(engine.clearDeferrals(scope)).rejects.toBeInstanceOf(InvalidStageRefError);
-          }
-        }),
-        { seed: seedFor('hostile-scopes'), numRuns: runs() },
-      );
-      // nothing but BullMQ's queue metadata (written when the Queue starts)
-      expect((await keysUnder(redis, prefix)).filter((k) => !k.endsWith(':meta'))).toEqual([]);
-    } finally {
-      await engine.close();
-      await dropPrefix(redis, prefix);
-    }
+    const { engine, redis, prefix } = harness({ windows: undefined });
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { maxLength: 10 }), async (scope) => {
+        let valid = true;
+        try {
+          stageId({ scope, stage: 's' });
+        } catch {
+          valid = false;
+        }
+        if (valid) {
+          expect(await engine.clearDeferrals(scope)).toBe(0);
+          expect(await engine.listDeferred(scope)).toEqual([]);
+        } else {
+          await expect(engine.clearDeferrals(scope)).rejects.toBeInstanceOf(InvalidStageRefError);
+        }
+      }),
+      { seed: seedFor('hostile-scopes'), numRuns: runs() },
+    );
+    // nothing but BullMQ's queue metadata (written when the Queue starts)
+    expect((await keysUnder(redis, prefix)).filter((k) => !k.endsWith(':meta'))).toEqual([]);
   }, 120_000);
 });
 
 describe('malformed job data added straight to the queue', () => {
-  let redis: IORedis;
-  beforeAll(() => {
-    redis = client();
-  });
-  afterAll(closeClients);
-
   it('fails that job unrecoverably (no retries); the other jobs are unaffected', async () => {
-    const { prefix, queueName } = isolated();
     const dispatched: string[] = [];
-    const engine = engineFor(prefix, queueName, {
+    const { engine } = harness({
       executor: async (ref) => {
         dispatched.push(ref.stage);
         return { dispatched: true, jobs: 1, reason: null };
       },
       retry: { attempts: 5, backoff: { type: 'fixed', delay: 0 } },
+      windows: undefined,
     });
     const bad: unknown[] = [
       null,
@@ -205,34 +181,29 @@ describe('malformed job data added straight to the queue', () => {
       { v: 1, scope: ['a'], stage: 's', payload: 1, class: 'other' },
       { v: 1, scope: Array(9).fill('a'), stage: 's', payload: 1 },
     ];
-    try {
-      const badIds: string[] = [];
-      for (const [i, data] of bad.entries()) {
-        const job = await engine.queue.add('bad', data as never, { attempts: 5, jobId: `bad@${i}` });
-        badIds.push(job.id as string);
-      }
-      const good = [1, 2, 3].map((i) => ({ scope: ['good'], stage: `s${i}` }));
-      for (const ref of good) await engine.enqueue(ref, {});
-      const worker = engine.createWorker({ concurrency: 4 });
-      await waitFor(
-        async () =>
-          (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length,
-        'bad jobs failed, good ones dispatched',
-        60_000,
-      );
-      for (const id of badIds) {
-        const job = (await engine.queue.getJob(id))!;
-        expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({
-          id,
-          state: 'failed',
-          attemptsMade: 1,
-        });
-      }
-      expect(dispatched.sort()).toEqual(['s1', 's2', 's3']);
-      await worker.close();
-    } finally {
-      await engine.close();
-      await dropPrefix(redis, prefix);
+    const badIds: string[] = [];
+    for (const [i, data] of bad.entries()) {
+      const job = await engine.queue.add('bad', data as never, { attempts: 5, jobId: `bad@${i}` });
+      badIds.push(job.id as string);
     }
+    const good = [1, 2, 3].map((i) => ({ scope: ['good'], stage: `s${i}` }));
+    for (const ref of good) await engine.enqueue(ref, {});
+    const worker = engine.createWorker({ concurrency: 4 });
+    await waitFor(
+      async () =>
+        (await engine.queue.getJobCounts('failed')).failed === bad.length && dispatched.length === good.length,
+      'bad jobs failed, good ones dispatched',
+      60_000,
+    );
+    for (const id of badIds) {
+      const job = (await engine.queue.getJob(id))!;
+      expect({ id, state: await job.getState(), attemptsMade: job.attemptsMade }).toEqual({
+        id,
+        state: 'failed',
+        attemptsMade: 1,
+      });
+    }
+    expect(dispatched.sort()).toEqual(['s1', 's2', 's3']);
+    await worker.close();
   }, 120_000);
 });

@@ -15,6 +15,7 @@ afterAll(closeClients);
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
 
 /** Redis state of one stage: marker, lock, licences, and its queued/active jobs. */
+// Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
 /** An engine whose executor always answers capacity (60 s windows, no jitter), and its call count. */
 function capacityEngine(prefix: string, queueName: string, extra: Partial<Parameters<typeof engineFor>[2]> = {}) {
   let n = 0;

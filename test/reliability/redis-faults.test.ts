@@ -1,7 +1,8 @@
 import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import { redisOptions, waitFor } from '../helpers/redis';
-import { PrivateRedis, envInt, rng, seedFor, LONG_MS } from './harness';
+import { PrivateRedis } from '../helpers/private-redis';
+import { envInt, rng, seedFor, LONG_MS } from './harness';
 import { expectInvariantsKept, runFleet, summary } from './fleet';
 
 const recUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
@@ -103,6 +104,7 @@ describe('a Redis without persistence, restarted', () => {
   it('keeps nothing: the deferral, its licence and its wake-up are all gone (state this in the docs)', async () => {
     const volatile = await PrivateRedis.start(['--appendonly', 'no', '--save', '']);
     const u = new URL(volatile.url);
+    // by hand, not harness(): the engine is on the private server this test restarts
     const engine = createDispatchEngine({
       connection: { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null } as never,
       prefix: 'vol',

@@ -1,18 +1,10 @@
-import type IORedis from 'ioredis';
-import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
-import { ManualWorker, answer, engineFor, type Outcome } from './harness';
+import { harness } from '../helpers/engine';
+import { ManualWorker, answer, type Outcome } from './harness';
 
 describe('when a wake-up fails for good (retry budget spent)', () => {
-  let redis: IORedis;
-  beforeAll(() => {
-    redis = client();
-  });
-  afterAll(closeClients);
-
   it('marks its licence failed (`?`), so the stage can be enqueued again', async () => {
-    const { prefix, queueName } = isolated();
     let next: Outcome = 'capacity';
-    const engine = engineFor(prefix, queueName, {
+    const { engine, redis, prefix, queueName } = harness({
       executor: async () => answer(next),
       windows: { capacitySeconds: 600, jitter: 0 },
       retry: { attempts: 2, backoff: { type: 'fixed', delay: 0 } },
@@ -35,8 +27,6 @@ describe('when a wake-up fails for good (retry budget spent)', () => {
       expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
     } finally {
       await worker.close();
-      await engine.close();
-      await dropPrefix(redis, prefix);
     }
   });
 });
