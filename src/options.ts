@@ -15,8 +15,14 @@ export interface DispatchEngineOptions<P = unknown> {
    * On a Redis Cluster it must hold a hash tag, e.g. `'{stage}'` (else `InvalidOptionsError`).
    */
   prefix?: string;
-  /** Tries to send a stage's jobs downstream. */
-  executor: Executor<P>;
+  /**
+   * Tries to send a stage's jobs downstream. Leave it out for a producer-only
+   * engine (a scheduler, an API process): `enqueue`, `isStageDeferred`,
+   * `listDeferred`, `cancelActiveDispatch`, `clearDeferrals` and
+   * `wakeDeferred` work; `dispatchStage`, `processor` and `createWorker`
+   * throw `NoExecutorError`. The engine your workers run has one.
+   */
+  executor?: Executor<P>;
   /** Returns the stage to PENDING in the host; called once per attempt that sent nothing. */
   rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
   /** Host event journal; one `stage_deferred` event per deferral. */
@@ -102,7 +108,7 @@ const schema = z.strictObject({
     .refine((s) => !s.includes(':'), 'must not contain `:`')
     .default('stage-dispatch'),
   prefix: z.string().min(1).max(200).default('bull'),
-  executor: z.custom<Executor>((v) => typeof v === 'function', 'a function'),
+  executor: z.custom<Executor>((v) => typeof v === 'function', 'a function').optional(),
   rollback: z
     .custom<NonNullable<DispatchEngineOptions['rollback']>>((v) => typeof v === 'function', 'a function')
     .optional(),
@@ -150,7 +156,8 @@ const schema = z.strictObject({
     .optional(),
 });
 
-export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitForReplicas' | 'windows'> & {
+/** The options of an engine that has an executor: what the dispatcher and the processor run with. */
+export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'executor' | 'waitForReplicas' | 'windows'> & {
   executor: Executor<P>;
   /** Resolved: `capacityMaxSeconds` defaults to `capacitySeconds`. */
   windows: Omit<z.output<typeof schema>['windows'], 'capacityMaxSeconds'> & { capacityMaxSeconds: number };
@@ -158,11 +165,14 @@ export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitFo
   waitForReplicas: false | { replicas: number; timeoutMs: number };
 };
 
+/** Resolved options of any engine: without `executor`, a producer-only one. */
+export type ResolvedEngineOptions<P = unknown> = Omit<ResolvedOptions<P>, 'executor'> & { executor?: Executor<P> };
+
 /** `waitForReplicas` when the caller did not say: on for a Redis Cluster, where failover is built in. */
 export const CLUSTER_WAIT = { replicas: 1, timeoutMs: 250 } as const;
 
 /** Validates options once, at the boundary; throws `InvalidOptionsError` naming the field. */
-export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOptions<P> {
+export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedEngineOptions<P> {
   const parsed = schema.safeParse(options ?? {});
   if (!parsed.success) throw new InvalidOptionsError(formatOptionsError(parsed.error, options));
   const { connection, prefix, queueName } = parsed.data;
@@ -181,7 +191,7 @@ export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOp
     );
   }
   const windows = { ...parsed.data.windows, capacityMaxSeconds };
-  return { ...parsed.data, windows, waitForReplicas } as ResolvedOptions<P>;
+  return { ...parsed.data, windows, waitForReplicas } as ResolvedEngineOptions<P>;
 }
 
 /**
