@@ -1,12 +1,12 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
 import { checkCall, checkPayload, Dispatcher } from './dispatch';
-import { EngineClosedError, InvalidOptionsError } from './errors';
+import { EngineClosedError, InvalidOptionsError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
 import { enqueueStage } from './bullmq/producer';
 import { parseLicence, type DispatchJobData } from './job-data';
-import { resolveOptions, type DispatchEngineOptions } from './options';
+import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
 import { encodeStageKind, parseStageId, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
 import type { DeferredStage, DispatchResult, EnqueueResult, OutcomeClass, StageRef } from './types';
 
@@ -21,7 +21,7 @@ export interface CancelResult {
 }
 
 export interface DispatchEngine<P = unknown> {
-  /** Dispatches a stage now, unless it is deferred or already in flight. */
+  /** Dispatches a stage now, unless it is deferred or already in flight. Producer-only engine: `NoExecutorError`. */
   dispatchStage(ref: StageRef, payload: P, opts?: { buildId?: string; force?: boolean }): Promise<DispatchResult>;
   isStageDeferred(ref: StageRef): Promise<boolean>;
   /** The Redis key whose existence is the stage's deferral (TTL = the remaining window). */
@@ -44,9 +44,9 @@ export interface DispatchEngine<P = unknown> {
   wakeDeferred(filter?: { limit?: number; scope?: readonly string[]; stage?: string }): Promise<{ woken: StageRef[] }>;
   /** Adds a dispatch job for the stage unless it has one waiting, running or deferred. */
   enqueue(ref: StageRef, payload: P, opts?: { buildId?: string }): Promise<EnqueueResult>;
-  /** A BullMQ processor for your own Worker on `queueName` (with the same prefix). */
+  /** A BullMQ processor for your own Worker on `queueName` (with the same prefix). Producer-only engine: reading it throws `NoExecutorError`. */
   readonly processor: Processor;
-  /** A Worker on the dispatch queue, closed by `close()`. */
+  /** A Worker on the dispatch queue, closed by `close()`. Producer-only engine: `NoExecutorError`. */
   createWorker(opts?: Omit<WorkerOptions, 'connection' | 'prefix'>): Worker;
   /** The engine's BullMQ Queue. */
   readonly queue: Queue;
@@ -64,9 +64,17 @@ export interface DispatchEngine<P = unknown> {
   close(): Promise<void>;
 }
 
-/** Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`. */
+/**
+ * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
+ * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
+ */
 export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
-  const opts = resolveOptions(options);
+  const { executor, ...rest } = resolveOptions(options);
+  // The dispatcher runs the executor. A producer-only engine never starts an attempt:
+  // dispatchStage, processor and createWorker refuse before one; enqueue, cancel and
+  // close use the dispatcher only for job options, aborts and shutdown. Its stand-in
+  // executor refuses too, should that ever change.
+  const opts: ResolvedOptions<P> = { ...rest, executor: executor ?? refuseWithoutExecutor };
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
   const events = new EngineEmitter();
   const store = new DeferralStore(
@@ -74,6 +82,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     opts.waitForReplicas && { ...opts.waitForReplicas, onLag: (e) => events.emit('replicaLag', e) },
   );
   const dispatcher = new Dispatcher<P>(opts, store, queue, events);
+  const processor = executor ? createProcessor(dispatcher, store, opts) : undefined;
   const workers: Worker[] = [];
   const ownedConnections: OwnedClient[] = [];
   let closed = false;
@@ -82,10 +91,16 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const open = () => {
     if (closed) throw new EngineClosedError();
   };
+  const withExecutor = (method: NoExecutorError['method']) => {
+    if (!executor) throw new NoExecutorError(method);
+  };
 
   const engine: DispatchEngine<P> = {
     queue,
-    processor: createProcessor(dispatcher, store, opts),
+    get processor() {
+      if (!processor) throw new NoExecutorError('processor');
+      return processor;
+    },
 
     on(name, listener) {
       events.on(name, listener);
@@ -102,6 +117,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async dispatchStage(ref, payload, call = {}) {
       open();
+      withExecutor('dispatchStage');
       const sid = stageId(ref);
       checkPayload(payload);
       checkCall(call);
@@ -190,6 +206,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     createWorker(workerOpts = {}) {
       open();
+      withExecutor('createWorker');
       const { connection, owned } = workerConnection(opts.connection);
       if (owned) ownedConnections.push(owned);
       // the worker starts fetching once the engine is ready: its host's clock lead over Redis is
@@ -246,6 +263,11 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     events.removeAllListeners();
   };
   return engine;
+}
+
+/** The executor of a producer-only engine's dispatcher: never run (see createDispatchEngine). */
+async function refuseWithoutExecutor(): Promise<never> {
+  throw new NoExecutorError('dispatchStage');
 }
 
 /**

@@ -12,7 +12,8 @@ export type StageDeferralErrorCode =
   | 'REPLICATION_UNCONFIRMED'
   | 'INVALID_PAYLOAD'
   | 'CLEAR_INCOMPLETE'
-  | 'MISSING_PERMISSION';
+  | 'MISSING_PERMISSION'
+  | 'NO_EXECUTOR';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -163,6 +164,21 @@ export class MissingPermissionError extends StageDeferralError {
       'MISSING_PERMISSION',
       `The Redis user may not run ${commands.map((c) => `\`${c}\``).join(', ')}, which the engine needs: ` +
         `grant ${commands.map((c) => `+${c.replace(' ', '|')}`).join(' ')} (see docs/reliability.md, "Least privilege")`,
+    );
+  }
+}
+
+/**
+ * `dispatchStage`, `processor` or `createWorker` on an engine created without
+ * an `executor`: it is producer-only (enqueue, cancel, clear, list, wake).
+ * Nothing was called or written. `method`: what was called.
+ */
+export class NoExecutorError extends StageDeferralError {
+  constructor(readonly method: 'dispatchStage' | 'processor' | 'createWorker') {
+    super(
+      'NO_EXECUTOR',
+      `This engine has no executor: it is producer-only, so \`${method}\` cannot run here. ` +
+        'Pass `executor` to createDispatchEngine in the process that dispatches stages (your workers).',
     );
   }
 }

@@ -28,6 +28,7 @@ export {
   InvalidPayloadError,
   ClearIncompleteError,
   MissingPermissionError,
+  NoExecutorError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';

@@ -15,8 +15,14 @@ export interface DispatchEngineOptions<P = unknown> {
    * On a Redis Cluster it must hold a hash tag, e.g. `'{stage}'` (else `InvalidOptionsError`).
    */
   prefix?: string;
-  /** Tries to send a stage's jobs downstream. */
-  executor: Executor<P>;
+  /**
+   * Tries to send a stage's jobs downstream. Leave it out for a producer-only
+   * engine (a scheduler, an API process): `enqueue`, `isStageDeferred`,
+   * `listDeferred`, `cancelActiveDispatch`, `clearDeferrals` and
+   * `wakeDeferred` work; `dispatchStage`, `processor` and `createWorker`
+   * throw `NoExecutorError`. The engine your workers run has one.
+   */
+  executor?: Executor<P>;
   /** Returns the stage to PENDING in the host; called once per attempt that sent nothing. */
   rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
   /** Host event journal; one `stage_deferred` event per deferral. */
@@ -92,7 +98,8 @@ export type FaultPoint = 'lock-taken' | 'executor-answered' | 'rolled-back' | 'd
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 
-const schema = z.object({
+// strict: a misspelt option (`lockMS`, `window`) would otherwise be dropped silently and its default used
+const schema = z.strictObject({
   connection: z.custom<ConnectionOptions>((v) => typeof v === 'object' && v !== null, 'an ioredis client or options'),
   queueName: z
     .string()
@@ -101,7 +108,7 @@ const schema = z.object({
     .refine((s) => !s.includes(':'), 'must not contain `:`')
     .default('stage-dispatch'),
   prefix: z.string().min(1).max(200).default('bull'),
-  executor: z.custom<Executor>((v) => typeof v === 'function', 'a function'),
+  executor: z.custom<Executor>((v) => typeof v === 'function', 'a function').optional(),
   rollback: z
     .custom<NonNullable<DispatchEngineOptions['rollback']>>((v) => typeof v === 'function', 'a function')
     .optional(),
@@ -149,7 +156,8 @@ const schema = z.object({
     .optional(),
 });
 
-export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitForReplicas' | 'windows'> & {
+/** The options of an engine that has an executor: what the dispatcher and the processor run with. */
+export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'executor' | 'waitForReplicas' | 'windows'> & {
   executor: Executor<P>;
   /** Resolved: `capacityMaxSeconds` defaults to `capacitySeconds`. */
   windows: Omit<z.output<typeof schema>['windows'], 'capacityMaxSeconds'> & { capacityMaxSeconds: number };
@@ -157,13 +165,16 @@ export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'waitFo
   waitForReplicas: false | { replicas: number; timeoutMs: number };
 };
 
+/** Resolved options of any engine: without `executor`, a producer-only one. */
+export type ResolvedEngineOptions<P = unknown> = Omit<ResolvedOptions<P>, 'executor'> & { executor?: Executor<P> };
+
 /** `waitForReplicas` when the caller did not say: on for a Redis Cluster, where failover is built in. */
 export const CLUSTER_WAIT = { replicas: 1, timeoutMs: 250 } as const;
 
 /** Validates options once, at the boundary; throws `InvalidOptionsError` naming the field. */
-export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOptions<P> {
+export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedEngineOptions<P> {
   const parsed = schema.safeParse(options ?? {});
-  if (!parsed.success) throw new InvalidOptionsError(formatZodError(parsed.error, options));
+  if (!parsed.success) throw new InvalidOptionsError(formatOptionsError(parsed.error, options));
   const { connection, prefix, queueName } = parsed.data;
   const isCluster = (connection as { isCluster?: unknown }).isCluster === true;
   if (isCluster && hashTagOf(`${prefix}:${queueName}:`) === null) {
@@ -180,7 +191,73 @@ export function resolveOptions<P>(options: DispatchEngineOptions<P>): ResolvedOp
     );
   }
   const windows = { ...parsed.data.windows, capacityMaxSeconds };
-  return { ...parsed.data, windows, waitForReplicas } as ResolvedOptions<P>;
+  return { ...parsed.data, windows, waitForReplicas } as ResolvedEngineOptions<P>;
+}
+
+/**
+ * Like `formatZodError`, with an unknown option named first and, when it is a
+ * near miss of a known one (edit distance ≤ 2, or the same but for case),
+ * "did you mean `lockMs`?".
+ */
+function formatOptionsError(error: z.ZodError, input: unknown): string {
+  const unknown: string[] = [];
+  const other: z.core.$ZodIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code !== 'unrecognized_keys') {
+      other.push(issue);
+      continue;
+    }
+    const at = issue.path.map(String);
+    const known = knownKeys(at);
+    for (const key of issue.keys) {
+      const name = [...at, key].join('.');
+      const near = nearestKey(key, known);
+      unknown.push(
+        near === undefined
+          ? `Unknown option \`${name}\` (known: ${known.map((k) => `\`${k}\``).join(', ')})`
+          : `Unknown option \`${name}\`: did you mean \`${[...at, near].join('.')}\`?`,
+      );
+    }
+  }
+  return [...unknown, ...other.map((issue) => formatIssue(issue, input))].join('; ');
+}
+
+/** The option names the schema knows at `path` (top level: `[]`). */
+function knownKeys(path: readonly string[]): string[] {
+  let node: z.ZodType | undefined = schema;
+  for (const key of [...path, undefined]) {
+    while (node instanceof z.ZodDefault || node instanceof z.ZodOptional) node = node.unwrap() as z.ZodType;
+    if (!(node instanceof z.ZodObject)) return [];
+    if (key === undefined) return Object.keys(node.shape);
+    node = (node.shape as Record<string, z.ZodType>)[key];
+  }
+  return [];
+}
+
+/** The known key `key` is a near miss of: the same but for case, else the closest within 2 edits. */
+export function nearestKey(key: string, known: readonly string[]): string | undefined {
+  const sameButCase = known.find((k) => k.toLowerCase() === key.toLowerCase());
+  if (sameButCase !== undefined) return sameButCase;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = editDistance(key, k);
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance (insert, delete, substitute one character). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length]!;
 }
 
 /**
@@ -197,13 +274,13 @@ export function hashTagOf(base: string): string | null {
 
 /** "Expected `windows.capacitySeconds` to be ..., got 0" from the first issue. */
 export function formatZodError(error: z.ZodError, input: unknown): string {
-  return error.issues
-    .map((issue) => {
-      const path = issue.path.map(String).join('.');
-      const got = valueAt(input, issue.path);
-      return `Expected \`${path || 'options'}\`: ${issue.message}, got ${describe(got)}`;
-    })
-    .join('; ');
+  return error.issues.map((issue) => formatIssue(issue, input)).join('; ');
+}
+
+function formatIssue(issue: z.core.$ZodIssue, input: unknown): string {
+  const path = issue.path.map(String).join('.');
+  const got = valueAt(input, issue.path);
+  return `Expected \`${path || 'options'}\`: ${issue.message}, got ${describe(got)}`;
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {

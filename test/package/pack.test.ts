@@ -65,6 +65,33 @@ describe('the packed package', () => {
     expect(manifest).toMatchObject({ sideEffects: false, engines: { node: expect.any(String) } });
   });
 
+  it('13.4: ships the MIT LICENSE and says where the repository, homepage and issues are', () => {
+    const paths = packed.files.map((f) => f.path);
+    expect(paths).toContain('LICENSE');
+    const installed = join(dir, 'node_modules', 'bullmq-stage-deferral');
+    const license = readFileSync(join(installed, 'LICENSE'), 'utf8');
+    expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 bullmq-stage-deferral contributors\n/);
+    const repo = 'https://github.com/bullmq-stage-deferral/bullmq-stage-deferral';
+    expect(JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'))).toMatchObject({
+      license: 'MIT',
+      repository: { type: 'git', url: `git+${repo}.git` },
+      homepage: `${repo}#readme`,
+      bugs: { url: `${repo}/issues` },
+    });
+  });
+
+  it('13.4: the packed README links only to absolute URLs (relative ones break on npmjs.com)', () => {
+    const readme = readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'README.md'), 'utf8');
+    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    expect(targets.length).toBeGreaterThan(5);
+    expect(targets.filter((t) => !/^https?:\/\//.test(t))).toEqual([]);
+    const blob = 'https://github.com/bullmq-stage-deferral/bullmq-stage-deferral/blob/main/';
+    for (const t of targets.filter((t) => t.startsWith(blob))) {
+      // each one names a file of this repository
+      expect(existsSync(join(ROOT, t.slice(blob.length).replace(/#.*$/, '')))).toBe(true);
+    }
+  });
+
   it('loads from CommonJS require (dist/index.js)', async () => {
     const script = [
       "const m = require('bullmq-stage-deferral');",
