@@ -95,7 +95,8 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
     // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
     const engine = createDispatchEngine({
       connection: cluster,
-      ...names,
+      prefix: names.prefix,
+      queueName: names.queueName,
       executor: async () => NO_WORKER,
       windows: { capacitySeconds: 600 },
     });

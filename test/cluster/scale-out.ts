@@ -73,7 +73,8 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
     // by hand, not harness(): engines on the private cluster, in the parent of the worker processes
     createDispatchEngine<StagePayload>({
       connection: cluster,
-      ...q,
+      prefix: q.prefix,
+      queueName: q.queueName,
       executor: async () => ({ dispatched: false, jobs: 0, reason: 'unused' }),
     }),
   );
