@@ -1,15 +1,16 @@
 /**
  * Registering the plugin in an existing BullMQ setup: your connection, your
  * prefix, your own Worker. (Type-checked with the project; run it with
- * `npx tsx examples/existing-setup.ts` against a local Redis.)
+ * `npx tsx examples/existing-setup.ts` against a local Redis. It exits by
+ * itself after about two seconds: test/examples.test.ts checks that.)
  */
 import { Worker } from 'bullmq';
-import IORedis from 'ioredis';
+import { Redis } from 'ioredis';
 import { createDispatchEngine } from '../src';
 
 async function main() {
   // Your producer connection; it need not have maxRetriesPerRequest: null.
-  const connection = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 
   const engine = createDispatchEngine<{ sceneUrl: string }>({
     connection,
@@ -29,8 +30,10 @@ async function main() {
   });
 
   // Your own Worker, with the engine's processor (a Worker needs maxRetriesPerRequest: null).
+  // Keep the duplicate in a variable: a Worker never closes a connection it was given.
+  const workerConnection = connection.duplicate({ maxRetriesPerRequest: null });
   const worker = new Worker('stage-dispatch', engine.processor, {
-    connection: connection.duplicate({ maxRetriesPerRequest: null }),
+    connection: workerConnection,
     prefix: 'myapp',
     concurrency: 10,
   });
@@ -40,8 +43,14 @@ async function main() {
   console.log(await engine.enqueue(ref, { sceneUrl: 's3://scenes/7' }));
 
   await new Promise((r) => setTimeout(r, 2000));
+
+  // Shut down cleanly (README, "Shut down cleanly"): your Workers first (they
+  // finish their running jobs), then the engine (it waits for its running
+  // attempts), then every connection you opened, the Worker's duplicate too.
+  // Any connection left open keeps the process alive.
   await worker.close();
   await engine.close(); // closes what the engine opened, never `connection`
+  await workerConnection.quit();
   await connection.quit();
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs "$@" with REDIS_URL pointing at a Redis that answers:
 # $REDIS_URL if set, else 127.0.0.1:6379, else a private redis-server on a
-# free port (started here, stopped by pid on exit).
+# free port (started here, stopped by pid on exit; installed first if missing
+# and we are root with apt-get). Nested calls (`.ci/run` wraps `npm test`,
+# which wraps itself) find REDIS_URL answering and start no second Redis.
 set -euo pipefail
 
 answers() { redis-cli -u "$1" ping 2>/dev/null | grep -q PONG; }
@@ -13,10 +15,10 @@ if command -v redis-cli >/dev/null && answers redis://127.0.0.1:6379; then
   REDIS_URL=redis://127.0.0.1:6379 exec "$@"
 fi
 if ! command -v redis-server >/dev/null; then
-  if [ "${CI:-}" = "true" ] && command -v apt-get >/dev/null; then
-    apt-get install -y -qq redis-server >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq redis-server)
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    bash "$(dirname "$0")/ensure-test-deps.sh" redis-server
   else
-    echo "No Redis answers and redis-server is not installed: install it (apt-get install redis-server) or set REDIS_URL." >&2
+    echo "No Redis answers and redis-server is not installed: install it (sudo apt-get install -y redis-server) or set REDIS_URL." >&2
     exit 1
   fi
 fi

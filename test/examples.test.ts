@@ -1,0 +1,71 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { client, closeClients, dropPrefix, redisOptions } from './helpers/redis';
+
+/**
+ * Issue 13.4: an example a newcomer runs first must end by itself. A
+ * connection left open (the Worker's duplicate was) keeps Node alive forever.
+ */
+const ROOT = join(__dirname, '..');
+const DEADLINE_MS = 30_000;
+/** The example's queue, under its fixed prefix `myapp`. */
+const EXAMPLE_KEYS = 'myapp:stage-dispatch';
+
+function redisUrl(): string {
+  const o = redisOptions();
+  return `redis://${o.password ? `:${encodeURIComponent(o.password)}@` : ''}${o.host}:${o.port}`;
+}
+
+/** Runs `npx tsx <file>`; resolves with its exit, or with `timedOut` (its process group killed) after the deadline. */
+function runExample(
+  file: string,
+): Promise<{ code: number | null; signal: string | null; timedOut: boolean; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npx', ['tsx', file], {
+      cwd: ROOT,
+      env: { ...process.env, REDIS_URL: redisUrl() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // its own process group: npx runs tsx runs node, and a hung example must be killed whole
+      detached: true,
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    }, DEADLINE_MS);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, timedOut, out });
+    });
+  });
+}
+
+beforeAll(() => dropPrefix(client(), EXAMPLE_KEYS));
+afterAll(async () => {
+  await dropPrefix(client(), EXAMPLE_KEYS);
+  await closeClients();
+});
+
+describe('13.4: every example exits by itself', () => {
+  it(
+    '13.4: examples/existing-setup.ts enqueues, dispatches through its own Worker, shuts down and exits 0',
+    async () => {
+      const started = Date.now();
+      const r = await runExample('examples/existing-setup.ts');
+      expect({ timedOut: r.timedOut, code: r.code, signal: r.signal }).toEqual({
+        timedOut: false,
+        code: 0,
+        signal: null,
+      });
+      expect(Date.now() - started).toBeLessThan(DEADLINE_MS);
+      // it did its work before it exited: the job was added and its Worker ran the executor
+      expect(r.out).toMatch(/added: true/);
+      expect(r.out).toMatch(/^dispatching /m);
+    },
+    DEADLINE_MS + 10_000,
+  );
+});
