@@ -4,6 +4,7 @@ import { DeferralStore } from '../src/deferral-store';
 import { stageId, type DispatchContext, type ExecutorResult, type StageRef } from '../src';
 import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
 import { connect, waitFor } from './helpers/redis';
+import { fast, latch, watch } from './helpers/jobs';
 
 /**
  * Issue 10: the contract on the paths operators, shutdowns and clocks take.
@@ -15,25 +16,6 @@ afterEach(() => {
 });
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-const fast = { type: 'fixed' as const, delay: 10 };
-
-/** Completed and failed jobs of a worker, as they happen. */
-function watch(worker: Worker) {
-  const done: { id: string; result: Record<string, unknown> }[] = [];
-  const failed: { id: string; error: Error; attemptsMade: number }[] = [];
-  worker.on('completed', (job, result) => done.push({ id: job.id as string, result }));
-  worker.on('failed', (job, error) =>
-    failed.push({ id: job?.id as string, error, attemptsMade: job?.attemptsMade ?? -1 }),
-  );
-  return { done, failed };
-}
-
-/** Resolves with the executor's context once the executor has been called `n` times. */
-function latch<T = void>() {
-  let open!: (v: T) => void;
-  const opened = new Promise<T>((resolve) => (open = resolve));
-  return { open, opened };
-}
 
 async function failedJob(h: Harness): Promise<Job> {
   return waitFor(async () => (await h.engine.queue.getJobs(['failed']))[0], 'a failed job');

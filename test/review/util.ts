@@ -1,15 +1,1 @@
-import type { Worker } from 'bullmq';
-
-/** Completed and failed jobs of a worker, as they happen. */
-export function watch(worker: Worker) {
-  const done: { id: string; result: Record<string, unknown> }[] = [];
-  const failed: { id: string; error: Error; attemptsMade: number }[] = [];
-  worker.on('completed', (job, result) => done.push({ id: job.id as string, result }));
-  worker.on('failed', (job, error) =>
-    failed.push({ id: job?.id as string, error, attemptsMade: job?.attemptsMade ?? -1 }),
-  );
-  return { done, failed };
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const fast = { type: 'fixed' as const, delay: 10 };
+export { fast, sleep, watch } from '../helpers/jobs';
