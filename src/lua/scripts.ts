@@ -44,11 +44,6 @@ local function jobOf(lic)
   if at and string.sub(lic, at + 1, at + 2) == 'j.' then return string.sub(lic, at + 3) end
   return lic
 end
--- real failures a job has spent in its current chain
-local function spent(J)
-  local f = redis.call('HMGET', J, 'atm', 'sdb', 'sdx')
-  return (tonumber(f[1]) or 0) - (tonumber(f[2]) or 0) + (tonumber(f[3]) or 0)
-end
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -71,11 +66,6 @@ end
 -- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its kind
 local function wakeSeq(BASE, sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0')
-end
--- whether job J, marked finished, was retried by hand since (BullMQ counted the finish)
-local function retriedByHand(J)
-  local f = redis.call('HMGET', J, 'sdf', 'atm')
-  return f[1] ~= false and tonumber(f[1]) ~= (tonumber(f[2]) or 0)
 end
 -- marks job J finished (see sdf): BullMQ's atm as it is now
 local function markFinished(J)
@@ -146,12 +136,15 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
     if p > 20 and p <= tol then return {5, p} end
   end
   local retried = false
+  -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
+  local c = {}
   if own ~= '' then
-    local c = redis.call('HMGET', J, 'sdc', 'sds')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx')
     if c[1] then return {4} end
     -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
     -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
-    retried = retriedByHand(J) or redis.call('ZSCORE', IDX, me .. '?') ~= false
+    retried = (c[3] ~= false and tonumber(c[3]) ~= (tonumber(c[4]) or 0))
+      or redis.call('ZSCORE', IDX, me .. '?') ~= false
     -- a job that finished (failed for good, or completed and kept) and runs again was retried by
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
@@ -167,7 +160,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
-    redis.call('HSET', J, 'sdb', redis.call('HGET', J, 'atm') or 0, 'sdx', 0)
+    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0)
     redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
@@ -175,13 +168,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
       redis.call('ZADD', IDX, 0, lic)
     end
   elseif lic then
-    local H = BASE .. jobOf(lic)
-    -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash
-    kept = redis.call('HGET', H, 'sdk') or ''
+    -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash; another
+    -- job holding it (one waiting out its backoff) passes on its failures and budget too
+    local h = redis.call('HMGET', BASE .. jobOf(lic), 'sdk', 'opts', 'atm', 'sdb', 'sdx')
+    kept = h[1] or ''
     if jobOf(lic) ~= own then
-      -- another job holds the stage's chain (one waiting out its backoff): its failures and budget carry over
-      carried = spent(H)
-      opts = redis.call('HGET', H, 'opts') or ''
+      carried = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0) + (tonumber(h[5]) or 0)
+      opts = h[2] or ''
     end
   end
   if m then redis.call('DEL', M) end
@@ -189,8 +182,9 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   fence = string.format('%.0f', fence)
   redis.call('SET', F, fence)
   redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
+  -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
-  if own ~= '' then mine = spent(J) end
+  if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
   return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid), kept}
 end
 
