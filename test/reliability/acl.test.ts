@@ -3,24 +3,7 @@ import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import type { ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
-
-/**
- * The ACL documented in docs/reliability.md: keys under the prefix only, no
- * pub/sub channels, and these command categories/commands.
- */
-const ACL_RULES = (prefix: string) => [
-  'resetkeys',
-  `~${prefix}:*`,
-  'resetchannels',
-  '-@all',
-  '+@read',
-  '+@write',
-  '+@scripting',
-  '+@transaction',
-  '+time', // the engine decides windows on Redis' clock
-  '+info', // ioredis' ready check and BullMQ's Redis version check
-  '+client|setname', // BullMQ names its connections (Queue.getWorkers); optional
-];
+import { ACL_RULES } from '../helpers/acl';
 
 /** With `waitForReplicas` the engine also sends WAIT and reads CLIENT INFO (docs/reliability.md). */
 const WAIT_RULES = ['+wait', '+client|info'];

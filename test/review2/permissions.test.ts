@@ -6,6 +6,7 @@ import { notSent } from '../helpers/engine';
 import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { sleep } from './util';
+import { ACL_RULES } from '../helpers/acl';
 
 /**
  * The start-up probe (PERMISSIONS + MULTI + WAIT/CLIENT INFO) claims to run
@@ -14,19 +15,6 @@ import { sleep } from './util';
  * "allowed" (a read-only replica's READONLY passes), and a user without DEL
  * leaves the probe key behind.
  */
-const ACL_RULES = (prefix: string) => [
-  'resetkeys',
-  `~${prefix}:*`,
-  'resetchannels',
-  '-@all',
-  '+@read',
-  '+@write',
-  '+@scripting',
-  '+@transaction',
-  '+time',
-  '+info',
-  '+client|setname',
-];
 
 const image = { scope: ['book-1'], stage: 'image' };
 const engines: DispatchEngine[] = [];
