@@ -46,10 +46,11 @@ describe('11.1: wakeDeferred', () => {
   });
 
   it('a woken stage is dispatched once by its promoted wake-up, not again at its old due time, and its chain goes on', async () => {
-    // the second deferral (after the wake) waits 2 s, past the first one's old due time
+    // the second deferral (after the wake) waits 60 s (the downstream's hint), far past the first one's
+    // old due time, so a third call before it can only be the old wake-up running again
     const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0 } });
     const a = ref('a');
-    h.executor.script(a, NO, NO, SENT);
+    h.executor.script(a, NO, notSent('no_worker_available', { retryAfterMs: 60_000 }), SENT);
     await h.engine.dispatchStage(a, {});
     const [before] = await h.engine.listDeferred();
     const worker = h.engine.createWorker();
