@@ -17,6 +17,7 @@ import { clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
 import { happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
+import { listPage } from './scenarios/list-page';
 import { longBlock } from './scenarios/long-block';
 import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
@@ -38,6 +39,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   'wake-scale': wakeScale,
   utilisation,
   'long-block': longBlock,
+  'list-page': listPage,
 };
 
 function version(pkg: string): string {

@@ -594,26 +594,7 @@ export class DeferralStore {
     return codes.filter((code) => code === 1).length;
   }
 
-  /** Marker value, remaining ms and job data of each licence (one pipeline). */
-  async inspect(
-    licences: readonly string[],
-  ): Promise<{ id: string; marker: string | null; pttl: number; data: string | null }[]> {
-    if (licences.length === 0) return [];
-    const c = await this.client();
-    const p = c.pipeline();
-    const ids = licences.map(jobIdOfLicence);
-    for (const id of ids) {
-      const m = this.keys.marker(stageIdOfJobId(id));
-      p.get!(m).pttl!(m).hget!(this.keys.job(id), 'data');
-    }
-    const res = (await p.exec()) ?? [];
-    return ids.map((id, i) => ({
-      id,
-      marker: (res[3 * i]?.[1] as string | null) ?? null,
-      pttl: Number(res[3 * i + 1]?.[1] ?? -2),
-      data: (res[3 * i + 2]?.[1] as string | null) ?? null,
-    }));
-  }
+
 }
 
 export { Job };

@@ -39,6 +39,7 @@ export type {
   DispatchContext,
   DispatchResult,
   DeferralJournalEvent,
+  DeferredPage,
   DeferredStage,
   EnqueueResult,
   OutcomeClass,

@@ -47,4 +47,12 @@ export class StoreKeys {
   job(jobId: string): string {
     return `${this.base}${jobId}`;
   }
+  /** BullMQ's `meta` hash of the queue. */
+  get meta(): string {
+    return `${this.base}meta`;
+  }
+  /** A BullMQ state set or list: `wait`, `active`, `delayed`, `failed`, ... */
+  set(name: string): string {
+    return `${this.base}${name}`;
+  }
 }
