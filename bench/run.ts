@@ -15,7 +15,7 @@ import { log } from './lib/stats';
 import { churn } from './scenarios/churn';
 import { clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
-import { happyPath } from './scenarios/happy-path';
+import { happyIo, happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
 import { listPage } from './scenarios/list-page';
 import { longBlock } from './scenarios/long-block';
@@ -28,6 +28,7 @@ import { wakeScale } from './scenarios/wake-scale';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
   'happy-path': happyPath,
+  'happy-io': happyIo,
   deferral: deferralCost,
   suppressed: suppressedTick,
   'tick-storm': tickStorm,

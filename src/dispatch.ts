@@ -52,12 +52,6 @@ class AbortedBy extends Error {
   }
 }
 
-/** What aborted a signal: 'close', 'cancel', 'lock_lost', or undefined while it is not aborted. */
-function abortCause(signal: AbortSignal): 'close' | 'cancel' | 'lock_lost' | undefined {
-  if (!signal.aborted) return undefined;
-  return signal.reason instanceof EngineClosedError ? 'close' : (signal.reason as AbortedBy)?.by;
-}
-
 /** What an attempt carries from its begin to its deferral. */
 interface Carry {
   /** The retry options the wake-up keeps: the job's own, or for a direct call the licensed job's. */
@@ -66,10 +60,50 @@ interface Carry {
   wakeSeq: string;
 }
 
-interface Running {
-  sid: string;
-  token: string;
-  controller: AbortController | undefined;
+/**
+ * An attempt holding a lock. Its executor's `AbortController` is made only
+ * when the executor reads `ctx.signal` (most never do): an abort before that
+ * is kept and handed to the signal when it is made.
+ */
+class Running {
+  constructor(
+    readonly sid: string,
+    readonly token: string,
+  ) {}
+
+  private controller: AbortController | undefined;
+  private reason: Error | undefined;
+  /** Aborts count only while the executor and the rollback run (`open` .. `shut`). */
+  private listening = false;
+
+  open(): void {
+    this.listening = true;
+  }
+
+  shut(): void {
+    this.listening = false;
+  }
+
+  abort(reason: Error): void {
+    if (!this.listening || this.reason !== undefined) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason !== undefined) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  /** What aborted the attempt: 'close', 'cancel', 'lock_lost', or undefined while nothing did. */
+  get abortedBy(): 'close' | 'cancel' | 'lock_lost' | undefined {
+    const r = this.reason;
+    if (r === undefined) return undefined;
+    return r instanceof EngineClosedError ? 'close' : (r as AbortedBy).by;
+  }
 }
 
 /**
@@ -105,14 +139,14 @@ export class Dispatcher<P> {
    */
   async close(): Promise<void> {
     this.closing = true;
-    for (const r of this.running) r.controller?.abort(new EngineClosedError());
+    for (const r of this.running) r.abort(new EngineClosedError());
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     clearInterval(this.ticker);
   }
 
   /** Aborts the signal of this engine's running attempt of stage `sid` (a cancel), if any. */
   abortStage(sid: string): void {
-    for (const r of this.running) if (r.sid === sid) r.controller?.abort(new AbortedBy('cancel'));
+    for (const r of this.running) if (r.sid === sid) r.abort(new AbortedBy('cancel'));
   }
 
   attempt(ref: StageRef, sid: string, payload: P, call: { buildId?: string; force?: boolean }, job?: JobContext) {
@@ -182,7 +216,7 @@ export class Dispatcher<P> {
             backoff: (begun.licenceRetry.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
           }
         : undefined);
-    const running: Running = { sid, token: begun.token, controller: undefined };
+    const running = new Running(sid, begun.token);
     this.running.add(running);
     try {
       return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken, {
@@ -214,19 +248,20 @@ export class Dispatcher<P> {
     const token = running.token;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
-    const controller = new AbortController();
-    running.controller = controller;
-    if (this.closing) controller.abort(new EngineClosedError());
+    running.open();
+    if (this.closing) running.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,
       force: call.force ?? false,
-      signal: controller.signal,
+      get signal() {
+        return running.signal;
+      },
       fencingToken,
     };
     const base = { chain, ownFailures };
 
     const own = job?.id ?? '';
-    const abortedBy = () => abortCause(controller.signal);
+    const abortedBy = () => running.abortedBy;
     /**
      * An attempt that sent nothing ends here, released: cancelled (a cancel
      * marked the lock), lost (the lock expired: another attempt may hold the
@@ -234,7 +269,7 @@ export class Dispatcher<P> {
      * aborted it: the job runs again on the next worker), or a real failure.
      */
     const unsent = async (reason: string, result: DispatchResult, error?: unknown): Promise<Attempt> => {
-      running.controller = undefined;
+      running.shut();
       // a job's real failure: it holds the stage's licence, and the chain it ran in, while it waits
       // out its retry (in the same step as the release: no other attempt can act in between)
       const failing = own !== '' && abortedBy() === undefined;
@@ -271,7 +306,7 @@ export class Dispatcher<P> {
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
 
     if (raw.dispatched) {
-      running.controller = undefined;
+      running.shut();
       const released = await store.release(sid, own, token, 'end');
       await this.removeRevoked(released.revoked, job);
       if (opts.faultHook) await opts.faultHook('released', ref);
@@ -290,7 +325,7 @@ export class Dispatcher<P> {
     } catch (error) {
       return unsent('rollback_error', { dispatched: false, reason, retryable: true, result: raw }, error);
     }
-    running.controller = undefined;
+    running.shut();
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
     const cls = outcomeClass(reason);
@@ -418,8 +453,8 @@ export class Dispatcher<P> {
     for (const r of this.running) {
       this.store.extend(r.sid, r.token, this.opts.lockMs).then(
         (state) => {
-          if (state === 'lost') r.controller?.abort(new AbortedBy('lock_lost'));
-          else if (state === 'cancelled') r.controller?.abort(new AbortedBy('cancel'));
+          if (state === 'lost') r.abort(new AbortedBy('lock_lost'));
+          else if (state === 'cancelled') r.abort(new AbortedBy('cancel'));
         },
         () => undefined,
       );
