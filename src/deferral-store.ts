@@ -62,6 +62,12 @@ export type BeginOutcome =
       wakeSeq: string;
       /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
       keptChain: string;
+      /**
+       * A success may release lazily (`releaseLater`): the lock is tied to the job's BullMQ lock
+       * (dead once BullMQ completes the job), and the stage has no licence and no failed-job
+       * record, so a success's release has nothing to do but delete it.
+       */
+      lazyRelease: boolean;
     };
 
 export type ProbeOutcome =
@@ -79,12 +85,16 @@ export interface BeginRequest {
   wakeUp: boolean;
   /** A wake-up whose own marker has at most this many ms left waits them out (a clock ahead of Redis'). */
   skewToleranceMs: number;
+  /** The job's BullMQ lock token: the stage lock is tied to BullMQ's job lock (see `liveLock`). */
+  bullToken?: string;
 }
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
+/** How long a lazy release waits for a batch to ride in, ms. */
+const LAZY_MS = 100;
 
 interface Op {
   keys: string[];
@@ -105,6 +115,9 @@ export class DeferralStore {
   private renewPromise: Promise<Client> | undefined;
   private queued: Op[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
+  /** Lazy releases (`releaseLater`): they ride in the next batch, or go on their own after `LAZY_MS`. */
+  private lazy: Op[] = [];
+  private lazyTimer: NodeJS.Timeout | undefined;
   private readonly replicas: ReplicaWait | undefined;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private clockOffsetMs = 0;
@@ -172,8 +185,9 @@ export class DeferralStore {
     return this.renewPromise;
   }
 
-  /** Closes the connections the store opened itself (the renewal connection). */
+  /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
+    if (this.lazy.length > 0) await this.flush();
     const p = this.renewPromise;
     this.renewPromise = undefined;
     if (!p) return;
@@ -193,8 +207,9 @@ export class DeferralStore {
         req.lockMs,
         req.wakeUp ? 'w' : '',
         req.skewToleranceMs,
+        ownJobId ? (req.bullToken ?? '') : '',
       ],
-    )) as [number, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?, unknown?];
+    )) as [number, ...unknown[]];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -210,10 +225,11 @@ export class DeferralStore {
         return { kind: 'superseded' };
       default: {
         const fencingToken = Number(r[2]);
+        const tied = r[9] === 1;
         return {
           kind: 'locked',
           licence: r[1] ? (r[1] as string) : null,
-          token: `${ownJobId}\n${fencingToken}`,
+          token: tied ? `${ownJobId}\n${r[2] as string}\n${req.bullToken!}` : `${ownJobId}\n${r[2] as string}`,
           fencingToken,
           ownFailures: Math.max(0, Number(r[3])),
           licenceFailures: Math.max(0, Number(r[4])),
@@ -221,6 +237,7 @@ export class DeferralStore {
           ...(r[6] ? { licenceRetry: retryOf(r[6] as string) } : {}),
           wakeSeq: String(r[7] ?? ''),
           keptChain: String(r[8] ?? ''),
+          lazyRelease: tied && !r[1] && r[10] === 0,
         };
       }
     }
@@ -238,8 +255,11 @@ export class DeferralStore {
   }
 
   private async flush(): Promise<void> {
-    const ops = this.queued;
+    const ops = this.lazy.length > 0 ? [...this.lazy, ...this.queued] : this.queued;
     this.queued = [];
+    this.lazy = [];
+    clearTimeout(this.lazyTimer);
+    this.lazyTimer = undefined;
     this.flushImmediate = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
@@ -327,6 +347,28 @@ export class DeferralStore {
       ...string[],
     ];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
+  }
+
+  /**
+   * The release of a success whose begin said `lazyRelease`: not awaited. It
+   * rides in the next batch (or goes on its own after `LAZY_MS`, or when the
+   * store closes). Until then the lock is there but dead once BullMQ has
+   * completed the job (its BullMQ lock is gone), and live until then, as the
+   * attempt's job is still active. It deletes the lock only if it is still
+   * this attempt's; an error is ignored (the dead lock expires after `lockMs`).
+   */
+  releaseLater(sid: string, ownJobId: string, token: string): void {
+    const ignore = () => undefined;
+    this.lazy.push({
+      keys: [this.keys.lock(sid)],
+      args: ['r', sid, ownJobId, token, 'z', '', ''],
+      resolve: ignore,
+      reject: ignore,
+    });
+    if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
+      this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
+      this.lazyTimer.unref();
+    }
   }
 
   /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
@@ -593,8 +635,6 @@ export class DeferralStore {
     const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
     return codes.filter((code) => code === 1).length;
   }
-
-
 }
 
 export { Job };

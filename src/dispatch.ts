@@ -42,6 +42,8 @@ export interface JobContext {
   /** The job's own retry options (recorded when it was added); a wake-up it adds keeps them. */
   attempts: number;
   backoff: ResolvedOptions['retry']['backoff'];
+  /** The worker's BullMQ lock token of the job: the stage lock is tied to BullMQ's job lock. */
+  bullToken?: string;
 }
 
 /** Why an attempt's signal was aborted (close() aborts with an `EngineClosedError`). */
@@ -58,6 +60,8 @@ interface Carry {
   budget: JobContext | undefined;
   /** The wake sequence seen at begin. */
   wakeSeq: string;
+  /** A success may release lazily (see `BeginOutcome`). */
+  lazyRelease: boolean;
 }
 
 /**
@@ -172,6 +176,7 @@ export class Dispatcher<P> {
       lockMs: opts.lockMs,
       wakeUp: job?.isWakeUp ?? false,
       skewToleranceMs: opts.maxClockSkewMs,
+      bullToken: job?.bullToken,
     });
     const plain = (kind: Attempt['kind'], reason: string, retryable: boolean, extra: Partial<DispatchResult> = {}) => ({
       kind,
@@ -222,6 +227,7 @@ export class Dispatcher<P> {
       return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken, {
         budget: retryFrom,
         wakeSeq: begun.wakeSeq,
+        lazyRelease: begun.lazyRelease,
       });
     } catch (error) {
       // nothing may leave the lock behind: release it (a no-op once a deferral took it)
@@ -307,6 +313,19 @@ export class Dispatcher<P> {
 
     if (raw.dispatched) {
       running.shut();
+      // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
+      // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
+      // A cancel or a lost lock this engine saw is still reported, by a release awaited.
+      if (carry.lazyRelease && abortedBy() === undefined) {
+        store.releaseLater(sid, own, token);
+        if (opts.faultHook) await opts.faultHook('released', ref);
+        this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
+        return {
+          ...base,
+          kind: 'dispatched',
+          result: { dispatched: true, reason: null, retryable: false, result: raw },
+        };
+      }
       const released = await store.release(sid, own, token, 'end');
       await this.removeRevoked(released.revoked, job);
       if (opts.faultHook) await opts.faultHook('released', ref);

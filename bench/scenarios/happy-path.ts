@@ -71,8 +71,17 @@ export async function happyIo(ctx: BenchContext): Promise<ScenarioResult> {
     const raw = median(runs.raw);
     const plugin = median(runs.plugin);
     const ratio = plugin / raw;
-    log(`happy path ${IO_MS} ms c=${concurrency}: raw ${raw.toFixed(0)}/s plugin ${plugin.toFixed(0)}/s ratio ${ratio.toFixed(3)}`);
-    details[`concurrency${concurrency}`] = { jobs, rounds, ioMs: IO_MS, jobsPerSecond: runs, medians: { raw, plugin }, ratio };
+    log(
+      `happy path ${IO_MS} ms c=${concurrency}: raw ${raw.toFixed(0)}/s plugin ${plugin.toFixed(0)}/s ratio ${ratio.toFixed(3)}`,
+    );
+    details[`concurrency${concurrency}`] = {
+      jobs,
+      rounds,
+      ioMs: IO_MS,
+      jobsPerSecond: runs,
+      medians: { raw, plugin },
+      ratio,
+    };
     rows.push({
       scenario: `happy path, executor awaits ${IO_MS} ms`,
       measure: `jobs/s, concurrency ${concurrency} (plugin ÷ raw BullMQ awaiting ${IO_MS} ms too)`,

@@ -63,6 +63,7 @@ export function createProcessor<P>(
       isWakeUp: data.wakeUp === true && isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
+      ...(token ? { bullToken: token } : {}),
     };
     let attempt;
     try {

@@ -5,7 +5,9 @@
  *
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: the token
- * `<job id>\n<fencing token>`, or `x` + token once cancelled); F = the queue's
+ * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>`
+ * for a job's attempt tied to BullMQ's own job lock, or `x` + token once
+ * cancelled; whether it is live: `liveLock`); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
  * J = a job's BullMQ hash; IDX = the queue's licence index, a sorted set (all
  * scores 0) of members `<stageId>@<suffix>`: the job that carries the stage
@@ -34,8 +36,27 @@
 const licences = (idx: string, sid: string) =>
   `redis.call('ZRANGEBYLEX', ${idx}, '[' .. ${sid} .. '@', '[' .. ${sid} .. '@\\255')`;
 
-/** Lua helpers shared by the scripts that read licences and job hashes. */
+/** Lua helpers shared by the scripts that read licences, job hashes and locks. */
 const HELPERS = `
+-- the stage lock L's value while it is live, else nil. A plain lock lives while its key exists.
+-- A job's attempt tied to BullMQ's own job lock ('<job id>\\n<fence>\\n<BullMQ token>', 'x' + that
+-- once cancelled) lives only while BullMQ's lock of that job ('<base><job id>:lock') still holds
+-- that token: BullMQ deletes it in the script that completes, fails or delays the job, and it
+-- expires when the worker stops renewing it. A dead lock is deleted when 'drop'.
+local function liveLock(L, drop)
+  local l = redis.call('GET', L)
+  if not l then return nil end
+  local a = string.find(l, '\\n', 1, true)
+  local b = a and string.find(l, '\\n', a + 1, true)
+  if not b then return l end
+  local base = string.match(L, '^(.*)sd:inflight:[^:]*$')
+  local id, bull = string.sub(l, 1, a - 1), string.sub(l, b + 1)
+  if redis.call('GET', base .. id .. ':lock') == bull then return l end
+  -- marked cancelled ('x' + token): the job id is what follows the mark
+  if string.sub(id, 1, 1) == 'x' and redis.call('GET', base .. string.sub(id, 2) .. ':lock') == bull then return l end
+  if drop then redis.call('DEL', L) end
+  return nil
+end
 -- the job id of a licence member: its mark dropped, and the '@j.' form unwrapped
 local function jobOf(lic)
   local last = string.sub(lic, -1)
@@ -102,9 +123,11 @@ end
  * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
  *   'b', stageId, own job id ('' for a direct call), own licence member, lockMs,
  *        kind ('w' a wake-up, '' anything else), skew tolerance ms (how far ahead of Redis'
- *        clock a worker may run: the largest lead measured in the fleet is added to it)
+ *        clock a worker may run: the largest lead measured in the fleet is added to it),
+ *        the job's BullMQ lock token ('' for none: a plain lock)
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), own licence member, the chain it ran in
+ *        holds the licence, 'z' the lazy release of a success that had nothing else to
+ *        do, '' otherwise), own licence member, the chain it ran in
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -124,10 +147,11 @@ ${HELPERS}
 --  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake
 --  sequence seen (a wakeDeferred for this stage's filter during the attempt
 --  makes its capacity deferral short), the chain a non-wake-up licence holder carries
---  ('capacity.idempotent.failures', '' when none)}: lock taken
+--  ('capacity.idempotent.failures', '' when none), 1 when the lock is tied to the job's
+--  BullMQ lock, the number of failed-job records of the stage}: lock taken
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
-local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
+local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local m = redis.call('GET', M)
   if m then
     local p = redis.call('PTTL', M)
@@ -149,13 +173,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
   end
-  local l = redis.call('GET', L)
+  local l = liveLock(L, true)
   if l then
     local x = 'x' .. own .. '\\n'
     if own ~= '' and string.sub(l, 1, #x) == x then return {4} end
     return {2}
   end
-  local lic = split(${licences('IDX', 'sid')})
+  local lic, failed = split(${licences('IDX', 'sid')})
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
   local carried, opts, kept = 0, '', ''
   if retried then
@@ -181,11 +205,18 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol)
   local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, nowMs() * 1000)
   fence = string.format('%.0f', fence)
   redis.call('SET', F, fence)
-  redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
+  -- tied to the job's BullMQ lock only while that lock is the worker's (a worker that lost it
+  -- already takes a plain lock, as before)
+  local tied = own ~= '' and bull ~= '' and redis.call('GET', J .. ':lock') == bull
+  if tied then
+    redis.call('SET', L, own .. '\\n' .. fence .. '\\n' .. bull, 'PX', lockMs)
+  else
+    redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
+  end
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid), kept}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid), kept, tied and 1 or 0, #failed}
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
@@ -194,11 +225,19 @@ end
 -- the lock is still held, the job takes the stage's licence and keeps the chain it ran in
 -- (chain: 'capacity.idempotent.failures'), revoking the holder it took over from.
 -- Only the holder of the lock may change anything: an attempt whose lock expired (another
--- one may have recorded a deferral since) changes nothing.
+-- one may have recorded a deferral since) changes nothing. mode 'z' (lazy: a success of a
+-- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
+-- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
 local function release(L, sid, own, token, mode, me, chain)
   local l = redis.call('GET', L)
   if l ~= token and l ~= 'x' .. token then return {2} end
+  if mode == 'z' then
+    redis.call('DEL', L)
+    return {0}
+  end
+  -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
+  if not liveLock(L, true) then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
@@ -234,8 +273,8 @@ if lead > 50 and lead > fleet then redis.call('SET', BASE .. 'sd:lead', lead, 'P
 lead = math.max(lead, fleet)
 for i = 1, n do
   if ARGV[a] == 'b' then
-    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]) + lead)
-    k, a = k + 3, a + 7
+    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]) + lead, ARGV[a + 7])
+    k, a = k + 3, a + 8
   else
     out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
     k, a = k + 1, a + 7
@@ -278,6 +317,8 @@ if l ~= ARGV[2] then
   end
   return {0, 0}
 end
+-- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
+if not liveLock(KEYS[1], true) then return {0, 0} end
 if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1]) ~= ARGV[10] then return {0, 2} end
 local old = revoke(KEYS[3], ARGV[7], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
@@ -306,11 +347,15 @@ return {1, unpack(old)}
 /**
  * extend: renew the lock while the executor runs.
  * KEYS: 1 L   ARGV: 1 token, 2 lockMs
- * Returns 1 renewed, 2 renewed but cancelled (abort the executor), 0 lost
+ * Returns 1 renewed, 2 renewed but cancelled (abort the executor), 0 lost (expired, taken
+ * over, or tied to a BullMQ job lock the job no longer holds: its worker lost the job)
  */
 export const EXTEND = `
+${HELPERS}
 local l = redis.call('GET', KEYS[1])
 if l == ARGV[1] or l == 'x' .. ARGV[1] then
+  -- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
+  if not liveLock(KEYS[1], true) then return 0 end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if l == ARGV[1] then return 1 end
   return 2
@@ -328,7 +373,7 @@ return 0
 export const PROBE = `
 ${HELPERS}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
+if liveLock(KEYS[2]) then return {2} end
 local members = ${licences('KEYS[3]', 'ARGV[1]')}
 if #members == 0 then return {0} end
 local live, failed = split(members)
@@ -367,7 +412,7 @@ for _, o in ipairs(old) do
   redis.call('ZREM', KEYS[3], o)
   mark(jobOf(o))
 end
-local l = redis.call('GET', KEYS[2])
+local l = liveLock(KEYS[2], true)
 local inflight = 0
 if l then
   inflight = 1

@@ -1,0 +1,100 @@
+import { Worker, type Job } from 'bullmq';
+import { DeferralStore } from '../src/deferral-store';
+import { stageId } from '../src';
+import { harness } from './helpers/engine';
+import { watch } from './helpers/jobs';
+import { onCluster, redisOptions, waitFor } from './helpers/redis';
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+const sid = stageId(image);
+
+/** A worker that only fetches: the job it returns is active, locked by BullMQ with `token`. */
+async function fetchWith(h: ReturnType<typeof harness>, token: string): Promise<Job> {
+  const w = new Worker(h.queueName, null, {
+    connection: { ...redisOptions(), maxRetriesPerRequest: null } as never,
+    prefix: h.prefix,
+    autorun: false,
+  });
+  try {
+    const job = (await w.getNextJob(token, { block: false })) as Job | undefined;
+    if (!job) throw new Error('no job to fetch');
+    return job;
+  } finally {
+    await w.close();
+  }
+}
+
+/** An engine with the stage's job enqueued and fetched by a worker holding BullMQ token 'bull-1'. */
+async function fetched() {
+  const h = harness();
+  await h.engine.enqueue(image, {});
+  const job = await fetchWith(h, 'bull-1');
+  const store = new DeferralStore(h.engine.queue);
+  /** The worker loses the job: BullMQ's lock of it lapses (or BullMQ completed it). */
+  const id = job.id as string;
+  const lapse = () => h.redis.del(`${h.prefix}:${h.queueName}:${id}:lock`);
+  return { h, id, store, lapse };
+}
+
+const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
+  store.begin({ sid, ownJobId, lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000, bullToken });
+
+(onCluster ? describe.skip : describe)('12: a job attempt whose stage lock is tied to BullMQ’s job lock', () => {
+  it('12: a success of a stage with no licence releases lazily: not in flight once the job completed, the lock key gone soon after', async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    const store = new DeferralStore(h.engine.queue);
+    // not in flight at once (a dead tied lock counts for nothing), though its key may still be there
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect((await h.engine.enqueue(image, {})).added).toBe(true);
+    await waitFor(() => done.length === 2, 'the second job completed');
+    // the lazy release rides in a later batch, or goes on its own within ~100 ms
+    await waitFor(async () => (await h.redis.exists(store.keys.lock(sid))) === 0, 'the lock key deleted');
+  });
+
+  it('12: the lock lives while the job holds its BullMQ lock, and dies with it: a renewal finds it lost, another attempt takes over with a larger fencing token', async () => {
+    const { h, id, store, lapse } = await fetched();
+    const first = await begin(store, id, 'bull-1');
+    expect(first).toMatchObject({ kind: 'locked', lazyRelease: true });
+    expect(await h.redis.get(store.keys.lock(sid))).toMatch(/\nbull-1$/);
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
+    if (first.kind !== 'locked') return;
+    expect(await store.extend(sid, first.token, 30_000)).toBe('held');
+    // the worker lost the job (its BullMQ lock lapsed, or BullMQ completed it)
+    await lapse();
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect(await store.extend(sid, first.token, 30_000)).toBe('lost');
+    const second = await begin(store, '');
+    expect(second.kind).toBe('locked');
+    expect(second.kind === 'locked' && second.fencingToken > first.fencingToken).toBe(true);
+    // the first attempt's late release changes nothing
+    expect(await store.release(sid, id, first.token, 'end')).toMatchObject({ lost: true });
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+  });
+
+  it('12: a worker that no longer holds the job’s BullMQ lock takes a plain lock (released as before)', async () => {
+    const { h, id, store, lapse } = await fetched();
+    const r = await begin(store, id, 'someone-else');
+    expect(r).toMatchObject({ kind: 'locked', lazyRelease: false });
+    expect((await h.redis.get(store.keys.lock(sid)))!.split('\n')).toHaveLength(2);
+    await lapse();
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+  });
+
+  it('12: a cancel marks a tied lock (x), which stays live while the job holds its BullMQ lock', async () => {
+    const { h, id, store, lapse } = await fetched();
+    const r = await begin(store, id, 'bull-1');
+    expect(r.kind).toBe('locked');
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+    expect(await h.redis.get(store.keys.lock(sid))).toMatch(/^x.*\nbull-1$/s);
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    if (r.kind === 'locked') expect(await store.extend(sid, r.token, 30_000)).toBe('cancelled');
+    await lapse();
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: false });
+  });
+});
