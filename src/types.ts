@@ -87,7 +87,11 @@ export interface DispatchResult {
   until?: number;
   /** The executor's result (with `retryable: true` for a deferrable outcome). */
   result?: ExecutorResult;
-  /** True when a cancel arrived while this dispatch was in flight. */
+  /**
+   * True when a cancel arrived while this dispatch was in flight. A job's
+   * success of a stage with no licence (released lazily) says it only when
+   * this engine saw the cancel: on the same engine, or at a lock renewal.
+   */
   cancelled?: boolean;
   /** True when the idempotent deferral limit ended the stage as already done. */
   completed?: boolean;
@@ -95,8 +99,10 @@ export interface DispatchResult {
   limitReached?: boolean;
   /**
    * True when the executor dispatched, but the attempt's lock had expired
-   * meanwhile (a pause longer than `lockMs`): the success did not end the
-   * stage's chain, and a deferral another attempt recorded since stands.
+   * meanwhile (a pause longer than `lockMs`; for a job, also BullMQ's lock of
+   * the job lost): the success did not end the stage's chain, and a deferral
+   * another attempt recorded since stands. A job's success of a stage with no
+   * licence (released lazily) says it only when a lock renewal saw the loss.
    */
   lockLost?: boolean;
   /** True when the deferral was recorded but the `journal` hook threw (the deferral stands; see the `hookFailed` event). */
