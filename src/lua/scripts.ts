@@ -136,6 +136,8 @@ local F = KEYS[2]
 -- job hashes of licensed jobs are built from the queue base, as BullMQ builds its own (same slot)
 local BASE = ARGV[1]
 ${HELPERS}
+-- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
+local NOW = nowMs()
 -- begin: decide whether a dispatch may run, and take the lock if so.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
@@ -160,6 +162,8 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     if p > 20 and p <= tol then return {5, p} end
   end
   local retried = false
+  -- the stage's licence and failed-job records, read once
+  local members = ${licences('IDX', 'sid')}
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
@@ -167,8 +171,12 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     if c[1] then return {4} end
     -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
     -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
-    retried = (c[3] ~= false and tonumber(c[3]) ~= (tonumber(c[4]) or 0))
-      or redis.call('ZSCORE', IDX, me .. '?') ~= false
+    retried = c[3] ~= false and tonumber(c[3]) ~= (tonumber(c[4]) or 0)
+    if not retried then
+      for _, m in ipairs(members) do
+        if m == me .. '?' then retried = true end
+      end
+    end
     -- a job that finished (failed for good, or completed and kept) and runs again was retried by
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
@@ -179,7 +187,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     if own ~= '' and string.sub(l, 1, #x) == x then return {4} end
     return {2}
   end
-  local lic, failed = split(${licences('IDX', 'sid')})
+  local lic, failed = split(members)
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
   local carried, opts, kept = 0, '', ''
   if retried then
@@ -202,7 +210,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     end
   end
   if m then redis.call('DEL', M) end
-  local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, nowMs() * 1000)
+  local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
   fence = string.format('%.0f', fence)
   redis.call('SET', F, fence)
   -- tied to the job's BullMQ lock only while that lock is the worker's (a worker that lost it
@@ -267,7 +275,7 @@ local n = tonumber(ARGV[2])
 -- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
 -- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
 -- over 50 ms is recorded; a host in step with Redis writes nothing)
-local lead = math.max(0, tonumber(ARGV[3]) - nowMs())
+local lead = math.max(0, tonumber(ARGV[3]) - NOW)
 local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
 if lead > 50 and lead > fleet then redis.call('SET', BASE .. 'sd:lead', lead, 'PX', 60000) end
 lead = math.max(lead, fleet)
@@ -280,7 +288,7 @@ for i = 1, n do
     k, a = k + 1, a + 7
   end
 end
-out[n + 1] = nowMs()
+out[n + 1] = NOW
 return out
 `;
 
