@@ -49,11 +49,13 @@ local function liveLock(L, drop)
   local a = string.find(l, '\\n', 1, true)
   local b = a and string.find(l, '\\n', a + 1, true)
   if not b then return l end
-  local base = string.match(L, '^(.*)sd:inflight:[^:]*$')
+  -- the queue base: L is '<base>sd:inflight:<stage id>' (a stage id has no ':'); BullMQ's lock of
+  -- the job is '<base><job id>:lock', in the queue's slot like every job key
+  local BASE = string.match(L, '^(.*)sd:inflight:[^:]*$')
   local id, bull = string.sub(l, 1, a - 1), string.sub(l, b + 1)
-  if redis.call('GET', base .. id .. ':lock') == bull then return l end
+  if redis.call('GET', BASE .. id .. ':lock') == bull then return l end
   -- marked cancelled ('x' + token): the job id is what follows the mark
-  if string.sub(id, 1, 1) == 'x' and redis.call('GET', base .. string.sub(id, 2) .. ':lock') == bull then return l end
+  if string.sub(id, 1, 1) == 'x' and redis.call('GET', BASE .. string.sub(id, 2) .. ':lock') == bull then return l end
   if drop then redis.call('DEL', L) end
   return nil
 end
@@ -215,7 +217,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   redis.call('SET', F, fence)
   -- tied to the job's BullMQ lock only while that lock is the worker's (a worker that lost it
   -- already takes a plain lock, as before)
-  local tied = own ~= '' and bull ~= '' and redis.call('GET', J .. ':lock') == bull
+  local tied = own ~= '' and bull ~= '' and redis.call('GET', BASE .. own .. ':lock') == bull
   if tied then
     redis.call('SET', L, own .. '\\n' .. fence .. '\\n' .. bull, 'PX', lockMs)
   else
