@@ -140,6 +140,8 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
+-- the all-stages wake sequence, read once for the batch (nothing changes it while the script runs)
+local ALLSEQ = redis.call('GET', BASE .. 'sd:wseq') or '0'
 -- begin: decide whether a dispatch may run, and take the lock if so.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
@@ -226,7 +228,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid), kept, tied and 1 or 0, #failed}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, ALLSEQ .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0'), kept, tied and 1 or 0, #failed}
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
