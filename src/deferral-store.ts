@@ -484,8 +484,8 @@ export class DeferralStore {
     const r = (await this.transactionOf('wake', (m) =>
       m.sdWake!(
         k.index,
-        `${k.base}sd:wq`,
-        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wq`,
+        `${k.base}sd:wqk`,
+        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,
         k.base,
         limit,
         scopePrefix,
@@ -593,8 +593,6 @@ export class DeferralStore {
     const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
     return codes.filter((code) => code === 1).length;
   }
-
-
 }
 
 export { Job };

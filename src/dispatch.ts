@@ -347,8 +347,9 @@ export class Dispatcher<P> {
       const until = timestamp + windowMs;
       const id = wakeUpJobId(sid, cls, next, until);
       const wakeData = { ...data, until: new Date(until).toISOString() };
-      const options = { ...this.jobOptions({ delay: windowMs }, carry.budget), timestamp };
-      const wakeUp = new Job(this.queue, ref.stage, wakeData, options, id);
+      const wakeUp = new Job(this.queue, ref.stage, wakeData, this.jobOptions({ delay: windowMs }, carry.budget), id);
+      // set after construction: BullMQ stores a `timestamp` given in the options twice (the job's field and its opts)
+      wakeUp.timestamp = timestamp;
       const log = opts.jobLog
         ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${wakeData.until}`
         : '';

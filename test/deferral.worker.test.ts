@@ -65,8 +65,8 @@ describe('clause 5: the stage comes back by itself when the window ends', () => 
     );
   });
 
-  it('the wake-up job is readable: named after the stage, data shows reason, class, count, until; one log line', async () => {
-    const h = harness();
+  it('the wake-up job is readable: named after the stage, data shows reason, class, count, until; one log line (jobLog: true)', async () => {
+    const h = harness({ jobLog: true });
     h.executor.script(image, notSent('no_worker_available'));
     await h.engine.dispatchStage(image, { p: 1 });
     const [d] = await h.engine.listDeferred(['book-1']);
