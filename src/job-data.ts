@@ -6,7 +6,10 @@ import type { OutcomeClass, StageRef } from './types';
 
 /**
  * The data of a dispatch job. A wake-up job also shows, for Bull Board, why
- * and until when its stage is deferred.
+ * its stage is deferred (reason, class, deferral count; Bull Board shows the
+ * window's end as the job's "will run at"). `wakeUp` and `until` are written
+ * by versions before 0.2 and still read; the job id says whether a job is a
+ * wake-up, and its delay when the window ends.
  */
 export interface DispatchJobData<P = unknown> {
   v: 1;
@@ -36,12 +39,12 @@ const schema = z.object({
   deferrals: z.number().optional(),
 });
 
-/** The data of a dispatch job for a stage; a wake-up adds why and until when. */
+/** The data of a dispatch job for a stage; a wake-up adds why it waits. */
 export function dispatchJobData<P>(
   ref: StageRef,
   payload: P,
   buildId: string | undefined,
-  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'until' | 'deferrals'>,
+  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'deferrals'>,
 ): DispatchJobData<P> {
   return {
     v: 1,
@@ -49,7 +52,7 @@ export function dispatchJobData<P>(
     stage: ref.stage,
     payload,
     ...(buildId === undefined ? {} : { buildId }),
-    ...(deferral ? { wakeUp: true as const, ...deferral } : {}),
+    ...deferral,
   };
 }
 

@@ -60,7 +60,7 @@ export function createProcessor<P>(
     const ref = refOf(data);
     const ctx: JobContext = {
       id,
-      isWakeUp: data.wakeUp === true && isWakeUpId(sid, id),
+      isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
     };
