@@ -519,7 +519,8 @@ return 1
  * wake-ups. Idempotent deferrals are never woken. The wake sequences are
  * bumped, so an attempt of a matching stage in flight now records a short
  * window instead of the full one (the signal is not consumed by nothing).
- * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none)
+ * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
+ *   declared for the cluster's routing, read as BASE .. 'sd:wq:' .. kind)
  * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none)
  * Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
  */
@@ -537,16 +538,16 @@ if scope == '' then
   -- one kind's index, or every kind's merged: each read in score order, 200 at a time
   local src = {}
   if kind ~= '' then
-    src[1] = {key = KEYS[3]}
+    src[1] = {kind = kind}
   else
-    for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do src[#src + 1] = {key = BASE .. 'sd:wq:' .. k} end
+    for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do src[#src + 1] = {kind = k} end
   end
   for _, s in ipairs(src) do s.buf, s.i, s.offset = {}, 1, 0 end
   -- the source's next entry {sid, score}, reading another batch when its buffer is spent
   local function head(s)
     if s.i > #s.buf then
       if s.offset < 0 then return nil end
-      local r = redis.call('ZRANGE', s.key, s.offset, s.offset + 199, 'WITHSCORES')
+      local r = redis.call('ZRANGE', BASE .. 'sd:wq:' .. s.kind, s.offset, s.offset + 199, 'WITHSCORES')
       s.buf, s.i = {}, 1
       for j = 1, #r, 2 do s.buf[#s.buf + 1] = {r[j], tonumber(r[j + 1])} end
       s.offset = (#r < 400) and -1 or s.offset + 200
