@@ -35,10 +35,10 @@ describe('13.3: the enqueue probe', () => {
   it('13.3: a licence whose job was removed by hand is dropped by the probe, and the enqueue adds a job', async () => {
     const { h, wakeUp } = await deferredThenMarkerDeleted();
     const index = `${h.prefix}:${h.queueName}:sd:licences`;
-    expect(await h.redis.zrange(index, 0, -1)).toEqual([wakeUp]);
+    expect(await h.redis.zrange(index, '0', '-1')).toEqual([wakeUp]);
     await h.engine.queue.remove(wakeUp);
     const r = await h.engine.enqueue(image, {});
     expect(r).toMatchObject({ added: true, reason: null, jobId: expect.stringMatching(/^book-1\/ch-3\/image@r\./) });
-    expect(await h.redis.zrange(index, 0, -1)).toEqual([]);
+    expect(await h.redis.zrange(index, '0', '-1')).toEqual([]);
   });
 });
