@@ -48,10 +48,18 @@ export const dispatchJobDataSchema = z
     stage: segment.describe('The stage kind, e.g. "image"; also the BullMQ job name.'),
     payload: z.unknown().describe('What the executor gets; any JSON value (null when there is none).'),
     buildId: z.string().optional().describe('Optional; passed to the executor.'),
-    wakeUp: z.literal(true).optional().describe('Written by the engine on a wake-up job; a producer leaves it out.'),
+    wakeUp: z
+      .literal(true)
+      .optional()
+      .describe('Written on wake-ups by versions before 0.2 and still read; a producer leaves it out.'),
     reason: z.string().optional().describe('Wake-up only (engine): the outcome that deferred the stage.'),
     class: z.enum(['capacity', 'idempotent']).optional().describe('Wake-up only (engine): the class of the deferral.'),
-    until: z.string().optional().describe('Wake-up only (engine): ISO time at which the window ends.'),
+    until: z
+      .string()
+      .optional()
+      .describe(
+        'Written on wake-ups by versions before 0.2 (ISO end of the window) and still read; a producer leaves it out.',
+      ),
     deferrals: z.number().optional().describe('Wake-up only (engine): deferrals of `class` in a row.'),
   })
   .meta({
