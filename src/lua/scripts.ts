@@ -30,6 +30,8 @@
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  */
 
+import { ENQUEUE_PROBE } from './generated';
+
 /** Lua snippet: the licence members of stage `sid` in `idx`. */
 const licences = (idx: string, sid: string) =>
   `redis.call('ZRANGEBYLEX', ${idx}, '[' .. ${sid} .. '@', '[' .. ${sid} .. '@\\255')`;
@@ -316,31 +318,11 @@ return 0
 `;
 
 /**
- * probe: what an enqueue would find (read only).
- * KEYS: 1 M, 2 L, 3 IDX   ARGV: 1 stageId
- * Returns {1, pttl} deferred, {2} in flight, {3, licence or '', failed-job
- * record...} the jobs that may carry the stage (their states decide whether one
- * is pending: a failed job retried by hand is), {0} nothing
+ * probe: what an enqueue finds, in one call (its licence's job state
+ * included). The source is the shipped src/lua/enqueue-probe.lua, whose
+ * header documents KEYS, ARGV and replies; generated.ts holds its text.
  */
-export const PROBE = `
-${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
-local members = ${licences('KEYS[3]', 'ARGV[1]')}
-if #members == 0 then return {0} end
-local live, failed = split(members)
-local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
-local present = {}
--- a record counts only while its job exists and is not failed (it was retried by hand)
-for _, f in ipairs(failed) do
-  local id = jobOf(f)
-  if redis.call('EXISTS', BASE .. id) == 1 and not redis.call('ZSCORE', BASE .. 'failed', id) then
-    present[#present + 1] = f
-  end
-end
-if not live and #present == 0 then return {0} end
-return {3, live or '', unpack(present)}
-`;
+export const PROBE = ENQUEUE_PROBE;
 
 /**
  * cancel: end a stage's deferral and revoke its licence; mark an in-flight
