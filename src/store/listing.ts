@@ -31,6 +31,8 @@ export interface Page {
 
 /** Licences one round reads at most (one `ZRANGEBYLEX … LIMIT`, then one pipeline per round). */
 const ROUND = 500;
+/** Licences one round reads at least (when the budget allows): a sparse index costs a few rounds, not one per stage. */
+const MIN_ROUND = 100;
 /** A page reads at most this many licences per stage asked for (and at least `MIN_SCAN`), as `SCAN` bounds its work. */
 const SCAN_FACTOR = 10;
 const MIN_SCAN = 1000;
@@ -59,10 +61,9 @@ export async function listStages(
   const stages: DeferredStage[] = [];
   let scanned = 0;
   for (;;) {
-    // never more licences than stages still wanted: a page ends exactly on its last licence
-    const n = Math.min(ROUND, want - stages.length, budget - scanned);
+    // a round reads a little past the stages still wanted; the page ends on the licence of its last stage
+    const n = Math.min(ROUND, Math.max(want - stages.length, MIN_ROUND), budget - scanned);
     const [members] = (await reader.run([['zrangebylex', keys.index, min, max, 'LIMIT', 0, n]])) as [string[]];
-    scanned += members.length;
     const ids = members.map(jobIdOfLicence);
     const markers = await reader.run(
       ids.flatMap((id): Cmd[] => [
@@ -70,9 +71,14 @@ export async function listStages(
         ['pttl', keys.marker(stageIdOfJobId(id))],
       ]),
     );
-    const deferred = ids
-      .map((id, j) => ({ id, marker: markers[2 * j] as string | null, pttl: Number(markers[2 * j + 1]) }))
+    let deferred = ids
+      .map((id, j) => ({ id, at: j, marker: markers[2 * j] as string | null, pttl: Number(markers[2 * j + 1]) }))
       .filter((r) => r.marker === r.id && r.pttl >= 0);
+    // the page is full at the want-th stage: the licences after it are left for the next page
+    const full = deferred.length >= want - stages.length;
+    if (full) deferred = deferred.slice(0, want - stages.length);
+    const read = full ? deferred[deferred.length - 1]!.at + 1 : members.length;
+    scanned += read;
     const fields = await readFields(
       reader,
       deferred.map((r) => keys.job(r.id)),
@@ -80,9 +86,9 @@ export async function listStages(
     deferred.forEach((r, j) =>
       stages.push(deferredStage(r.id, r.pttl, fields[j] ?? { exists: false, dispatch: false }, now)),
     );
-    if (members.length < n) return { stages, nextCursor: null };
-    const last = members[members.length - 1]!;
-    if (stages.length >= want || scanned >= budget) return { stages, nextCursor: last };
+    if (!full && members.length < n) return { stages, nextCursor: null };
+    const last = members[read - 1]!;
+    if (full || scanned >= budget) return { stages, nextCursor: last };
     min = `(${last}`;
   }
 }
