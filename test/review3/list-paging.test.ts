@@ -72,4 +72,29 @@ describe('12 review: listDeferred pages', () => {
     // every stage deferred throughout the listing once, as the docs promise ("walk every deferred stage once")
     expect(rows.map((s) => stageId(s.ref))).toEqual([stageId(a), stageId(b)]);
   });
+
+  it('12 review: a page cut by its budget inside a stage (at a failed-job record, its licence next) neither skips nor repeats that stage', async () => {
+    const h = harness(long);
+    const keys = new StoreKeys(h.prefix, h.queueName);
+    const t = (1e12).toString(36);
+    // 999 licences not deferred, then stage b's record of a failed job, which sorts before b's licence
+    const fillers = Array.from({ length: 999 }, (_, i) => `a/s-${String(i).padStart(4, '0')}/image@cap.1.0.0.${t}abcd`);
+    for (let i = 0; i < fillers.length; i += 200)
+      await h.redis.zadd(keys.index, ...fillers.slice(i, i + 200).flatMap((m) => [0, m]));
+    await h.redis.zadd(keys.index, 0, `b/x/image@cap.0.0.0.${t}abcd?`);
+    h.executor.fallback = NO;
+    const b: StageRef = { scope: ['b', 'x'], stage: 'image' };
+    const c: StageRef = { scope: ['c', 'x'], stage: 'image' };
+    await h.engine.dispatchStage(b, {});
+    await h.engine.dispatchStage(c, {});
+    const rows: StageRef[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: DeferredPage = await h.engine.listDeferred(undefined, { limit: 1, cursor });
+      rows.push(...page.stages.map((s) => s.ref));
+      cursor = page.nextCursor;
+    } while (cursor !== null && ++pages < 10);
+    expect(rows).toEqual([b, c]);
+  });
 });
