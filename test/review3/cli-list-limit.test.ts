@@ -33,6 +33,6 @@ describe('12 review: CLI list --limit', () => {
     // the bound itself is a page
     const ok = await cliOn(names, '--json', 'list', '--limit', '10000');
     expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ nextCursor: null, stages: [{ ref: { scope: ['book-1'] } }] });
+    expect(JSON.parse(ok.stdout)).toMatchObject({ nextCursor: null, stages: [{ ref: 'book-1:image' }] });
   });
 });
