@@ -466,6 +466,7 @@ try('DEL', K)
 try('ZADD', K, 0, 'p')
 try('ZSCORE', K, 'p')
 try('ZRANGEBYLEX', K, '[p', '[p')
+try('ZREMRANGEBYRANK', K, 0, 0)
 try('ZREM', K, 'p')
 try('HSET', K, 'p', 1)
 try('HGET', K, 'p')
@@ -476,6 +477,7 @@ try('RPUSH', K, 'p')
 try('DEL', K)
 try('SADD', K, 'p')
 try('SMEMBERS', K)
+try('SREM', K, 'p')
 try('DEL', K)
 if readonly then return {'!readonly'} end
 return missing
@@ -522,6 +524,10 @@ if scope == '' then
   if kind ~= '' then
     src[1] = {kind = kind}
   else
+    -- a queue upgraded from the queue-wide index (sd:wq): its kinds join the set, 10,000 entries a wake
+    local legacy = BASE .. 'sd:wq'
+    for _, sid in ipairs(redis.call('ZRANGE', legacy, 0, 9999)) do redis.call('SADD', KEYS[2], kindOf(sid)) end
+    redis.call('ZREMRANGEBYRANK', legacy, 0, 9999)
     for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do src[#src + 1] = {kind = k} end
   end
   for _, s in ipairs(src) do s.buf, s.i, s.offset = {}, 1, 0 end
@@ -530,6 +536,8 @@ if scope == '' then
     if s.i > #s.buf then
       if s.offset < 0 then return nil end
       local r = redis.call('ZRANGE', BASE .. 'sd:wq:' .. s.kind, s.offset, s.offset + 199, 'WITHSCORES')
+      -- a kind whose chains all ended leaves the set (its next capacity deferral adds it again)
+      if #r == 0 and s.offset == 0 then redis.call('SREM', KEYS[2], s.kind) end
       s.buf, s.i = {}, 1
       for j = 1, #r, 2 do s.buf[#s.buf + 1] = {r[j], tonumber(r[j + 1])} end
       s.offset = (#r < 400) and -1 or s.offset + 200
