@@ -64,7 +64,7 @@ describe('12 review: the per-kind wait index', () => {
     const gone: string[] = [];
     worker.on('failed', (job) => gone.push(job!.id!));
     expect((await h.engine.wakeDeferred({ scope: ['w'], limit: 10 })).woken).toHaveLength(2);
-    await waitFor(() => (gone.length === 2 ? gone : undefined), { timeoutMs: 15_000 });
+    await waitFor(() => (gone.length === 2 ? gone : undefined), 'both jobs failed for good', 15_000);
     expect(await score(limit)).toBeNull();
     expect(await score(failed)).toBeNull();
     expect(await h.redis.zcard(waitKey(h, 'image'))).toBe(0);

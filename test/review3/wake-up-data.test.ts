@@ -45,10 +45,11 @@ describe('12 review: the slimmer wake-up', () => {
     h.engine.on('woken', (e) => woken.push(e));
     h.engine.createWorker();
     await h.engine.wakeDeferred();
-    await waitFor(() => (h.executor.callsFor(ref) === 2 ? true : undefined), { timeoutMs: 10_000 });
-    await waitFor(async () =>
-      (await h.engine.queue.getJobCounts('delayed', 'wait', 'active')).delayed === 0 ? true : undefined,
-    );
+    await waitFor(() => (h.executor.callsFor(ref) === 2 ? true : undefined), 'the wake-up dispatch');
+    await waitFor(async () => {
+      const c = await h.engine.queue.getJobCounts('delayed', 'wait', 'active');
+      return c.delayed === 0 && c.wait === 0 && c.active === 0;
+    }, 'the queue to be empty');
     expect(woken.filter((e) => (e as { early?: boolean }).early !== true)).toEqual([{ ref, jobId: d!.wakeUpJobId }]);
     expect(await h.engine.listDeferred()).toEqual([]);
   });
@@ -65,7 +66,7 @@ describe('12 review: the slimmer wake-up', () => {
     const worker = h.engine.createWorker();
     worker.on('completed', (_j, r) => results.push(r));
     await h.engine.queue.add(job.name, job.data, { jobId: job.id });
-    await waitFor(() => (results.length === 1 ? true : undefined), { timeoutMs: 10_000 });
+    await waitFor(() => (results.length === 1 ? true : undefined), 'the re-added job to complete');
     expect(results[0]).toMatchObject({ dispatched: true });
     expect(h.executor.callsFor(ref)).toBe(2);
     expect(await h.engine.isStageDeferred(ref)).toBe(false);
