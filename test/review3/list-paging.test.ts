@@ -97,4 +97,35 @@ describe('12 review: listDeferred pages', () => {
     } while (cursor !== null && ++pages < 10);
     expect(rows).toEqual([b, c]);
   });
+
+  it('12 review: book-1 pages never reach book-10, unicode and special-character ids page through, and a cursor with lex-range characters is taken literally', async () => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    const inside: StageRef[] = [
+      { scope: ['book-1', 'ch'], stage: 'image' },
+      { scope: ['book-1', '(x'], stage: '[y' },
+      { scope: ['book-1', 'é\u{1F600}'], stage: '-+:@' },
+      { scope: ['book-1'], stage: 'ÿ' },
+    ];
+    const outside: StageRef[] = [
+      { scope: ['book-10'], stage: 'image' },
+      { scope: ['book-1x'], stage: 'image' },
+      { scope: ['book-'], stage: '1' },
+    ];
+    for (const r of [...inside, ...outside]) await h.engine.dispatchStage(r, {});
+    const rows: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: DeferredPage = await h.engine.listDeferred(['book-1'], { limit: 1, cursor });
+      rows.push(...page.stages.map((s) => stageId(s.ref)));
+      cursor = page.nextCursor;
+    } while (cursor !== null && ++pages < 20);
+    expect(rows).toEqual(inside.map(stageId).sort());
+    // a cursor made of lex-range characters: read as a string after which to list, nothing more
+    for (const c of ['book-1/[@', 'book-1/(@', 'book-1/-@+', 'book-1/\xff@', 'book-1/\u{10ffff}@']) {
+      const page = await h.engine.listDeferred(['book-1'], { limit: 10, cursor: c });
+      for (const s of page.stages) expect(stageId(s.ref).startsWith('book-1/')).toBe(true);
+    }
+  });
 });
