@@ -13,7 +13,7 @@ import { client, closeClients, parseInfo } from './lib/redis';
 import { table, type BenchContext, type ScenarioResult } from './lib/report';
 import { log } from './lib/stats';
 import { churn } from './scenarios/churn';
-import { clearScope } from './scenarios/clear-scope';
+import { clearLoaded, clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
 import { happyIo, happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
@@ -35,6 +35,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   churn,
   memory,
   'clear-scope': clearScope,
+  'clear-loaded': clearLoaded,
   herd,
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,

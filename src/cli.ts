@@ -41,6 +41,13 @@ function positiveInt(value: string): number {
   return n;
 }
 
+/** A page's `--limit`: 1..10,000, as `listDeferred` takes it. */
+function pageLimit(value: string): number {
+  const n = positiveInt(value);
+  if (n > 10_000) throw new InvalidArgumentError('Expected an integer from 1 to 10000.');
+  return n;
+}
+
 /** The version in the package's package.json (next to dist/ and src/). */
 function packageVersion(): string {
   try {
@@ -101,7 +108,7 @@ export function buildProgram(): Command {
     .command('list')
     .description('List deferred stages: reason, class, deferrals, until. Scope segments narrow it to a scope prefix.')
     .argument('[scope...]', 'scope segments, outermost first (each argument is one segment)')
-    .option('--limit <n>', 'read at most n licences (one page); prints the cursor of the next page', positiveInt)
+    .option('--limit <n>', 'at most n stages (one page, 1..10000); prints the cursor of the next page', pageLimit)
     .option('--cursor <cursor>', 'continue after this cursor (printed by the previous page)')
     .action(async (scope: string[], opts: { limit?: number; cursor?: string }) => {
       const g = globals();

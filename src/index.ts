@@ -20,6 +20,8 @@ export {
   InvalidStageRefError,
   InvalidOptionsError,
   InvalidJobDataError,
+  UnsupportedJobVersionError,
+  InvalidJobOptionsError,
   InvalidExecutorResultError,
   DispatchFailedError,
   DeferralLimitError,

@@ -31,19 +31,41 @@ export interface Page {
 
 /** Licences one round reads at most (one `ZRANGEBYLEX … LIMIT`, then one pipeline per round). */
 const ROUND = 500;
+/** Licences the first round reads at least (doubling each round, within the budget): a sparse index costs a few rounds, not one per stage. */
+const MIN_ROUND = 100;
 /** A page reads at most this many licences per stage asked for (and at least `MIN_SCAN`), as `SCAN` bounds its work. */
 const SCAN_FACTOR = 10;
 const MIN_SCAN = 1000;
+
+/** The stage id of a licence member: the part before its first `@` (also for a `<stage id>@j.<job id>` member). */
+const stageOfMember = (member: string) => member.slice(0, member.indexOf('@'));
+
+/** The members among `members` whose stage is deferred by them (its marker names the member's job), with their index. */
+async function deferredOf(reader: Reader, keys: Pick<StoreKeys, 'marker'>, members: readonly string[]) {
+  const ids = members.map(jobIdOfLicence);
+  const markers = await reader.run(
+    members.flatMap((m): Cmd[] => [
+      ['get', keys.marker(stageOfMember(m))],
+      ['pttl', keys.marker(stageOfMember(m))],
+    ]),
+  );
+  return ids
+    .map((id, at) => ({ id, at, marker: markers[2 * at] as string | null, pttl: Number(markers[2 * at + 1]) }))
+    .filter((r) => r.marker === r.id && r.pttl >= 0);
+}
 
 /**
  * The deferred stages under a stage-id prefix, read from the licence index in
  * rounds (an index range, never a scan of the keyspace): all of them, or one
  * page of at most `limit` after `cursor`. A licence whose stage is not
  * deferred (its wake-up pending, cleared, failed) is skipped. A page's work is
- * bounded like `SCAN`'s: it reads at most `max(10 × limit, 1000)` licences,
- * so it can hold fewer than `limit` stages (even none) with a cursor to go on
- * from; the listing is complete when `nextCursor` is null. Memory and time
- * per page do not grow with the number of stages outside it.
+ * bounded like `SCAN`'s: it reads at most `max(10 × limit, 1000)` licences
+ * (and the rest of its last stage's members), so it can hold fewer than
+ * `limit` stages (even none) with a cursor to go on from; the listing is
+ * complete when `nextCursor` is null. A page ends on a stage: the next one
+ * starts after every member of the cursor's stage, so a stage deferred again
+ * between two pages (its new licence sorts after the old one) is not listed
+ * twice. Memory and time per page do not grow with the number of stages outside it.
  */
 export async function listStages(
   reader: Reader,
@@ -53,36 +75,40 @@ export async function listStages(
   now = Date.now(),
 ): Promise<Page> {
   const max = prefix ? `[${prefix}\xff` : '+';
-  let min = page.cursor !== undefined ? `(${page.cursor}` : prefix ? `[${prefix}` : '-';
+  let min = page.cursor !== undefined ? `(${stageOfMember(page.cursor)}@\xff` : prefix ? `[${prefix}` : '-';
   const want = page.limit ?? Infinity;
   const budget = page.limit === undefined ? Infinity : Math.max(SCAN_FACTOR * page.limit, MIN_SCAN);
   const stages: DeferredStage[] = [];
   let scanned = 0;
-  for (;;) {
-    // never more licences than stages still wanted: a page ends exactly on its last licence
-    const n = Math.min(ROUND, want - stages.length, budget - scanned);
+  for (let floor = MIN_ROUND; ; floor *= 2) {
+    // a round reads a little past the stages still wanted (more each round: a sparse index takes a
+    // few rounds); the page ends on the licence of its last stage
+    const n = Math.min(ROUND, Math.max(want - stages.length, floor), budget - scanned);
     const [members] = (await reader.run([['zrangebylex', keys.index, min, max, 'LIMIT', 0, n]])) as [string[]];
-    scanned += members.length;
-    const ids = members.map(jobIdOfLicence);
-    const markers = await reader.run(
-      ids.flatMap((id): Cmd[] => [
-        ['get', keys.marker(stageIdOfJobId(id))],
-        ['pttl', keys.marker(stageIdOfJobId(id))],
-      ]),
-    );
-    const deferred = ids
-      .map((id, j) => ({ id, marker: markers[2 * j] as string | null, pttl: Number(markers[2 * j + 1]) }))
-      .filter((r) => r.marker === r.id && r.pttl >= 0);
+    let rows = await deferredOf(reader, keys, members);
+    // the page is full at the want-th stage: the licences after it are left for the next page
+    const full = rows.length >= want - stages.length;
+    if (full) rows = rows.slice(0, want - stages.length);
+    const read = full ? rows[rows.length - 1]!.at + 1 : members.length;
+    scanned += read;
+    const exhausted = !full && members.length < n;
+    const last = members[read - 1];
+    const end = full || (!exhausted && scanned >= budget);
+    if (end && !full && last !== undefined) {
+      // cut by the budget: the rest of the last stage's members (a failed-job record may sort before its licence)
+      const sid = stageOfMember(last);
+      const [rest] = (await reader.run([['zrangebylex', keys.index, `(${last}`, `[${sid}@\xff`]])) as [string[]];
+      rows = [...rows, ...(await deferredOf(reader, keys, rest))];
+    }
     const fields = await readFields(
       reader,
-      deferred.map((r) => keys.job(r.id)),
+      rows.map((r) => keys.job(r.id)),
     );
-    deferred.forEach((r, j) =>
+    rows.forEach((r, j) =>
       stages.push(deferredStage(r.id, r.pttl, fields[j] ?? { exists: false, dispatch: false }, now)),
     );
-    if (members.length < n) return { stages, nextCursor: null };
-    const last = members[members.length - 1]!;
-    if (stages.length >= want || scanned >= budget) return { stages, nextCursor: last };
-    min = `(${last}`;
+    if (exhausted) return { stages, nextCursor: null };
+    if (end) return { stages, nextCursor: last! };
+    min = `(${last!}`;
   }
 }

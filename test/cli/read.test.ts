@@ -39,6 +39,7 @@ beforeAll(async () => {
     connection: client(),
     ...q,
     windows: { capacitySeconds: 300, jitter: 0 },
+    jobLog: true, // `show` reads the wake-up's log
     executor: async () => NO_WORKER,
   });
   for (let i = 0; i < STAGES; i += 200) {
