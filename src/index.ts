@@ -29,6 +29,8 @@ export {
   ClearIncompleteError,
   MissingPermissionError,
   NoExecutorError,
+  UnsupportedBullMQError,
+  UnsupportedConnectionError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';
@@ -44,4 +46,5 @@ export type {
   OutcomeClass,
 } from './types';
 export type { DispatchJobData } from './job-data';
+export { SUPPORTED_BULLMQ } from './bullmq/adapter';
 export { instrumentEngine, METRIC_ATTRIBUTES } from './metrics';
