@@ -167,6 +167,24 @@ describe('13.1: the adapter on the installed bullmq', () => {
     await expect(promote(h.engine.queue, job.id!)).rejects.toThrow(/not in the delayed state/);
   });
 
+  it('13.1: a deduplication key that outlived its job (an outage) does not block enqueue (BullMQ 5 kept it)', async () => {
+    const h = harness();
+    const first = await h.engine.enqueue(image, {});
+    expect(first.added).toBe(true);
+    const base = `${h.prefix}:${h.queueName}`;
+    // the job's hash and its place in wait are lost, its deduplication key (no TTL) is not
+    await h.redis.del(`${base}:${first.jobId}`);
+    await h.redis.lrem(`${base}:wait`, 0, first.jobId!);
+    expect(await h.redis.pttl(`${base}:de:${first.jobId!.split('@')[0]}`)).toBe(-1);
+    const again = await h.engine.enqueue(image, {});
+    expect(again).toMatchObject({ added: true, reason: null });
+    expect(again.jobId).not.toBe(first.jobId);
+    expect(await h.engine.queue.getJobState(again.jobId!)).toBe('waiting');
+    // a live job still deduplicates: nothing dropped, nothing added
+    expect(await h.engine.enqueue(image, {})).toMatchObject({ added: false, reason: 'pending', jobId: again.jobId });
+    expect(await h.engine.queue.getWaitingCount()).toBe(1);
+  });
+
   (onCluster ? it.skip : it)(
     `13.1: the app's own ioredis ${ioredisMajor} client as connection defers a stage and its wake-up dispatches it`,
     async () => {

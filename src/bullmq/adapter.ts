@@ -6,6 +6,10 @@
  * - the queue's Redis client: `queue.getBackend().client` (6) or `queue.client` (5);
  * - promoting a delayed job by id: `queue.getBackend().promote(id)` (6) or the
  *   queue's scripts' `promote(id)` (5, what `job.promote()` runs);
+ * - a deduplication key whose job was lost (an outage took the job's hash,
+ *   not the key): BullMQ 6 replaces it when a job is added
+ *   (recoverStaleDeduplicationKey), BullMQ 5 keeps returning the lost job;
+ *   `addDeduplicated` recovers it on either;
  * - the start-up checks: a supported version, an ioredis connection and, on
  *   BullMQ 6 (which also runs on PostgreSQL and other Redis drivers), the Redis backend.
  *
@@ -13,7 +17,7 @@
  * `deduplication`, the key layout the Lua scripts read) is the same in 5.81 and 6.
  */
 import * as bullmq from 'bullmq';
-import type { Queue, RedisClient } from 'bullmq';
+import type { Job, JobsOptions, Queue, RedisClient } from 'bullmq';
 import { UnsupportedBullMQError, UnsupportedConnectionError } from '../errors';
 
 /** The BullMQ versions this library supports and tests (the peer dependency's range). */
@@ -95,4 +99,23 @@ export function redisClient(queue: Queue): Promise<RedisClient> {
 export function promote(queue: Queue, jobId: string): Promise<void> {
   const backend = backendOf(queue);
   return backend ? backend.promote(jobId) : (queue as unknown as Queue5).scripts.promote(jobId);
+}
+
+/** Deletes KEYS[1] (a deduplication key) if it still names ARGV[1], has no TTL and that job (KEYS[2]) is gone. */
+const DROP_STALE_DEDUPLICATION = `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1
+  and redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+
+/**
+ * `queue.add` with a deduplication id. A job deduplicated to one that no longer
+ * exists (its key outlived it) is added again once the stale key is dropped,
+ * as BullMQ 6 does by itself. Returns BullMQ's job: `job.id !== opts.jobId`
+ * when it was deduplicated to a live job.
+ */
+export async function addDeduplicated(queue: Queue, name: string, data: unknown, opts: JobsOptions): Promise<Job> {
+  const job = await queue.add(name, data, opts);
+  if (!job.id || job.id === opts.jobId || !opts.deduplication) return job;
+  const client = (await redisClient(queue)) as unknown as { eval(...args: unknown[]): Promise<unknown> };
+  const keys = [queue.toKey(`de:${opts.deduplication.id}`), queue.toKey(job.id)];
+  const dropped = await client.eval(DROP_STALE_DEDUPLICATION, 2, ...keys, job.id);
+  return dropped === 1 ? queue.add(name, data, opts) : job;
 }
