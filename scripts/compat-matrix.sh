@@ -10,9 +10,10 @@
 #   bash scripts/compat-matrix.sh 6.7.0:5.11.1 ~5.81.0:^5.11.0
 #
 # A pair is BULLMQ:IOREDIS, each an npm version or range. The main test run covers
-# the devDependencies (bullmq 6 with ioredis 6), so the default pairs are the others
+# the devDependencies (bullmq 6.7 with ioredis 6), so the default pairs are the others
 # the README's support table promises: the latest bullmq 5.x (5.81) with ioredis 5,
-# and the devDependency's bullmq 6 with ioredis 5. Needs REDIS_URL or Redis on
+# the devDependency's bullmq 6 with ioredis 5, and the lowest bullmq 6 (6.0.0, the
+# bottom of the peer range ^6.0.0) with ioredis 6. Needs REDIS_URL or Redis on
 # 127.0.0.1:6379 (`npm run test:compat` wraps it in scripts/with-redis.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ cd "$root"
 
 dev_bullmq=$(node -p "require('./package.json').devDependencies.bullmq")
 if [ "$#" -eq 0 ]; then
-  set -- "~5.81.0:^5.11.0" "$dev_bullmq:^5.11.0"
+  set -- "~5.81.0:^5.11.0" "$dev_bullmq:^5.11.0" "6.0.0:^6.0.0"
 fi
 
 suites=(

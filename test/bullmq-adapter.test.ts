@@ -36,11 +36,11 @@ async function keysLeft(close: jest.SpyInstance, prefix: string): Promise<string
 }
 
 describe('13.1: the supported BullMQ versions', () => {
-  it('13.1: the range is 5.81 and later 5.x, and 6.7 and later 6.x', () => {
-    expect(SUPPORTED_BULLMQ).toBe('^5.81.0 || ^6.7.0');
-    for (const v of ['5.81.0', '5.81.5', '5.99.1', '6.7.0', '6.12.3'])
+  it('13.1: the range is 5.81 and later 5.x, and every 6.x', () => {
+    expect(SUPPORTED_BULLMQ).toBe('^5.81.0 || ^6.0.0');
+    for (const v of ['5.81.0', '5.81.5', '5.99.1', '6.0.0', '6.5.4', '6.7.0', '6.12.3'])
       expect([v, isSupportedBullMQ(v)]).toEqual([v, true]);
-    for (const v of ['5.80.12', '5.9.0', '6.5.4', '6.0.0', '4.18.2', '7.0.0', '', 'x.y.z', undefined])
+    for (const v of ['5.80.12', '5.9.0', '6.0.0-beta.1', '4.18.2', '7.0.0', '', 'x.y.z', undefined])
       expect([v, isSupportedBullMQ(v)]).toEqual([v, false]);
   });
 
@@ -74,7 +74,7 @@ describe('13.1: the supported BullMQ versions', () => {
       expect(error).toBeInstanceOf(UnsupportedBullMQError);
       expect(error).toMatchObject({ code: 'UNSUPPORTED_BULLMQ', version: '5.80.3', supported: SUPPORTED_BULLMQ });
       expect((error as Error).message).toMatch(
-        /bullmq 5\.80\.3 is not supported: .* needs bullmq \^5\.81\.0 \|\| \^6\.7\.0/,
+        /bullmq 5\.80\.3 is not supported: .* needs bullmq \^5\.81\.0 \|\| \^6\.0\.0/,
       );
       expect(close).toHaveBeenCalledTimes(1);
       expect(await keysLeft(close, opts.prefix!)).toEqual([]);

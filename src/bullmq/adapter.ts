@@ -21,14 +21,14 @@ import type { Job, JobsOptions, Queue, RedisClient } from 'bullmq';
 import { UnsupportedBullMQError, UnsupportedConnectionError } from '../errors';
 
 /** The BullMQ versions this library supports and tests (the peer dependency's range). */
-export const SUPPORTED_BULLMQ = '^5.81.0 || ^6.7.0';
+export const SUPPORTED_BULLMQ = '^5.81.0 || ^6.0.0';
 
 /** Lowest supported minor of each supported major (SUPPORTED_BULLMQ as data). */
-const MINIMUM: Record<number, number> = { 5: 81, 6: 7 };
+const MINIMUM: Record<number, number> = { 5: 81, 6: 0 };
 
 /** True when `version` (e.g. `'5.81.5'`) is in SUPPORTED_BULLMQ. */
 export function isSupportedBullMQ(version: string | undefined): boolean {
-  const m = /^(\d+)\.(\d+)\.\d+/.exec(version ?? '');
+  const m = /^(\d+)\.(\d+)\.\d+$/.exec(version ?? '');
   if (!m) return false;
   const min = MINIMUM[Number(m[1])];
   return min !== undefined && Number(m[2]) >= min;
