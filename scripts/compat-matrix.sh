@@ -33,30 +33,36 @@ suites=(
   test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts
 )
 
+for pair in "$@"; do
+  case "$pair" in
+    ?*:?*) ;;
+    *)
+      echo "compat-matrix: a pair is BULLMQ:IOREDIS (e.g. 5.81:5), not \"$pair\"" >&2
+      exit 2
+      ;;
+  esac
+done
+
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/sd-compat-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
+# one scratch copy for every pair: the sources as they are now (committed or not) and the
+# locked install; each pair is installed over it in turn (npm puts back what the last one changed)
+tar --exclude=./node_modules --exclude=./.git --exclude=./dist --exclude=./reports -cf - . | tar -xf - -C "$scratch"
+cp -a node_modules "$scratch/"
 failed=()
 for pair in "$@"; do
   bullmq=${pair%%:*}
   ioredis=${pair#*:}
-  if [ -z "$bullmq" ] || [ -z "$ioredis" ] || [ "$pair" = "$bullmq" ]; then
-    echo "compat-matrix: a pair is BULLMQ:IOREDIS (e.g. 5.81:5), not \"$pair\"" >&2
-    exit 2
-  fi
-  dir="$scratch/$(echo "$pair" | tr -c 'A-Za-z0-9.\n' '_')"
-  mkdir -p "$dir"
-  # the sources as they are now (committed or not), then the locked install, then the pair over it
-  tar --exclude=./node_modules --exclude=./.git --exclude=./dist --exclude=./reports -cf - . | tar -xf - -C "$dir"
-  cp -a node_modules "$dir/"
+  start=$SECONDS
   (
-    cd "$dir"
+    cd "$scratch"
     npm install --no-save --no-audit --no-fund --ignore-scripts --prefer-offline "bullmq@$bullmq" "ioredis@$ioredis" >/dev/null
     got=$(node -p "require('bullmq/package.json').version + ' + ioredis ' + require('ioredis/package.json').version")
     echo "=== compat-matrix: bullmq $got (asked: bullmq@$bullmq ioredis@$ioredis)"
     node_modules/.bin/tsc --noEmit -p .
     node_modules/.bin/jest "${suites[@]}"
   ) || failed+=("$pair")
-  rm -rf "$dir"
+  echo "=== compat-matrix: $pair took $((SECONDS - start)) s"
 done
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "compat-matrix: FAILED for ${failed[*]}" >&2
