@@ -7,9 +7,9 @@
  * - promoting a delayed job by id: `queue.getBackend().promote(id)` (6) or the
  *   queue's scripts' `promote(id)` (5, what `job.promote()` runs);
  * - a deduplication key whose job was lost (an outage took the job's hash,
- *   not the key): BullMQ 6 replaces it when a job is added
- *   (recoverStaleDeduplicationKey), BullMQ 5 keeps returning the lost job;
- *   `addDeduplicated` recovers it on either;
+ *   not the key): later BullMQ 6 releases replace it when a job is added
+ *   (recoverStaleDeduplicationKey: 6.5.4 has it), 5.81 and 6.0.0 keep
+ *   returning the lost job; `addDeduplicated` recovers it on every version;
  * - the start-up checks: a supported version, an ioredis connection and, on
  *   BullMQ 6 (which also runs on PostgreSQL and other Redis drivers), the Redis backend.
  *
@@ -108,7 +108,7 @@ const DROP_STALE_DEDUPLICATION = `if redis.call('GET', KEYS[1]) == ARGV[1] and r
 /**
  * `queue.add` with a deduplication id. A job deduplicated to one that no longer
  * exists (its key outlived it) is added again once the stale key is dropped,
- * as BullMQ 6 does by itself. Returns BullMQ's job: `job.id !== opts.jobId`
+ * as later BullMQ 6 releases do by themselves. Returns BullMQ's job: `job.id !== opts.jobId`
  * when it was deduplicated to a live job.
  */
 export async function addDeduplicated(queue: Queue, name: string, data: unknown, opts: JobsOptions): Promise<Job> {
