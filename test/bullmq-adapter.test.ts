@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as bullmq from 'bullmq';
 import { Queue } from 'bullmq';
-import IORedis from 'ioredis';
+import IORedis, { Cluster } from 'ioredis';
 import {
   createDispatchEngine,
   SUPPORTED_BULLMQ,
@@ -11,7 +11,7 @@ import {
   UnsupportedConnectionError,
   type DispatchEngineOptions,
 } from '../src';
-import { bullmqVersion, isSupportedBullMQ, promote, redisClient } from '../src/bullmq/adapter';
+import { bullmqVersion, checkConnection, isSupportedBullMQ, promote, redisClient } from '../src/bullmq/adapter';
 import { harness, notSent, SENT } from './helpers/engine';
 import { client, closeClients, isolated, keysUnder, onCluster, redisOptions, waitFor } from './helpers/redis';
 
@@ -113,6 +113,18 @@ describe('13.1: a connection that is not Redis through ioredis', () => {
       }
     },
   );
+
+  it('13.1: an ioredis Redis or Cluster client and ioredis options pass the check', () => {
+    const redis = new IORedis({ ...redisOptions(), lazyConnect: true });
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    try {
+      for (const connection of [redis, cluster, redisOptions(), { ...redisOptions(), maxRetriesPerRequest: null }])
+        expect(() => checkConnection(connection)).not.toThrow();
+    } finally {
+      redis.disconnect();
+      cluster.disconnect();
+    }
+  });
 
   const setDefault = (bullmq as Record<string, unknown>).setDefaultBackendFactory as
     ((factory?: unknown) => void) | undefined;
