@@ -13,10 +13,11 @@ import { client, closeClients, parseInfo } from './lib/redis';
 import { table, type BenchContext, type ScenarioResult } from './lib/report';
 import { log } from './lib/stats';
 import { churn } from './scenarios/churn';
-import { clearScope } from './scenarios/clear-scope';
+import { clearLoaded, clearScope } from './scenarios/clear-scope';
 import { deferralCost } from './scenarios/deferral-cost';
 import { happyPath } from './scenarios/happy-path';
 import { herd } from './scenarios/herd';
+import { listPage } from './scenarios/list-page';
 import { longBlock } from './scenarios/long-block';
 import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
@@ -33,11 +34,13 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   churn,
   memory,
   'clear-scope': clearScope,
+  'clear-loaded': clearLoaded,
   herd,
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,
   utilisation,
   'long-block': longBlock,
+  'list-page': listPage,
 };
 
 function version(pkg: string): string {

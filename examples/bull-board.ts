@@ -92,6 +92,8 @@ export async function startBoardDemo(options: BoardDemoOptions): Promise<BoardDe
     prefix: options.prefix,
     queueName: options.queueName ?? 'stage-dispatch',
     windows: { capacitySeconds: options.capacitySeconds ?? 20, idempotentSeconds: 60 },
+    // the board's Logs tab shows one line per deferral
+    jobLog: true,
     executor,
     journal: async (ref, event) => {
       stats.deferred++;

@@ -3,18 +3,22 @@
 #   chromium      at /usr/bin/chromium, for the Bull Board browser test (test/browser/)
 #   redis-server  for the private Redis of scripts/with-redis.sh and the Redis Cluster of
 #                 `npm run test:core:cluster` (scripts/with-cluster.ts)
+#   python3-redis Debian's redis-py under /usr/bin/python3, for the Python producer test
+#                 (test/producers.python.test.ts)
 # Installs what is missing where it can (root, with apt-get); otherwise prints one line
-# saying how, and exits 1. Usage: ensure-test-deps.sh [chromium] [redis-server] (default: both).
+# saying how, and exits 1. Usage: ensure-test-deps.sh [chromium] [redis-server] [python3-redis]
+# (default: all three).
 set -euo pipefail
 
-if [ "$#" -gt 0 ]; then wanted=("$@"); else wanted=(chromium redis-server); fi
+if [ "$#" -gt 0 ]; then wanted=("$@"); else wanted=(chromium redis-server python3-redis); fi
 
 present() {
   case "$1" in
     chromium) [ -x /usr/bin/chromium ] ;;
     redis-server) command -v redis-server >/dev/null ;;
+    python3-redis) [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import redis' 2>/dev/null ;;
     *)
-      echo "ensure-test-deps.sh: unknown dependency '$1' (chromium, redis-server)" >&2
+      echo "ensure-test-deps.sh: unknown dependency '$1' (chromium, redis-server, python3-redis)" >&2
       exit 2
       ;;
   esac

@@ -68,7 +68,8 @@ export type BeginOutcome =
 export type ProbeOutcome =
   | { kind: 'deferred'; remainingMs: number }
   | { kind: 'in_flight' }
-  | { kind: 'licensed'; licence: string | null; failed: string[] }
+  /** A job that carries the stage is waiting, delayed or active (or failed for good and retried by hand). */
+  | { kind: 'pending'; jobId: string }
   | { kind: 'none' };
 
 /** How one begin operation is described to the batch. */
@@ -357,7 +358,9 @@ export class DeferralStore {
   }
 
   /**
-   * What an enqueue would find. With `waitForReplicas`, the same pipeline reads
+   * What an enqueue would find, in one script (src/lua/enqueue-probe.lua): the
+   * state of the job holding the stage's licence included. A licence whose job
+   * was removed by hand is dropped. With `waitForReplicas`, the same pipeline reads
    * `CLIENT INFO` (`connection`): the connection BullMQ's add will then be made
    * on, to check the add's `WAIT` against.
    */
@@ -383,7 +386,7 @@ export class DeferralStore {
         : r[0] === 2
           ? { kind: 'in_flight' }
           : r[0] === 3
-            ? { kind: 'licensed', licence: (r[1] as string) || null, failed: r.slice(2) as string[] }
+            ? { kind: 'pending', jobId: String(r[1]) }
             : { kind: 'none' };
     return connection === undefined ? outcome : { ...outcome, connection };
   }
@@ -391,23 +394,6 @@ export class DeferralStore {
   async isDeferred(sid: string): Promise<boolean> {
     const c = await this.client();
     return (await c.exists!(this.keys.marker(sid))) === 1;
-  }
-
-  /**
-   * Whether a licence stands for a pending job: one waiting, delayed or
-   * active. A licence whose job was removed by hand is dropped; a job failed
-   * for good (`?`, or a failure the engine did not see, e.g. stalled too often)
-   * is not pending until it is retried by hand.
-   */
-  async licenceIsLive(licence: string): Promise<boolean> {
-    const id = jobIdOfLicence(licence);
-    const state = await this.queue.getJobState(id);
-    if (state === 'unknown') {
-      const c = await this.client();
-      await c.zrem!(this.keys.index, licence);
-      return false;
-    }
-    return state !== 'failed' && state !== 'completed';
   }
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
@@ -485,8 +471,8 @@ export class DeferralStore {
     const r = (await this.transactionOf('wake', (m) =>
       m.sdWake!(
         k.index,
-        `${k.base}sd:wq`,
-        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wq`,
+        `${k.base}sd:wqk`,
+        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,
         k.base,
         limit,
         scopePrefix,
@@ -591,27 +577,6 @@ export class DeferralStore {
   async removeJobs(ids: readonly string[]): Promise<number> {
     const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
     return codes.filter((code) => code === 1).length;
-  }
-
-  /** Marker value, remaining ms and job data of each licence (one pipeline). */
-  async inspect(
-    licences: readonly string[],
-  ): Promise<{ id: string; marker: string | null; pttl: number; data: string | null }[]> {
-    if (licences.length === 0) return [];
-    const c = await this.client();
-    const p = c.pipeline();
-    const ids = licences.map(jobIdOfLicence);
-    for (const id of ids) {
-      const m = this.keys.marker(stageIdOfJobId(id));
-      p.get!(m).pttl!(m).hget!(this.keys.job(id), 'data');
-    }
-    const res = (await p.exec()) ?? [];
-    return ids.map((id, i) => ({
-      id,
-      marker: (res[3 * i]?.[1] as string | null) ?? null,
-      pttl: Number(res[3 * i + 1]?.[1] ?? -2),
-      data: (res[3 * i + 2]?.[1] as string | null) ?? null,
-    }));
   }
 }
 

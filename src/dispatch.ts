@@ -338,7 +338,7 @@ export class Dispatcher<P> {
     }
 
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + ownFailures };
-    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, until: '', deferrals });
+    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, deferrals });
     /** Builds the wake-up for a window of `windowMs` and records it (with its marker and licence) in one MULTI. */
     const record = async (windowMs: number, wakeSeq: string) => {
       // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
@@ -346,11 +346,11 @@ export class Dispatcher<P> {
       const timestamp = store.redisNow();
       const until = timestamp + windowMs;
       const id = wakeUpJobId(sid, cls, next, until);
-      const wakeData = { ...data, until: new Date(until).toISOString() };
-      const options = { ...this.jobOptions({ delay: windowMs }, carry.budget), timestamp };
-      const wakeUp = new Job(this.queue, ref.stage, wakeData, options, id);
+      const wakeUp = new Job(this.queue, ref.stage, data, this.jobOptions({ delay: windowMs }, carry.budget), id);
+      // set after construction: BullMQ stores a `timestamp` given in the options twice (the job's field and its opts)
+      wakeUp.timestamp = timestamp;
       const log = opts.jobLog
-        ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${wakeData.until}`
+        ? `${new Date(timestamp).toISOString()} deferred #${deferrals} (${cls}): ${reason}; wakes at ${new Date(until).toISOString()}`
         : '';
       const first = cls === 'capacity' && chain.capacity === 0;
       const done = await store.defer(sid, token, wakeUp, until, log, job?.id ?? '', { cls, first, wakeSeq });

@@ -6,10 +6,11 @@ import { EngineEmitter, type EngineEventName, type EngineListener } from './even
 import { createProcessor } from './bullmq/processor';
 import { checkConnection, checkQueue } from './bullmq/adapter';
 import { enqueueStage } from './bullmq/producer';
-import { parseLicence, type DispatchJobData } from './job-data';
 import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
-import { encodeStageKind, parseStageId, scopePrefix, stageId, stageIdOfJobId } from './stage-ref';
-import type { DeferredStage, DispatchResult, EnqueueResult, OutcomeClass, StageRef } from './types';
+import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
+import { listStages } from './store/listing';
+import { ioReader } from './store/reader';
+import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
 export interface CancelResult {
   /** The stage had an open deferral, now ended. */
@@ -31,7 +32,17 @@ export interface DispatchEngine<P = unknown> {
   cancelActiveDispatch(ref: StageRef, reason?: string): Promise<CancelResult>;
   /** Ends every deferral in the scope; those stages are dispatched once, now. Returns the count. */
   clearDeferrals(scopePrefix: readonly string[]): Promise<number>;
+  /**
+   * The deferred stages (all, or under a scope prefix). With `{ limit, cursor }`,
+   * one page: at most `limit` (1..10,000) stages after `cursor` (the previous
+   * page's `nextCursor`), in stage-id order; a page's work is bounded, so it may
+   * hold fewer (even none) while `nextCursor` is not null; null ends the listing.
+   */
   listDeferred(scopePrefix?: readonly string[]): Promise<DeferredStage[]>;
+  listDeferred(
+    scopePrefix: readonly string[] | undefined,
+    page: { limit: number; cursor?: string | null },
+  ): Promise<DeferredPage>;
   /**
    * Capacity has returned downstream (a render slot freed, a GPU node joined):
    * ends the deferral of up to `limit` (default 1, 1..10,000) capacity-deferred
@@ -165,27 +176,15 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       return count;
     },
 
-    async listDeferred(scope) {
+    // one implementation of both call shapes (the array of all, or a page)
+    listDeferred: (async (scope?: readonly string[], page?: { limit: number; cursor?: string | null }) => {
       open();
       const prefix = scope === undefined || scope.length === 0 ? '' : scopePrefix(scope);
-      const rows = await store.inspect(await store.licencesIn(prefix));
-      const out: DeferredStage[] = [];
-      for (const row of rows) {
-        if (row.marker !== row.id || row.pttl < 0) continue;
-        const lic = parseLicence(row.id);
-        if (!lic) continue;
-        const data = row.data ? (JSON.parse(row.data) as Partial<DispatchJobData>) : {};
-        out.push({
-          ref: parseStageId(stageIdOfJobId(row.id)),
-          reason: data.reason ?? 'unknown',
-          class: (data.class ?? lic.cls) as OutcomeClass,
-          until: Date.now() + row.pttl,
-          deferrals: data.deferrals ?? lic.chain[lic.cls],
-          wakeUpJobId: row.id,
-        });
-      }
-      return out;
-    },
+      const reader = ioReader((await store.client()) as never);
+      if (page === undefined) return (await listStages(reader, store.keys, prefix)).stages;
+      const { limit, cursor } = checkPage(page, prefix);
+      return listStages(reader, store.keys, prefix, { limit, ...(cursor === undefined ? {} : { cursor }) });
+    }) as DispatchEngine<P>['listDeferred'],
 
     async wakeDeferred(filter = {}) {
       open();
@@ -299,4 +298,20 @@ function workerConnection(connection: ConnectionOptions): { connection: Connecti
       })
     : client.duplicate({ maxRetriesPerRequest: null });
   return { connection: owned as unknown as ConnectionOptions, owned };
+}
+
+/** A `listDeferred` page request, checked: `limit` an integer 1..10,000, `cursor` one this listing printed. */
+function checkPage(page: unknown, prefix: string): { limit: number; cursor?: string } {
+  if (typeof page !== 'object' || page === null)
+    throw new InvalidOptionsError('Expected `listDeferred` to get `{ limit, cursor? }` as its page');
+  const { limit, cursor } = page as { limit?: unknown; cursor?: unknown };
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000)
+    throw new InvalidOptionsError(`Expected \`limit\` to be an integer from 1 to 10000, got ${String(limit)}`);
+  if (cursor === undefined || cursor === null) return { limit };
+  // a cursor is the last licence a page read: within the scope, and a wake-up's or job's id
+  if (typeof cursor !== 'string' || !cursor.startsWith(prefix) || !cursor.includes('@'))
+    throw new InvalidOptionsError(
+      `Expected \`cursor\` to be a \`nextCursor\` of this listing, got ${JSON.stringify(cursor)}`,
+    );
+  return { limit, cursor };
 }

@@ -5,6 +5,7 @@ export type StageDeferralErrorCode =
   | 'INVALID_STAGE_REF'
   | 'INVALID_OPTIONS'
   | 'INVALID_JOB_DATA'
+  | 'INVALID_JOB_OPTIONS'
   | 'INVALID_EXECUTOR_RESULT'
   | 'DISPATCH_FAILED'
   | 'DEFERRAL_LIMIT'
@@ -49,6 +50,43 @@ export class InvalidJobDataError extends StageDeferralError {
   constructor(message: string, jobId?: string) {
     super('INVALID_JOB_DATA', message);
     this.jobId = jobId;
+  }
+}
+
+/**
+ * A dispatch job written in a wire format version (`data.v`) this worker does
+ * not read: a producer newer than the worker. Unrecoverable; the job stays
+ * failed, to be retried by hand once the workers are upgraded (docs/producers.md,
+ * "Versioning"). Its `code` is `INVALID_JOB_DATA`, as for any data this
+ * library cannot read.
+ */
+export class UnsupportedJobVersionError extends InvalidJobDataError {
+  constructor(
+    readonly version: number,
+    jobId?: string,
+  ) {
+    super(
+      `Dispatch job ${jobId ?? '?'} is in wire format v${version}; this worker reads v1 only. ` +
+        'Upgrade the workers before the producers, then retry the job (docs/producers.md, "Versioning")',
+      jobId,
+    );
+  }
+}
+
+/**
+ * A dispatch job whose id or options break the producer contract
+ * (docs/producers.md, "Job options"): an id `<stageId>@…` whose stage id is not
+ * the one its data encodes to (a producer's stage-id encoder differs from this
+ * library's), or an enqueue id `<stageId>@r.…` added without deduplication id
+ * `<stageId>` or with retry options the engine cannot apply. Unrecoverable:
+ * the job fails with it, nothing is dispatched.
+ */
+export class InvalidJobOptionsError extends StageDeferralError {
+  constructor(
+    message: string,
+    readonly jobId: string,
+  ) {
+    super('INVALID_JOB_OPTIONS', message);
   }
 }
 

@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { InvalidJobDataError } from './errors';
+import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from './errors';
 import { formatZodError } from './options';
+import { MAX_SCOPE_SEGMENTS } from './stage-ref';
 import type { OutcomeClass, StageRef } from './types';
 
 /**
  * The data of a dispatch job. A wake-up job also shows, for Bull Board, why
- * and until when its stage is deferred.
+ * its stage is deferred (reason, class, deferral count; Bull Board shows the
+ * window's end as the job's "will run at"). `wakeUp` and `until` are written
+ * by versions before 0.2 and still read; the job id says whether a job is a
+ * wake-up, and its delay when the window ends.
  */
 export interface DispatchJobData<P = unknown> {
   v: 1;
@@ -23,25 +27,53 @@ export interface DispatchJobData<P = unknown> {
   deferrals?: number;
 }
 
-const schema = z.object({
-  v: z.literal(1),
-  scope: z.array(z.string()),
-  stage: z.string(),
-  payload: z.unknown(),
-  buildId: z.string().optional(),
-  wakeUp: z.literal(true).optional(),
-  reason: z.string().optional(),
-  class: z.enum(['capacity', 'idempotent']).optional(),
-  until: z.string().optional(),
-  deferrals: z.number().optional(),
-});
+/** The wire format version this worker reads; see docs/producers.md, "Versioning". */
+export const JOB_DATA_VERSION = 1;
 
-/** The data of a dispatch job for a stage; a wake-up adds why and until when. */
+const segment = z.string().min(1);
+
+/**
+ * The data of a dispatch job as a worker reads it: the contract a producer in
+ * any language writes to (`npm run schema` publishes it as JSON Schema in
+ * schema/). Keys it does not name are ignored.
+ */
+export const dispatchJobDataSchema = z
+  .object({
+    v: z.literal(JOB_DATA_VERSION).describe('Wire format version. A worker fails a job of a version it does not read.'),
+    scope: z
+      .array(segment)
+      .min(1)
+      .max(MAX_SCOPE_SEGMENTS)
+      .describe('The stage ref\'s scope, outermost first, e.g. ["book-1", "ch-2"].'),
+    stage: segment.describe('The stage kind, e.g. "image"; also the BullMQ job name.'),
+    payload: z.unknown().describe('What the executor gets; any JSON value (null when there is none).'),
+    buildId: z.string().optional().describe('Optional; passed to the executor.'),
+    wakeUp: z
+      .literal(true)
+      .optional()
+      .describe('Written on wake-ups by versions before 0.2 and still read; a producer leaves it out.'),
+    reason: z.string().optional().describe('Wake-up only (engine): the outcome that deferred the stage.'),
+    class: z.enum(['capacity', 'idempotent']).optional().describe('Wake-up only (engine): the class of the deferral.'),
+    until: z
+      .string()
+      .optional()
+      .describe(
+        'Written on wake-ups by versions before 0.2 (ISO end of the window) and still read; a producer leaves it out.',
+      ),
+    deferrals: z.number().optional().describe('Wake-up only (engine): deferrals of `class` in a row.'),
+  })
+  .meta({
+    title: 'bullmq-stage-deferral dispatch job data, v1',
+    description:
+      'The data of a BullMQ job on the dispatch queue. Ids, options and the stage-id encoding: docs/producers.md.',
+  });
+
+/** The data of a dispatch job for a stage; a wake-up adds why it waits. */
 export function dispatchJobData<P>(
   ref: StageRef,
   payload: P,
   buildId: string | undefined,
-  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'until' | 'deferrals'>,
+  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'deferrals'>,
 ): DispatchJobData<P> {
   return {
     v: 1,
@@ -49,12 +81,16 @@ export function dispatchJobData<P>(
     stage: ref.stage,
     payload,
     ...(buildId === undefined ? {} : { buildId }),
-    ...(deferral ? { wakeUp: true as const, ...deferral } : {}),
+    ...deferral,
   };
 }
 
 export function parseJobData(data: unknown, jobId: string | undefined): DispatchJobData {
-  const parsed = schema.safeParse(data);
+  const v = (data as { v?: unknown } | null)?.v;
+  if (Number.isInteger(v) && v !== JOB_DATA_VERSION && (v as number) > 0) {
+    throw new UnsupportedJobVersionError(v as number, jobId);
+  }
+  const parsed = dispatchJobDataSchema.safeParse(data);
   if (!parsed.success) {
     throw new InvalidJobDataError(
       `Malformed dispatch job ${jobId ?? '?'}: ${formatZodError(parsed.error, data)}`,
@@ -98,6 +134,57 @@ export function wakeUpJobId(sid: string, cls: OutcomeClass, chain: ChainState, u
 /** The id of a job added by `enqueue`. */
 export function readyJobId(sid: string): string {
   return `${sid}@r.${Date.now().toString(36)}${nonce()}`;
+}
+
+/** The suffix of an id `readyJobId` makes. */
+const READY_SUFFIX = /^r\.[0-9a-z]+$/;
+
+/** What of a job's id and options `checkJobOptions` reads (a BullMQ job has them). */
+export interface JobIdentity {
+  id: string;
+  deduplicationId?: string;
+  opts: { attempts?: unknown; backoff?: unknown; deduplication?: { id?: unknown } };
+}
+
+/**
+ * The producer contract on a job's id and options (docs/producers.md, "Job
+ * options"), for the stage id `sid` its data encodes to. An id without `@` is a
+ * job added by hand: any options. An id `<x>@…` names stage id `x`, which must
+ * be `sid`; an enqueue id `<sid>@r.<base36>` must carry deduplication id `sid`,
+ * and retry options the engine applies (`attempts` a positive integer,
+ * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none.
+ * Throws `InvalidJobOptionsError`.
+ */
+export function checkJobOptions(job: JobIdentity, sid: string): void {
+  const at = job.id.indexOf('@');
+  if (at < 0) return;
+  const fail = (what: string) => {
+    throw new InvalidJobOptionsError(`Dispatch job ${job.id} ${what} (docs/producers.md, "Job options")`, job.id);
+  };
+  const named = job.id.slice(0, at);
+  if (named !== sid) {
+    fail(
+      `names stage id ${JSON.stringify(named)}, but its data's scope and stage encode to ${JSON.stringify(sid)}: ` +
+        "the producer's stage-id encoding differs from this library's",
+    );
+  }
+  if (!READY_SUFFIX.test(job.id.slice(at + 1))) return;
+  const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
+  if (dedup !== sid) {
+    fail(`must be added with deduplication id ${JSON.stringify(sid)} (its stage id), got ${JSON.stringify(dedup)}`);
+  }
+  const { attempts, backoff } = job.opts;
+  if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {
+    fail(`must have \`attempts\` a positive integer, got ${JSON.stringify(attempts)}`);
+  }
+  const b = backoff as { type?: unknown; delay?: unknown } | undefined;
+  const delay = b?.delay;
+  if (
+    b !== undefined &&
+    !((b.type === 'fixed' || b.type === 'exponential') && typeof delay === 'number' && delay >= 0)
+  ) {
+    fail(`must have \`backoff\` { type: 'fixed' | 'exponential', delay: ms }, got ${JSON.stringify(backoff)}`);
+  }
 }
 
 const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;

@@ -71,7 +71,10 @@ export interface DispatchEngineOptions<P = unknown> {
    * purpose (Bull Board's Promote) and wakes its stage now. Default 1000; 0 to 60000.
    */
   maxClockSkewMs?: number;
-  /** Append one line per deferral to the wake-up job's log (Bull Board). Default true. */
+  /**
+   * Append one line per deferral to the wake-up job's log (Bull Board's Logs tab). Default false:
+   * the job data shows the same facts, and the log list is the largest part of a deferred stage's memory.
+   */
   jobLog?: boolean;
   /**
    * Durability across a failover. After each deferral, cancel, clear,
@@ -144,7 +147,7 @@ const schema = z.strictObject({
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
   maxClockSkewMs: z.number().int().min(0).max(60_000).default(1000),
-  jobLog: z.boolean().default(true),
+  jobLog: z.boolean().default(false),
   waitForReplicas: z
     .union([
       z.literal(false),

@@ -114,6 +114,13 @@ export interface DeferredStage {
   wakeUpJobId: string;
 }
 
+/** One page of `listDeferred(scope, { limit, cursor })`. */
+export interface DeferredPage {
+  stages: DeferredStage[];
+  /** Pass it back as `cursor` for the next page; null when the listing is complete. */
+  nextCursor: string | null;
+}
+
 export interface EnqueueResult {
   /** True when a new dispatch job was added. */
   added: boolean;

@@ -47,7 +47,7 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
     const { done, failed } = watch(worker);
     await waitFor(() => failed.length === 1, 'the wake-up failed for good');
     const job = await failedJob(h);
-    expect(job.data).toMatchObject({ wakeUp: true });
+    expect(job.id).toMatch(/@cap\./); // the wake-up itself (its data re-added under another id)
     await h.engine.queue.add(job.name, job.data);
     await waitFor(() => done.length === 2, 'the re-added job completed');
     expect(done[1]!.result).toMatchObject({ dispatched: true });

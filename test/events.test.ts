@@ -52,9 +52,9 @@ describe('14.8: engine events', () => {
 });
 
 describe('14.8: jobLog', () => {
-  it('14.8: `jobLog: false` writes no log list for the wake-up (with the default, one line)', async () => {
-    const quiet = harness({ jobLog: false });
-    const loud = harness();
+  it('14.8: `jobLog: false` (the default since issue 12) writes no log list for the wake-up; `jobLog: true` one line', async () => {
+    const quiet = harness();
+    const loud = harness({ jobLog: true });
     for (const h of [quiet, loud]) h.executor.script(image, notSent('no_worker_available'));
     const logsOf = async (h: typeof quiet) => {
       await h.engine.dispatchStage(image, {});

@@ -136,23 +136,25 @@ describe('14.2: dispatch job data', () => {
     expect(dispatchJobData(ref, null, 'b-1')).toStrictEqual({ ...data, payload: null, buildId: 'b-1' });
   });
 
-  it('14.2: a wake-up also carries wakeUp: true and why and until when it is deferred', () => {
-    const deferral = { reason: 'no_worker_available', class: 'capacity' as const, until: 'x', deferrals: 2 };
+  it('14.2 / 12: a wake-up also carries why it is deferred (reason, class, count), nothing its id and delay already say', () => {
+    const deferral = { reason: 'no_worker_available', class: 'capacity' as const, deferrals: 2 };
     expect(dispatchJobData(ref, 1, 'b', deferral)).toStrictEqual({
       v: 1,
       scope: ref.scope,
       stage: 'image',
       payload: 1,
       buildId: 'b',
-      wakeUp: true,
       ...deferral,
     });
     expect(refOf(dispatchJobData(ref, 1, 'b', deferral))).toEqual(ref);
   });
 
   it('14.2: parseJobData accepts what dispatchJobData writes and refuses anything else with INVALID_JOB_DATA naming the job', () => {
-    const ok = dispatchJobData(ref, { p: 1 }, 'b', { reason: 'r', class: 'idempotent', until: 'u', deferrals: 1 });
+    const ok = dispatchJobData(ref, { p: 1 }, 'b', { reason: 'r', class: 'idempotent', deferrals: 1 });
     expect(parseJobData(JSON.parse(JSON.stringify(ok)), 'j1')).toEqual(ok);
+    // what versions before 0.2 wrote on a wake-up is still read
+    const older = { ...ok, wakeUp: true, until: '2026-11-30T00:00:00.000Z' };
+    expect(parseJobData(older, 'j0')).toEqual(older);
     const bad: unknown[] = [
       null,
       { ...ok, v: 2 },

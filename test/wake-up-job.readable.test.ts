@@ -4,6 +4,7 @@ import { waitFor } from './helpers/redis';
 describe('the wake-up job of a re-deferred stage', () => {
   it('is a new delayed job whose data and log line carry the deferral count', async () => {
     const h = harness({
+      jobLog: true,
       windows: { capacitySeconds: 0.3, jitter: 0 },
       // hold the chain still at its second deferral, so the test can read that wake-up
       journal: async (_ref, event) => {

@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bull
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher, JobContext } from '../dispatch';
 import { asTerminal, DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
-import { isWakeUpId, parseJobData, refOf } from '../job-data';
+import { checkJobOptions, isWakeUpId, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
 import type { DispatchResult } from '../types';
@@ -33,7 +33,8 @@ function backoffMs(backoff: JobContext['backoff'], n: number): number {
  *   unrecoverable. A job retried by hand gets a fresh budget: when BullMQ's
  *   own count is spent but the chain's is not, the engine delays it itself.
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
- * - malformed job data: unrecoverable; other jobs are unaffected.
+ * - malformed job data, or an id or options that break the producer contract
+ *   (`checkJobOptions`): unrecoverable; other jobs are unaffected.
  */
 export function createProcessor<P>(
   dispatcher: Dispatcher<P>,
@@ -54,13 +55,14 @@ export function createProcessor<P>(
     try {
       data = parseJobData(job.data, id);
       sid = stageId(refOf(data));
+      checkJobOptions(job as Job & { id: string }, sid);
     } catch (error) {
       throw terminal(error as Error);
     }
     const ref = refOf(data);
     const ctx: JobContext = {
       id,
-      isWakeUp: data.wakeUp === true && isWakeUpId(sid, id),
+      isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
     };

@@ -1,13 +1,14 @@
 import { addDeduplicated } from './adapter';
 import type { DeferralStore } from '../deferral-store';
 import { checkCall, checkPayload, type Dispatcher } from '../dispatch';
-import { dispatchJobData, jobIdOfLicence, readyJobId } from '../job-data';
+import { dispatchJobData, readyJobId } from '../job-data';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
 
 /**
  * Adds a dispatch job for a stage unless it has one waiting, running or
- * deferred. A deferred stage costs one read-only round trip and no write.
+ * deferred. One round trip (the probe) answers for a stage that has one; a
+ * deferred stage costs no write.
  * Concurrent enqueues of one stage meet at BullMQ's deduplication key
  * `de:<stageId>`, held by the stage's job until it finishes. With
  * `waitForReplicas`, a job added returns once the replicas hold it.
@@ -25,13 +26,8 @@ export async function enqueueStage<P>(
   const probe = await store.probe(sid);
   if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
-  if (probe.kind === 'licensed') {
-    // the stage's licensed job, or a job that failed for good and was retried by hand
-    for (const licence of [...(probe.licence ? [probe.licence] : []), ...probe.failed]) {
-      if (await store.licenceIsLive(licence))
-        return { added: false, reason: 'pending', jobId: jobIdOfLicence(licence) };
-    }
-  }
+  // the stage's licensed job, or a job that failed for good and was retried by hand
+  if (probe.kind === 'pending') return { added: false, reason: 'pending', jobId: probe.jobId };
   const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
   const job = await addDeduplicated(

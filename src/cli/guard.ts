@@ -1,6 +1,6 @@
 import type { StageRef } from '../types';
 import { UsageError } from './errors';
-import { readFields, type QueueKeys, type Reader } from './reader';
+import { readFields, type QueueKeys, type Reader } from '../store/reader';
 
 /**
  * Checks made before the CLI writes anything, so that pointed at the wrong
@@ -35,7 +35,7 @@ const SAMPLED: [cmd: 'lrange' | 'zrange', set: string][] = [
  */
 export async function checkDispatchQueue(reader: Reader, keys: QueueKeys, where: string): Promise<void> {
   const replies = await reader.run([
-    ['exists', keys.licences],
+    ['exists', keys.index],
     ...SAMPLED.map(([cmd, set]) => [cmd, keys.set(set), 0, SAMPLE - 1] as const),
   ]);
   if (replies[0] === 1) return;

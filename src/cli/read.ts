@@ -1,7 +1,7 @@
-import { jobIdOfLicence, parseLicence } from '../job-data';
-import { parseStageId, stageIdOfJobId } from '../stage-ref';
-import type { DeferredStage, OutcomeClass } from '../types';
-import { readFields, type Cmd, type QueueKeys, type Reader } from './reader';
+import { jobIdOfLicence } from '../job-data';
+import { deferredStage } from '../store/listing';
+import { readFields, type Cmd, type QueueKeys, type Reader } from '../store/reader';
+import type { DeferredStage } from '../types';
 
 /**
  * The CLI's reads. Each touches only what it prints: `show` one stage's keys,
@@ -40,25 +40,6 @@ async function jobStates(reader: Reader, keys: QueueKeys, ids: readonly string[]
   });
 }
 
-function deferredStage(
-  id: string,
-  pttl: number,
-  fields: { reason?: string; class?: string; deferrals?: number },
-  now: number,
-) {
-  const lic = parseLicence(id);
-  const cls = (fields.class ?? lic?.cls ?? 'capacity') as OutcomeClass;
-  const stage: DeferredStage = {
-    ref: parseStageId(stageIdOfJobId(id)),
-    reason: fields.reason ?? 'unknown',
-    class: cls,
-    until: now + Math.max(0, pttl),
-    deferrals: fields.deferrals ?? (lic ? lic.chain[cls] : 0),
-    wakeUpJobId: id,
-  };
-  return stage;
-}
-
 /**
  * One stage's state, from its own keys only: the marker, the lock, its
  * licences (a ZRANGEBYLEX on `[<sid>@`), its deduplication key and the jobs
@@ -69,7 +50,7 @@ export async function readStage(reader: Reader, keys: QueueKeys, sid: string, no
     ['get', keys.marker(sid)],
     ['pttl', keys.marker(sid)],
     ['exists', keys.lock(sid)],
-    ['zrangebylex', keys.licences, `[${sid}@`, `[${sid}@\xff`],
+    ['zrangebylex', keys.index, `[${sid}@`, `[${sid}@\xff`],
     ['get', keys.dedup(sid)],
   ])) as [string | null, number, number, string[], string | null];
   if (marker !== null) {
@@ -99,54 +80,4 @@ export async function readStage(reader: Reader, keys: QueueKeys, sid: string, no
   if (!failed) return { state: 'idle' };
   const [reason] = (await reader.run([['hget', keys.job(failed), 'failedReason']])) as [string | null];
   return { state: 'failed', jobId: failed, jobState: 'failed', ...(reason ? { failedReason: reason } : {}) };
-}
-
-export interface Page {
-  stages: DeferredStage[];
-  /** The last licence read, to pass back as `cursor`, when the page was full; else null. */
-  nextCursor: string | null;
-}
-
-/** How many licences one round of `listStages` inspects. */
-const ROUND = 500;
-
-/**
- * The deferred stages under a stage-id prefix, from the licence index: all of
- * them, or `limit` licences after `cursor` (a licence, exclusive). A licence
- * whose stage is not deferred (pending, cleared, failed) is skipped, so a
- * page may print fewer rows than `limit`.
- */
-export async function listStages(
-  reader: Reader,
-  keys: QueueKeys,
-  prefix: string,
-  page: { limit?: number; cursor?: string } = {},
-  now = Date.now(),
-): Promise<Page> {
-  const min = page.cursor !== undefined ? `(${page.cursor}` : prefix ? `[${prefix}` : '-';
-  const max = prefix ? `[${prefix}\xff` : '+';
-  const limit = page.limit === undefined ? [] : ['LIMIT', 0, page.limit];
-  const [members] = (await reader.run([['zrangebylex', keys.licences, min, max, ...limit]])) as [string[]];
-  const stages: DeferredStage[] = [];
-  for (let i = 0; i < members.length; i += ROUND) {
-    const ids = members.slice(i, i + ROUND).map(jobIdOfLicence);
-    const markers = await reader.run(
-      ids.flatMap((id): Cmd[] => [
-        ['get', keys.marker(stageIdOfJobId(id))],
-        ['pttl', keys.marker(stageIdOfJobId(id))],
-      ]),
-    );
-    const deferred = ids
-      .map((id, j) => ({ id, marker: markers[2 * j] as string | null, pttl: Number(markers[2 * j + 1]) }))
-      .filter((r) => r.marker === r.id && r.pttl >= 0);
-    const fields = await readFields(
-      reader,
-      deferred.map((r) => keys.job(r.id)),
-    );
-    deferred.forEach((r, j) =>
-      stages.push(deferredStage(r.id, r.pttl, fields[j] ?? { exists: false, dispatch: false }, now)),
-    );
-  }
-  const full = page.limit !== undefined && members.length === page.limit && members.length > 0;
-  return { stages, nextCursor: full ? (members[members.length - 1] as string) : null };
 }

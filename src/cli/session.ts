@@ -3,7 +3,7 @@ import type { DispatchEngine } from '../engine';
 import { resolveOptions } from '../options';
 import { CliError, UsageError } from './errors';
 import { checkDispatchQueue } from './guard';
-import { ioReader, QueueKeys, type Reader } from './reader';
+import { ioReader, QueueKeys, type Reader } from '../store/reader';
 import { redactUrl } from './redact';
 
 export interface GlobalOptions {

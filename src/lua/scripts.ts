@@ -30,6 +30,8 @@
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  */
 
+import { ENQUEUE_PROBE } from './generated';
+
 /** Lua snippet: the licence members of stage `sid` in `idx`. */
 const licences = (idx: string, sid: string) =>
   `redis.call('ZRANGEBYLEX', ${idx}, '[' .. ${sid} .. '@', '[' .. ${sid} .. '@\\255')`;
@@ -52,16 +54,15 @@ end
 local function kindOf(sid)
   return string.match(sid, '([^/]*)$')
 end
--- the capacity wait index of the queue, and of one stage kind: stage ids scored by when
--- their chain of capacity deferrals began (wakeDeferred wakes the longest-waiting first)
-local function waitKeys(BASE, sid)
-  return BASE .. 'sd:wq', BASE .. 'sd:wq:' .. kindOf(sid)
+-- the capacity wait index of one stage kind: stage ids scored by when their chain of
+-- capacity deferrals began (wakeDeferred wakes the longest-waiting first); one per kind, so
+-- a wake for one kind never reads another's, and a wake for any kind merges them in order
+local function waitKey(BASE, sid)
+  return BASE .. 'sd:wq:' .. kindOf(sid)
 end
--- a stage's chain of capacity deferrals ended: it leaves the wait indexes
+-- a stage's chain of capacity deferrals ended: it leaves the wait index
 local function unwait(BASE, sid)
-  local all, kind = waitKeys(BASE, sid)
-  redis.call('ZREM', all, sid)
-  redis.call('ZREM', kind, sid)
+  redis.call('ZREM', waitKey(BASE, sid), sid)
 end
 -- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its kind
 local function wakeSeq(BASE, sid)
@@ -285,15 +286,13 @@ redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs(
 redis.call('DEL', KEYS[1])
 if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
 if ARGV[8] == 'capacity' then
-  local all, kind = waitKeys(ARGV[7], ARGV[1])
-  local t = nowMs()
+  -- the first capacity deferral of a chain starts its wait; a later one keeps the start
   if ARGV[9] == '1' then
-    redis.call('ZADD', all, t, ARGV[1])
-    redis.call('ZADD', kind, t, ARGV[1])
+    redis.call('ZADD', waitKey(ARGV[7], ARGV[1]), nowMs(), ARGV[1])
   else
-    redis.call('ZADD', all, 'NX', t, ARGV[1])
-    redis.call('ZADD', kind, 'NX', t, ARGV[1])
+    redis.call('ZADD', waitKey(ARGV[7], ARGV[1]), 'NX', nowMs(), ARGV[1])
   end
+  redis.call('SADD', ARGV[7] .. 'sd:wqk', kindOf(ARGV[1]))
 end
 local own = ARGV[6]
 if own ~= '' then
@@ -319,31 +318,11 @@ return 0
 `;
 
 /**
- * probe: what an enqueue would find (read only).
- * KEYS: 1 M, 2 L, 3 IDX   ARGV: 1 stageId
- * Returns {1, pttl} deferred, {2} in flight, {3, licence or '', failed-job
- * record...} the jobs that may carry the stage (their states decide whether one
- * is pending: a failed job retried by hand is), {0} nothing
+ * probe: what an enqueue finds, in one call (its licence's job state
+ * included). The source is the shipped src/lua/enqueue-probe.lua, whose
+ * header documents KEYS, ARGV and replies; generated.ts holds its text.
  */
-export const PROBE = `
-${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
-local members = ${licences('KEYS[3]', 'ARGV[1]')}
-if #members == 0 then return {0} end
-local live, failed = split(members)
-local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
-local present = {}
--- a record counts only while its job exists and is not failed (it was retried by hand)
-for _, f in ipairs(failed) do
-  local id = jobOf(f)
-  if redis.call('EXISTS', BASE .. id) == 1 and not redis.call('ZSCORE', BASE .. 'failed', id) then
-    present[#present + 1] = f
-  end
-end
-if not live and #present == 0 then return {0} end
-return {3, live or '', unpack(present)}
-`;
+export const PROBE = ENQUEUE_PROBE;
 
 /**
  * cancel: end a stage's deferral and revoke its licence; mark an in-flight
@@ -495,6 +474,9 @@ try('HINCRBY', K, 'p', 1)
 try('HDEL', K, 'p')
 try('RPUSH', K, 'p')
 try('DEL', K)
+try('SADD', K, 'p')
+try('SMEMBERS', K)
+try('DEL', K)
 if readonly then return {'!readonly'} end
 return missing
 `;
@@ -519,7 +501,8 @@ return 1
  * wake-ups. Idempotent deferrals are never woken. The wake sequences are
  * bumped, so an attempt of a matching stage in flight now records a short
  * window instead of the full one (the signal is not consumed by nothing).
- * KEYS: 1 IDX, 2 the queue's wait index, 3 the kind's wait index (or the queue's)
+ * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
+ *   declared for the cluster's routing, read as BASE .. 'sd:wq:' .. kind)
  * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none)
  * Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
  */
@@ -534,18 +517,36 @@ local function deferredCap(sid)
 end
 local picked = {}
 if scope == '' then
-  local src = KEYS[2]
-  if kind ~= '' then src = KEYS[3] end
-  local offset = 0
-  while #picked < limit do
-    local batch = redis.call('ZRANGE', src, offset, offset + 199)
-    if #batch == 0 then break end
-    for _, sid in ipairs(batch) do
-      local m = deferredCap(sid)
-      if m then picked[#picked + 1] = {sid, m} end
-      if #picked >= limit then break end
+  -- one kind's index, or every kind's merged: each read in score order, 200 at a time
+  local src = {}
+  if kind ~= '' then
+    src[1] = {kind = kind}
+  else
+    for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do src[#src + 1] = {kind = k} end
+  end
+  for _, s in ipairs(src) do s.buf, s.i, s.offset = {}, 1, 0 end
+  -- the source's next entry {sid, score}, reading another batch when its buffer is spent
+  local function head(s)
+    if s.i > #s.buf then
+      if s.offset < 0 then return nil end
+      local r = redis.call('ZRANGE', BASE .. 'sd:wq:' .. s.kind, s.offset, s.offset + 199, 'WITHSCORES')
+      s.buf, s.i = {}, 1
+      for j = 1, #r, 2 do s.buf[#s.buf + 1] = {r[j], tonumber(r[j + 1])} end
+      s.offset = (#r < 400) and -1 or s.offset + 200
+      if #s.buf == 0 then return nil end
     end
-    offset = offset + 200
+    return s.buf[s.i]
+  end
+  while #picked < limit do
+    local best, bh = nil, nil
+    for _, s in ipairs(src) do
+      local h = head(s)
+      if h and (not bh or h[2] < bh[2] or (h[2] == bh[2] and h[1] < bh[1])) then best, bh = s, h end
+    end
+    if not best then break end
+    best.i = best.i + 1
+    local m = deferredCap(bh[1])
+    if m then picked[#picked + 1] = {bh[1], m} end
   end
 else
   local cands = {}
@@ -555,7 +556,7 @@ else
       local sid = string.sub(lic, 1, string.find(lic, '@', 1, true) - 1)
       if kind == '' or kindOf(sid) == kind then
         local m = deferredCap(sid)
-        local score = m == lic and redis.call('ZSCORE', KEYS[2], sid)
+        local score = m == lic and redis.call('ZSCORE', waitKey(BASE, sid), sid)
         if score then cands[#cands + 1] = {sid, m, tonumber(score)} end
       end
     end

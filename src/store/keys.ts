@@ -8,7 +8,8 @@
  *   sd:licences            sorted set of licence members, one per stage at most
  *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs) per lock taken)
  *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms
- *   sd:wq, sd:wq:<kind>    capacity chains by start time (wakeDeferred)
+ *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
+ *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
@@ -46,5 +47,13 @@ export class StoreKeys {
   }
   job(jobId: string): string {
     return `${this.base}${jobId}`;
+  }
+  /** BullMQ's `meta` hash of the queue. */
+  get meta(): string {
+    return `${this.base}meta`;
+  }
+  /** A BullMQ state set or list: `wait`, `active`, `delayed`, `failed`, ... */
+  set(name: string): string {
+    return `${this.base}${name}`;
   }
 }

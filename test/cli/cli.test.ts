@@ -31,6 +31,8 @@ beforeAll(async () => {
     queueName,
     // windows long enough to outlast the test; nothing runs a worker here
     windows: { capacitySeconds: 300, idempotentSeconds: 600, jitter: 0 },
+    jobLog: true, // `show` prints the wake-up's log
+
     executor: async (ref) => (ref.stage === 'video' ? DONE : NO_WORKER),
   });
   for (const ref of [image1, video1, image2, odd, other]) {

@@ -1,6 +1,7 @@
 import { createDispatchEngine, type DispatchEngine, type ExecutorResult } from '../../src';
-import { listStages, readStage } from '../../src/cli/read';
-import { ioReader, QueueKeys, type Cmd, type Reader } from '../../src/cli/reader';
+import { readStage } from '../../src/cli/read';
+import { listStages } from '../../src/store/listing';
+import { ioReader, QueueKeys, type Cmd, type Reader } from '../../src/store/reader';
 import { buildOnce } from '../helpers/build';
 import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
 import { cliOn } from './run';
@@ -38,6 +39,7 @@ beforeAll(async () => {
     connection: client(),
     ...q,
     windows: { capacitySeconds: 300, jitter: 0 },
+    jobLog: true, // `show` reads the wake-up's log
     executor: async () => NO_WORKER,
   });
   for (let i = 0; i < STAGES; i += 200) {
@@ -47,7 +49,7 @@ beforeAll(async () => {
       ),
     );
   }
-  expect(await client().zcard(keys.licences)).toBe(STAGES);
+  expect(await client().zcard(keys.index)).toBe(STAGES);
 }, 120_000);
 
 afterAll(async () => {

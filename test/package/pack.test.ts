@@ -14,6 +14,9 @@ function redisUrl(): string {
 }
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
+/** The files a producer in another language reads (issue 13.3). */
+const CONTRACT = ['schema/dispatch-job-data.v1.json', 'src/lua/enqueue-probe.lua', 'test/vectors/stage-ids.json'];
+
 let dir: string;
 let tarball: string;
 let packed: { files: { path: string }[] };
@@ -51,18 +54,38 @@ afterAll(() => {
 });
 
 describe('the packed package', () => {
-  it('holds the build and the manifest, not the sources or tests', () => {
+  it('holds the build and the manifest, not the sources or tests (but the producer contract files)', () => {
     const paths = packed.files.map((f) => f.path).sort();
     expect(paths).toEqual(
       expect.arrayContaining(['dist/cli.js', 'dist/index.d.mts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.mjs']),
     );
     expect(
-      paths.filter((p) => !p.startsWith('dist/') && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(p)),
+      paths.filter(
+        (p) =>
+          !p.startsWith('dist/') &&
+          !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(p) &&
+          !CONTRACT.includes(p),
+      ),
     ).toEqual([]);
     const manifest = JSON.parse(
       readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'package.json'), 'utf8'),
     );
     expect(manifest).toMatchObject({ sideEffects: false, engines: { node: expect.any(String) } });
+  });
+
+  it('13.3: ships the producer contract (JSON Schema, enqueue probe, stage-id vectors), resolvable by subpath', async () => {
+    expect(packed.files.map((f) => f.path)).toEqual(expect.arrayContaining(CONTRACT));
+    const script = [
+      "const { readFileSync } = require('node:fs');",
+      "for (const p of ['schema/dispatch-job-data.v1.json', 'lua/enqueue-probe.lua', 'vectors/stage-ids.json'])",
+      "  console.log(readFileSync(require.resolve('bullmq-stage-deferral/' + p), 'utf8').length > 0);",
+    ].join('\n');
+    const { stdout } = await sh(process.execPath, ['-e', script]);
+    expect(stdout.trim().split('\n')).toEqual(['true', 'true', 'true']);
+    const installed = join(dir, 'node_modules', 'bullmq-stage-deferral');
+    expect(readFileSync(join(installed, 'src/lua/enqueue-probe.lua'), 'utf8')).toBe(
+      readFileSync(join(ROOT, 'src/lua/enqueue-probe.lua'), 'utf8'),
+    );
   });
 
   it('13.4: ships the MIT LICENSE and says where the repository, homepage and issues are', () => {

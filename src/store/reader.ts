@@ -2,7 +2,7 @@
 export type Cmd = readonly [string, ...(string | number)[]];
 
 /**
- * What the CLI's reads need from Redis: run some commands as one pipeline and
+ * What the listing and the CLI's reads need from Redis: run some commands as one pipeline and
  * return their replies (the first error is thrown). Small on purpose, so a
  * test can count every command and every reply byte.
  */
@@ -28,35 +28,8 @@ export function ioReader(redis: Pipelines): Reader {
   };
 }
 
-/** The keys of one queue: `<prefix>:<queue>:...`, BullMQ's and the engine's (see docs/design.md). */
-export class QueueKeys {
-  readonly base: string;
-  constructor(prefix: string, queue: string) {
-    this.base = `${prefix}:${queue}:`;
-  }
-  get meta() {
-    return `${this.base}meta`;
-  }
-  get licences() {
-    return `${this.base}sd:licences`;
-  }
-  marker(sid: string) {
-    return `${this.base}sd:deferred:${sid}`;
-  }
-  lock(sid: string) {
-    return `${this.base}sd:inflight:${sid}`;
-  }
-  dedup(sid: string) {
-    return `${this.base}de:${sid}`;
-  }
-  job(id: string) {
-    return `${this.base}${id}`;
-  }
-  /** A BullMQ state set or list: `wait`, `active`, `delayed`, `failed`, ... */
-  set(name: string) {
-    return `${this.base}${name}`;
-  }
-}
+/** The keys of one queue, BullMQ's and the engine's (see docs/design.md). */
+export { StoreKeys as QueueKeys } from './keys';
 
 /**
  * Reads a few fields of each job's data in Redis, so the payload never leaves

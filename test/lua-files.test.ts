@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { GENERATED, generatedModule } from '../scripts/gen-lua';
+import * as lua from '../src/lua/scripts';
+import { ENQUEUE_PROBE } from '../src/lua/generated';
+
+/**
+ * Issue 13.3: the enqueue probe ships as src/lua/enqueue-probe.lua, the one
+ * source of the script; src/lua/generated.ts holds its text for the bundles
+ * (`npm run lua` regenerates it).
+ */
+describe('13.3: the shipped .lua files', () => {
+  it('13.3: src/lua/generated.ts is what `npm run lua` makes of the .lua files (run it after editing one)', () => {
+    expect(readFileSync(GENERATED, 'utf8')).toBe(generatedModule());
+  });
+
+  it('13.3: the engine runs the probe of the shipped file, byte for byte', () => {
+    const text = readFileSync(require.resolve('../src/lua/enqueue-probe.lua'), 'utf8');
+    expect(lua.PROBE).toBe(text);
+    expect(ENQUEUE_PROBE).toBe(text);
+  });
+
+  it('13.3: the probe file documents its KEYS, ARGV and every reply', () => {
+    const header = lua.PROBE.slice(0, lua.PROBE.indexOf(']]'));
+    for (const part of ['KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'ARGV[1]', '{1, pttl}', '{2}', '{3, jobId}', '{0}']) {
+      expect(header).toContain(part);
+    }
+  });
+});
