@@ -216,3 +216,106 @@ describe('the packed package', () => {
     expect(stdout).toContain('Usage: bullmq-stage-deferral');
   });
 });
+
+describe('13.1: bullmq and ioredis are peer dependencies', () => {
+  let app: string;
+
+  beforeAll(async () => {
+    // an app that already runs BullMQ 5 with ioredis 5 adds the plugin (from the npm cache
+    // once fetched; from the registry otherwise)
+    app = mkdtempSync(join(tmpdir(), 'sd-bullmq5-app-'));
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+    await sh(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+        'bullmq@5.81.5',
+        'ioredis@5.11.1',
+        '@types/node@20',
+        tarball,
+      ],
+      app,
+    );
+  }, 240_000);
+
+  afterAll(() => {
+    if (app) rmSync(app, { recursive: true, force: true });
+  });
+
+  it('13.1: the manifest names them as peers, and an app on bullmq 5.81 keeps its one bullmq and ioredis', () => {
+    const manifest = JSON.parse(
+      readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'package.json'), 'utf8'),
+    );
+    expect(manifest.peerDependencies).toEqual({ bullmq: '^5.81.0 || ^6.0.0', ioredis: '^5.11.0 || ^6.0.0' });
+    expect(manifest.dependencies).not.toHaveProperty('bullmq');
+    expect(manifest.dependencies).not.toHaveProperty('ioredis');
+    const version = (p: string) =>
+      JSON.parse(readFileSync(join(app, 'node_modules', p, 'package.json'), 'utf8')).version;
+    expect([version('bullmq'), version('ioredis')]).toEqual(['5.81.5', '5.11.1']);
+    // no second copy inside the plugin (what made `tsc` see two Queue/Processor types)
+    expect(existsSync(join(app, 'node_modules', 'bullmq-stage-deferral', 'node_modules', 'bullmq'))).toBe(false);
+    expect(existsSync(join(app, 'node_modules', 'bullmq-stage-deferral', 'node_modules', 'ioredis'))).toBe(false);
+  });
+
+  it("13.1: the app's own Worker runs the plugin's processor on bullmq 5.81: it type-checks and a wake-up dispatches", async () => {
+    const { prefix, queueName } = isolated();
+    const script = [
+      "import { Queue, Worker, type Processor } from 'bullmq';",
+      "import { Redis } from 'ioredis';",
+      "import { createDispatchEngine, type ExecutorResult } from 'bullmq-stage-deferral';",
+      `const connection = new Redis(${JSON.stringify(redisUrl())});`,
+      'const answers: ExecutorResult[] = [',
+      "  { dispatched: false, jobs: 0, reason: 'no_worker_available' },",
+      '  { dispatched: true, jobs: 1, reason: null },',
+      '];',
+      'let calls = 0;',
+      'const engine = createDispatchEngine({',
+      `  connection, prefix: '${prefix}', queueName: '${queueName}',`,
+      '  windows: { capacitySeconds: 0.2, jitter: 0 },',
+      '  executor: async () => answers[Math.min(calls++, 1)]!,',
+      '});',
+      'const queue: Queue = engine.queue;',
+      'const processor: Processor = engine.processor;',
+      'const workerConnection = connection.duplicate({ maxRetriesPerRequest: null });',
+      `const worker = new Worker(queue.name, processor, { connection: workerConnection, prefix: '${prefix}' });`,
+      "const first = await engine.dispatchStage({ scope: ['book-1'], stage: 'image' }, null);",
+      "if (first.reason !== 'no_worker_available') throw new Error(`not deferred: ${JSON.stringify(first)}`);",
+      'const deadline = Date.now() + 20_000;',
+      'while (calls < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));',
+      'await worker.close();',
+      'await engine.close();',
+      'workerConnection.disconnect();',
+      'await connection.quit();',
+      "console.log('calls', calls);",
+    ].join('\n');
+    writeFileSync(join(app, 'app.mts'), script);
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          types: ['node'],
+        },
+        files: ['app.mts'],
+      }),
+    );
+    try {
+      await sh(process.execPath, [TSC, '-p', 'tsconfig.json'], app);
+      const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+      const { stdout } = await sh(process.execPath, [tsx, 'app.mts'], app);
+      expect(stdout.trim()).toBe('calls 2');
+    } finally {
+      await dropPrefix(client(), prefix);
+      await closeClients();
+    }
+  }, 120_000);
+});
