@@ -199,6 +199,31 @@ describe('13.2: StageDeferralModule', () => {
     expect(connection.status).toBe('ready');
   });
 
+  it('13.2: forRootAsync extraProviders: an executor class of the module itself, its dependency from `imports`', async () => {
+    const where = place();
+    @Injectable()
+    class LocalExecutor implements StageExecutor {
+      constructor(@Inject(RenderSlots) readonly slots: RenderSlots) {}
+      execute(ref: StageRef, payload: unknown, ctx: DispatchContext) {
+        return this.slots.take(ref, payload, ctx);
+      }
+    }
+    const app = await start(
+      [
+        StageDeferralModule.forRootAsync({
+          imports: [RenderModule],
+          extraProviders: [LocalExecutor],
+          useFactory: () => ({ connection: redisOptions(), ...where, executor: LocalExecutor, worker: false }),
+        }),
+      ],
+      [],
+    );
+    const engine = app.get<DispatchEngine>(STAGE_DEFERRAL_ENGINE);
+    expect(await engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+    expect(await engine.isStageDeferred(image)).toBe(true);
+    expect(app.get(RenderSlots, { strict: false }).calls).toHaveLength(1);
+  });
+
   it('13.2: app.close() aborts the running executor, closes the Worker and the engine; the job goes back, no attempt spent', async () => {
     const where = place();
     const started = latch<DispatchContext>();
