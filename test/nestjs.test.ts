@@ -133,7 +133,8 @@ describe('13.2: StageDeferralModule', () => {
       const jobs = await engine.queue.getJobs(['delayed']);
       return jobs.length === 1 ? jobs : undefined;
     }, 'the delayed wake-up');
-    expect(wakeUp!.data).toMatchObject({ wakeUp: true, stage: 'image' });
+    expect(wakeUp!.id).toMatch(/@cap\.1\./);
+    expect(wakeUp!.data).toMatchObject({ reason: 'no_worker_available', stage: 'image' });
     // while deferred, the producer's tick adds nothing
     expect(await scenes.render(image)).toMatchObject({ added: false, reason: 'deferred' });
 
