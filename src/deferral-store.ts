@@ -1,4 +1,5 @@
 import { Job, type Queue } from 'bullmq';
+import { promote, redisClient } from './bullmq/adapter';
 import * as lua from './lua/scripts';
 import { ClearIncompleteError, InvalidOptionsError, MissingPermissionError } from './errors';
 import { jobIdOfLicence, memberOf } from './job-data';
@@ -150,7 +151,7 @@ export class DeferralStore {
    */
   client(): Promise<Client> {
     this.clientPromise ??= (async () => {
-      const c = defineCommands((await this.queue.getBackend().client) as unknown as Client);
+      const c = defineCommands((await redisClient(this.queue)) as unknown as Client);
       await checkPermissions(c, this.keys, this.replicas !== undefined);
       // this host's clock against Redis', before the first wake-up is judged by it
       const [sec, usec] = (await c.time!()) as [string, string];
@@ -522,8 +523,7 @@ export class DeferralStore {
     )) as string[];
     const woken: { sid: string; wakeUpJobId: string }[] = [];
     for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
-    const backend = this.queue.getBackend();
-    await Promise.all(woken.map((w) => backend.promote(w.wakeUpJobId).catch(() => undefined)));
+    await Promise.all(woken.map((w) => promote(this.queue, w.wakeUpJobId).catch(() => undefined)));
     return woken;
   }
 
@@ -533,9 +533,8 @@ export class DeferralStore {
    * or running already). Other errors are retried once, then collected in `failed`.
    */
   private async promoteAll(ids: string[], failed: unknown[]): Promise<string[]> {
-    const backend = this.queue.getBackend();
     const once = async (todo: string[]) => {
-      const settled = await Promise.allSettled(todo.map((id) => backend.promote(id)));
+      const settled = await Promise.allSettled(todo.map((id) => promote(this.queue, id)));
       const errors: [string, unknown][] = [];
       const ok: string[] = [];
       settled.forEach((r, j) => {

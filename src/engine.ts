@@ -4,6 +4,7 @@ import { checkCall, checkPayload, Dispatcher } from './dispatch';
 import { EngineClosedError, InvalidOptionsError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { createProcessor } from './bullmq/processor';
+import { checkConnection, checkQueue } from './bullmq/adapter';
 import { enqueueStage } from './bullmq/producer';
 import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
 import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
@@ -86,7 +87,14 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   // close use the dispatcher only for job options, aborts and shutdown. Its stand-in
   // executor refuses too, should that ever change.
   const opts: ResolvedOptions<P> = { ...rest, executor: executor ?? refuseWithoutExecutor };
+  checkConnection(opts.connection);
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
+  try {
+    checkQueue(queue);
+  } catch (error) {
+    void queue.close().catch(() => undefined);
+    throw error;
+  }
   const events = new EngineEmitter();
   const store = new DeferralStore(
     queue,

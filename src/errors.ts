@@ -14,7 +14,9 @@ export type StageDeferralErrorCode =
   | 'INVALID_PAYLOAD'
   | 'CLEAR_INCOMPLETE'
   | 'MISSING_PERMISSION'
-  | 'NO_EXECUTOR';
+  | 'NO_EXECUTOR'
+  | 'UNSUPPORTED_BULLMQ'
+  | 'UNSUPPORTED_CONNECTION';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -217,6 +219,42 @@ export class NoExecutorError extends StageDeferralError {
       'NO_EXECUTOR',
       `This engine has no executor: it is producer-only, so \`${method}\` cannot run here. ` +
         'Pass `executor` to createDispatchEngine in the process that dispatches stages (your workers).',
+    );
+  }
+}
+
+/**
+ * The installed `bullmq` is a version this library does not support (a peer
+ * dependency: the app's own copy is used). Thrown by `createDispatchEngine`
+ * before anything is written. `version`: the installed one (`undefined` when it
+ * could not be read); `supported`: the range that is.
+ */
+export class UnsupportedBullMQError extends StageDeferralError {
+  constructor(
+    readonly version: string | undefined,
+    readonly supported: string,
+  ) {
+    super(
+      'UNSUPPORTED_BULLMQ',
+      `bullmq ${version ?? '(version unknown)'} is not supported: bullmq-stage-deferral needs bullmq ${supported} ` +
+        `(install one, e.g. \`npm install bullmq@6\`)`,
+    );
+  }
+}
+
+/**
+ * The connection (or BullMQ's backend) is not Redis through ioredis: the engine
+ * runs its own Lua scripts and MULTIs on an ioredis client or Cluster, which
+ * BullMQ's other drivers (node-redis, Bun's client, Valkey GLIDE) and its
+ * PostgreSQL backend do not provide. Thrown by `createDispatchEngine` before
+ * anything is written. `kind`: what was passed.
+ */
+export class UnsupportedConnectionError extends StageDeferralError {
+  constructor(readonly kind: string) {
+    super(
+      'UNSUPPORTED_CONNECTION',
+      `The connection is ${kind}; bullmq-stage-deferral needs Redis through ioredis: pass an ioredis ` +
+        '`Redis` or `Cluster` instance, or ioredis connection options, and the default (Redis) BullMQ backend',
     );
   }
 }

@@ -31,6 +31,8 @@ export {
   ClearIncompleteError,
   MissingPermissionError,
   NoExecutorError,
+  UnsupportedBullMQError,
+  UnsupportedConnectionError,
   isStageDeferralError,
 } from './errors';
 export type { StageDeferralErrorCode } from './errors';
@@ -47,4 +49,5 @@ export type {
   OutcomeClass,
 } from './types';
 export type { DispatchJobData } from './job-data';
+export { SUPPORTED_BULLMQ } from './bullmq/adapter';
 export { instrumentEngine, METRIC_ATTRIBUTES } from './metrics';

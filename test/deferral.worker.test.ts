@@ -1,3 +1,4 @@
+import { promote } from '../src/bullmq/adapter';
 import { Job } from 'bullmq';
 import { DeferralLimitError, isStageDeferralError } from '../src';
 import { parseLicence } from '../src/job-data';
@@ -163,7 +164,7 @@ describe('clause 11: one wake-up per deferred stage', () => {
     await h.engine.dispatchStage(image, {});
     // The window is still open (marker alive) but the wake-up runs now: it must recognise its own marker.
     const id = (await h.engine.listDeferred())[0]!.wakeUpJobId;
-    await h.engine.queue.getBackend().promote(id);
+    await promote(h.engine.queue, id);
     h.engine.createWorker();
     await waitFor(() => h.executor.calls.length === 2, 'wake-up dispatched');
     expect(await h.engine.isStageDeferred(image)).toBe(false);
@@ -176,7 +177,7 @@ describe('clause 11: one wake-up per deferred stage', () => {
     const id = (await h.engine.listDeferred())[0]!.wakeUpJobId;
     await h.redis.zrem(`${h.prefix}:${h.queueName}:sd:licences`, id);
     await h.redis.del(h.engine.deferredStageKey(image));
-    await h.engine.queue.getBackend().promote(id);
+    await promote(h.engine.queue, id);
     const worker = h.engine.createWorker();
     const { done } = completions(h, worker);
     await waitFor(() => done.length === 1, 'stale wake-up completed');

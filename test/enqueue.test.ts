@@ -1,3 +1,4 @@
+import { promote } from '../src/bullmq/adapter';
 import { harness, notSent, snapshot, expectUnwritten } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
@@ -45,7 +46,7 @@ describe('clause 12: enqueue adds nothing while the stage has a job waiting, run
     await h.engine.dispatchStage(a, {});
     const [d] = await h.engine.listDeferred();
     await h.redis.del(h.engine.deferredStageKey(a));
-    await h.engine.queue.getBackend().promote(d!.wakeUpJobId);
+    await promote(h.engine.queue, d!.wakeUpJobId);
     expect(await h.engine.enqueue(a, {})).toMatchObject({ added: false, reason: 'pending', jobId: d!.wakeUpJobId });
     expect(await h.engine.queue.getWaitingCount()).toBe(1);
   });

@@ -8,8 +8,8 @@ import { client, closeClients, dropPrefix, redisOptions } from './helpers/redis'
  */
 const ROOT = join(__dirname, '..');
 const DEADLINE_MS = 30_000;
-/** The example's queue, under its fixed prefix `myapp`. */
-const EXAMPLE_KEYS = 'myapp:stage-dispatch';
+/** The examples' queues, under their fixed prefixes `myapp` and `myapp-nest`. */
+const EXAMPLE_KEYS = ['myapp:stage-dispatch', 'myapp-nest:stage-dispatch'];
 
 function redisUrl(): string {
   const o = redisOptions();
@@ -44,9 +44,13 @@ function runExample(
   });
 }
 
-beforeAll(() => dropPrefix(client(), EXAMPLE_KEYS));
+async function dropExampleKeys() {
+  for (const keys of EXAMPLE_KEYS) await dropPrefix(client(), keys);
+}
+
+beforeAll(dropExampleKeys);
 afterAll(async () => {
-  await dropPrefix(client(), EXAMPLE_KEYS);
+  await dropExampleKeys();
   await closeClients();
 });
 
@@ -65,6 +69,24 @@ describe('13.4: every example exits by itself', () => {
       // it did its work before it exited: the job was added and its Worker ran the executor
       expect(r.out).toMatch(/added: true/);
       expect(r.out).toMatch(/^dispatching /m);
+    },
+    DEADLINE_MS + 10_000,
+  );
+
+  it(
+    '13.2, 13.4: examples/nestjs/main.ts defers a stage, its wake-up dispatches it through the executor provider, app.close() and exit 0',
+    async () => {
+      const r = await runExample('examples/nestjs/main.ts');
+      expect({ timedOut: r.timedOut, code: r.code, signal: r.signal }).toEqual({
+        timedOut: false,
+        code: 0,
+        signal: null,
+      });
+      expect(r.out).toMatch(/added: true/);
+      expect(r.out).toMatch(/^deferred no_worker_available/m);
+      expect(r.out).toMatch(/reason: 'deferred'/);
+      expect(r.out).toMatch(/^rendering book-1\/ch-2\/sc-7 image/m);
+      expect(r.out).toMatch(/^dispatched book-1\/ch-2\/sc-7 image/m);
     },
     DEADLINE_MS + 10_000,
   );

@@ -1,3 +1,4 @@
+import { promote } from '../src/bullmq/adapter';
 import { harness, notSent, SENT } from './helpers/engine';
 import { waitFor } from './helpers/redis';
 
@@ -30,7 +31,7 @@ describe('14.9: the marker deleted by hand (README FAQ)', () => {
     expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 0, delayed: 1 });
     // the wake-up runs (promoted here instead of waiting 60 s) and dispatches the stage
     h.executor.script(image, SENT);
-    await h.engine.queue.getBackend().promote(wakeUp);
+    await promote(h.engine.queue, wakeUp);
     h.engine.createWorker();
     await waitFor(() => h.executor.calls.length === 2, 'the wake-up to dispatch');
     await waitFor(async () => (await h.engine.queue.getJobState(wakeUp)) === 'unknown', 'the wake-up to complete');

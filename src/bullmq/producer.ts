@@ -1,3 +1,4 @@
+import { addDeduplicated } from './adapter';
 import type { DeferralStore } from '../deferral-store';
 import { checkCall, checkPayload, type Dispatcher } from '../dispatch';
 import { dispatchJobData, readyJobId } from '../job-data';
@@ -29,7 +30,12 @@ export async function enqueueStage<P>(
   if (probe.kind === 'pending') return { added: false, reason: 'pending', jobId: probe.jobId };
   const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
-  const job = await store.queue.add(ref.stage, data, dispatcher.jobOptions({ jobId, deduplication: { id: sid } }));
+  const job = await addDeduplicated(
+    store.queue,
+    ref.stage,
+    data,
+    dispatcher.jobOptions({ jobId, deduplication: { id: sid } }),
+  );
   const added = job.id === jobId;
   if (added) await store.replicated('enqueue', probe.connection);
   return { added, reason: added ? null : 'pending', jobId: job.id as string };

@@ -53,6 +53,48 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
+const OFFLINE_FIRST = ['--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'];
+
+function devDependencies(): Record<string, string> {
+  return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> })
+    .devDependencies;
+}
+
+/**
+ * A Nest application context from the packed subpath, as a script: a module
+ * with the engine and a Worker, one stage enqueued and dispatched, then
+ * `app.close()`. Its errors are the main entry's classes (one engine, not a copy).
+ */
+function nestApp(flavour: 'cjs' | 'mjs', where: { prefix: string; queueName: string }): string {
+  const load = (names: string, from: string) =>
+    flavour === 'cjs' ? `const ${names} = require('${from}');` : `import ${names} from '${from}';`;
+  const body = [
+    flavour === 'cjs' ? "require('reflect-metadata');" : "import 'reflect-metadata';",
+    load('assert', 'node:assert'),
+    load('{ Module }', '@nestjs/common'),
+    load('{ NestFactory }', '@nestjs/core'),
+    load('{ InvalidOptionsError }', 'bullmq-stage-deferral'),
+    load('{ StageDeferralModule, STAGE_DEFERRAL_ENGINE }', 'bullmq-stage-deferral/nestjs'),
+    flavour === 'cjs' ? '(async () => {' : '',
+    `assert.match(${flavour === 'cjs' ? 'require.resolve' : 'import.meta.resolve'}('bullmq-stage-deferral/nestjs'), /dist[\\\\/]nestjs\\.${flavour === 'cjs' ? 'js' : 'mjs'}$/);`,
+    'assert.throws(() => StageDeferralModule.forRootAsync({}), (e) => e instanceof InvalidOptionsError);',
+    'class AppModule {}',
+    `const options = { connection: ${JSON.stringify(redisOptions())}, prefix: '${where.prefix}', queueName: '${where.queueName}' };`,
+    'const executor = async () => ({ dispatched: true, jobs: 1, reason: null });',
+    'Module({ imports: [StageDeferralModule.forRoot({ ...options, executor })] })(AppModule);',
+    'const app = await NestFactory.createApplicationContext(AppModule, { logger: false });',
+    'const engine = app.get(STAGE_DEFERRAL_ENGINE);',
+    "const dispatched = new Promise((resolve) => engine.once('dispatched', resolve));",
+    "const r = await engine.enqueue({ scope: ['book-1'], stage: 'image' }, null);",
+    'assert.strictEqual(r.added, true);',
+    'await dispatched;',
+    'await app.close();',
+    `console.log('nest ${flavour} ok');`,
+    flavour === 'cjs' ? '})().catch((e) => { console.error(e); process.exit(1); });' : '',
+  ];
+  return body.join('\n');
+}
+
 describe('the packed package', () => {
   it('holds the build and the manifest, not the sources or tests (but the producer contract files)', () => {
     const paths = packed.files.map((f) => f.path).sort();
@@ -209,10 +251,184 @@ describe('the packed package', () => {
     await expect(sh(process.execPath, [TSC, '-p', 'tsconfig.broken.json'])).rejects.toThrow(/TS2322/);
   }, 120_000);
 
+  it('13.2: the nestjs subpath needs @nestjs/*, the main entry never does', async () => {
+    expect(packed.files.map((f) => f.path)).toEqual(
+      expect.arrayContaining(['dist/nestjs.js', 'dist/nestjs.mjs', 'dist/nestjs.d.ts', 'dist/nestjs.d.mts']),
+    );
+    // no @nestjs in the consumer (yet): the main entry loads, the subpath says what it misses
+    writeFileSync(
+      join(dir, 'no-nest.cjs'),
+      [
+        "const assert = require('node:assert');",
+        "assert.throws(() => require.resolve('@nestjs/common'));",
+        "assert.strictEqual(typeof require('bullmq-stage-deferral').createDispatchEngine, 'function');",
+        "assert.throws(() => require('bullmq-stage-deferral/nestjs'), (e) => e.code === 'MODULE_NOT_FOUND' && /@nestjs\\/common/.test(e.message));",
+        "console.log('no-nest ok');",
+      ].join('\n'),
+    );
+    expect((await sh(process.execPath, ['no-nest.cjs'])).stdout.trim()).toBe('no-nest ok');
+  });
+
+  // the tested majors: 11 (the dev dependency, CommonJS) and 12 (ESM only; CommonJS loads it through require(esm))
+  it.each(['devDependencies', '12'])(
+    '13.2: with @nestjs/* %s a Nest app from the packed subpath dispatches and exits after app.close(), from CJS and ESM, and type-checks',
+    async (major) => {
+      const dev = devDependencies();
+      const nest = ['@nestjs/common', '@nestjs/core'].map((p) => `${p}@${major === '12' ? '12' : dev[p]}`);
+      const peers = ['reflect-metadata', 'rxjs'].map((p) => `${p}@${dev[p]}`);
+      // into the consumer, from the npm cache where it can
+      await sh('npm', ['install', ...OFFLINE_FIRST, ...nest, ...peers]);
+      for (const flavour of ['cjs', 'mjs'] as const) {
+        const { prefix, queueName } = isolated();
+        writeFileSync(join(dir, `nest.${flavour}`), nestApp(flavour, { prefix, queueName }));
+        try {
+          // it exits by itself: app.close() closed the Worker, the engine and its connections
+          const { stdout } = await sh(process.execPath, [`nest.${flavour}`]);
+          expect(stdout.trim()).toBe(`nest ${flavour} ok`);
+        } finally {
+          await dropPrefix(client(), prefix);
+          await closeClients();
+        }
+      }
+      // the subpath's declarations type-check a Nest consumer (ESM and CommonJS)
+      writeFileSync(
+        join(dir, 'nest-consumer.ts'),
+        [
+          "import { StageDeferralModule, InjectStageDeferral, type StageExecutor } from 'bullmq-stage-deferral/nestjs';",
+          "import type { DispatchEngine, ExecutorResult } from 'bullmq-stage-deferral';",
+          'export class Render implements StageExecutor<{ n: number }> {',
+          '  async execute(): Promise<ExecutorResult> { return { dispatched: true, jobs: 1, reason: null }; }',
+          '}',
+          "export const m = StageDeferralModule.forRoot<{ n: number }>({ connection: { host: 'h' }, executor: Render });",
+          'export const d: ReturnType<typeof InjectStageDeferral> = InjectStageDeferral();',
+          'export type E = DispatchEngine;',
+          '// @ts-expect-error `worker` is false or Worker options',
+          "StageDeferralModule.forRoot({ connection: { host: 'h' }, worker: 1 });",
+        ].join('\n'),
+      );
+      writeFileSync(join(dir, 'nest-consumer-esm.mts'), readFileSync(join(dir, 'nest-consumer.ts')));
+      writeFileSync(
+        join(dir, 'tsconfig.nest.json'),
+        JSON.stringify({
+          compilerOptions: {
+            ...{ strict: true, noEmit: true, skipLibCheck: true, target: 'ES2022', types: ['node'] },
+            ...{ module: 'node16', moduleResolution: 'node16', experimentalDecorators: true },
+          },
+          files: ['nest-consumer.ts', 'nest-consumer-esm.mts'],
+        }),
+      );
+      await sh(process.execPath, [TSC, '-p', 'tsconfig.nest.json']);
+    },
+    240_000,
+  );
+
   it('installs the bin', async () => {
     const bin = join(dir, 'node_modules', '.bin', 'bullmq-stage-deferral');
     expect(existsSync(bin)).toBe(true);
     const { stdout } = await sh(bin, ['--help']);
     expect(stdout).toContain('Usage: bullmq-stage-deferral');
   });
+});
+
+describe('13.1: bullmq and ioredis are peer dependencies', () => {
+  let app: string;
+
+  beforeAll(async () => {
+    // an app that already runs BullMQ 5 with ioredis 5 adds the plugin (from the npm cache
+    // once fetched; from the registry otherwise)
+    app = mkdtempSync(join(tmpdir(), 'sd-bullmq5-app-'));
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+    await sh(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+        'bullmq@5.81.5',
+        'ioredis@5.11.1',
+        '@types/node@20',
+        tarball,
+      ],
+      app,
+    );
+  }, 240_000);
+
+  afterAll(() => {
+    if (app) rmSync(app, { recursive: true, force: true });
+  });
+
+  it('13.1: the manifest names them as peers, and an app on bullmq 5.81 keeps its one bullmq and ioredis', () => {
+    const manifest = JSON.parse(
+      readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'package.json'), 'utf8'),
+    );
+    expect(manifest.peerDependencies).toEqual({ bullmq: '^5.81.0 || ^6.0.0', ioredis: '^5.11.0 || ^6.0.0' });
+    expect(manifest.dependencies).not.toHaveProperty('bullmq');
+    expect(manifest.dependencies).not.toHaveProperty('ioredis');
+    const version = (p: string) =>
+      JSON.parse(readFileSync(join(app, 'node_modules', p, 'package.json'), 'utf8')).version;
+    expect([version('bullmq'), version('ioredis')]).toEqual(['5.81.5', '5.11.1']);
+    // no second copy inside the plugin (what made `tsc` see two Queue/Processor types)
+    expect(existsSync(join(app, 'node_modules', 'bullmq-stage-deferral', 'node_modules', 'bullmq'))).toBe(false);
+    expect(existsSync(join(app, 'node_modules', 'bullmq-stage-deferral', 'node_modules', 'ioredis'))).toBe(false);
+  });
+
+  it("13.1: the app's own Worker runs the plugin's processor on bullmq 5.81: it type-checks and a wake-up dispatches", async () => {
+    const { prefix, queueName } = isolated();
+    const script = [
+      "import { Queue, Worker, type Processor } from 'bullmq';",
+      "import { Redis } from 'ioredis';",
+      "import { createDispatchEngine, type ExecutorResult } from 'bullmq-stage-deferral';",
+      `const connection = new Redis(${JSON.stringify(redisUrl())});`,
+      'const answers: ExecutorResult[] = [',
+      "  { dispatched: false, jobs: 0, reason: 'no_worker_available' },",
+      '  { dispatched: true, jobs: 1, reason: null },',
+      '];',
+      'let calls = 0;',
+      'const engine = createDispatchEngine({',
+      `  connection, prefix: '${prefix}', queueName: '${queueName}',`,
+      '  windows: { capacitySeconds: 0.2, jitter: 0 },',
+      '  executor: async () => answers[Math.min(calls++, 1)]!,',
+      '});',
+      'const queue: Queue = engine.queue;',
+      'const processor: Processor = engine.processor;',
+      'const workerConnection = connection.duplicate({ maxRetriesPerRequest: null });',
+      `const worker = new Worker(queue.name, processor, { connection: workerConnection, prefix: '${prefix}' });`,
+      "const first = await engine.dispatchStage({ scope: ['book-1'], stage: 'image' }, null);",
+      "if (first.reason !== 'no_worker_available') throw new Error(`not deferred: ${JSON.stringify(first)}`);",
+      'const deadline = Date.now() + 20_000;',
+      'while (calls < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));',
+      'await worker.close();',
+      'await engine.close();',
+      'workerConnection.disconnect();',
+      'await connection.quit();',
+      "console.log('calls', calls);",
+    ].join('\n');
+    writeFileSync(join(app, 'app.mts'), script);
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          types: ['node'],
+        },
+        files: ['app.mts'],
+      }),
+    );
+    try {
+      await sh(process.execPath, [TSC, '-p', 'tsconfig.json'], app);
+      const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+      const { stdout } = await sh(process.execPath, [tsx, 'app.mts'], app);
+      expect(stdout.trim()).toBe('calls 2');
+    } finally {
+      await dropPrefix(client(), prefix);
+      await closeClients();
+    }
+  }, 120_000);
 });
