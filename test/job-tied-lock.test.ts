@@ -85,16 +85,54 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     expect((await store.probe(sid)).kind).toBe('in_flight');
   });
 
-  it('12: a cancel marks a tied lock (x), which stays live while the job holds its BullMQ lock', async () => {
+  it('12: a cancel marks a tied lock (a leading newline), which stays live while the job holds its BullMQ lock', async () => {
     const { h, id, store, lapse } = await fetched();
     const r = await begin(store, id, 'bull-1');
     expect(r.kind).toBe('locked');
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
-    expect(await h.redis.get(store.keys.lock(sid))).toMatch(/^x.*\nbull-1$/s);
+    expect(await h.redis.get(store.keys.lock(sid))).toBe(
+      `\n${id}\n${r.kind === 'locked' ? r.fencingToken : ''}\nbull-1`,
+    );
     expect((await store.probe(sid)).kind).toBe('in_flight');
     if (r.kind === 'locked') expect(await store.extend(sid, r.token, 30_000)).toBe('cancelled');
     await lapse();
     expect((await store.probe(sid)).kind).toBe('none');
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: false });
   });
+});
+
+describe('12: the cancel mark of a lock cannot be mistaken for a job id', () => {
+  it.each([
+    ['a job (a stage id starting with x)', { scope: ['xbook', 'ch-1'], stage: 'image' }, true],
+    ['a job (any other stage id)', { scope: ['book', 'ch-1'], stage: 'image' }, true],
+    ['a direct call (a stage id starting with x)', { scope: ['xbook', 'ch-1'], stage: 'image' }, false],
+  ])(
+    '12: a cancel during the attempt of %s disarms it: its capacity answer records no deferral',
+    async (_n, ref, viaJob) => {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      const h = harness({
+        executor: async () => {
+          started();
+          await held;
+          return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+        },
+      });
+      let result: Promise<unknown>;
+      if (viaJob) {
+        const worker = h.engine.createWorker();
+        const { done } = watch(worker);
+        await h.engine.enqueue(ref, {});
+        result = waitFor(() => done[0]?.result, 'the job completed');
+      } else result = h.engine.dispatchStage(ref, {});
+      await running;
+      expect(await h.engine.cancelActiveDispatch(ref)).toMatchObject({ inFlight: true });
+      release();
+      expect(await result).toMatchObject({ dispatched: false, cancelled: true });
+      expect(await h.engine.isStageDeferred(ref)).toBe(false);
+      expect(await h.engine.listDeferred()).toEqual([]);
+    },
+  );
 });

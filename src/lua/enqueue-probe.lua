@@ -21,8 +21,8 @@
 
     The lock's value is '<job id>\n<fencing token>' (a plain lock: live while it
     exists) or '<job id>\n<fencing token>\n<BullMQ lock token>' (a job's attempt:
-    live only while '<base><job id>:lock' holds that token), 'x' + either once
-    cancelled.
+    live only while '<base><job id>:lock' holds that token), either with a
+    leading newline once cancelled.
 
     Writes: nothing, but one ZREM on KEYS[3] of a licence whose job no longer
     exists (removed by hand). It reads job hashes and BullMQ's 'completed' and
@@ -31,15 +31,17 @@
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
 -- the in-flight lock counts while its key exists; a lock tied to a job's BullMQ lock
--- ('<job id>\n<fence>\n<BullMQ token>', or 'x' + that once cancelled) only while BullMQ's
+-- ('<job id>\n<fence>\n<BullMQ token>', or '\n' + that once cancelled) only while BullMQ's
 -- lock of that job ('<base><job id>:lock') still holds the token (the engine's liveLock)
 local function inFlight()
   local l = redis.call('GET', KEYS[2])
   if not l then return false end
+  -- a cancel marks it with a leading newline (no token starts with one but a direct
+  -- call's '\n<fence>', which has no second one)
+  if string.sub(l, 1, 1) == '\n' and string.find(l, '\n', 2, true) then l = string.sub(l, 2) end
   local id, bull = string.match(l, '^([^\n]*)\n[^\n]*\n(.*)$')
   if not id then return true end
   return redis.call('GET', BASE .. id .. ':lock') == bull
-    or (string.sub(id, 1, 1) == 'x' and redis.call('GET', BASE .. string.sub(id, 2) .. ':lock') == bull)
 end
 if inFlight() then return {2} end
 -- a job waits, is delayed or runs: its hash exists and it is neither completed nor failed

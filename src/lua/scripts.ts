@@ -6,8 +6,9 @@
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: the token
  * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>`
- * for a job's attempt tied to BullMQ's own job lock, or `x` + token once
- * cancelled; whether it is live: `liveLock`); F = the queue's
+ * for a job's attempt tied to BullMQ's own job lock, or a newline + token once
+ * cancelled (no token starts with a newline but a direct call's, `\n<fence>`, which
+ * has no second one: `unmark`); whether it is live: `liveLock`); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
  * J = a job's BullMQ hash; IDX = the queue's licence index, a sorted set (all
  * scores 0) of members `<stageId>@<suffix>`: the job that carries the stage
@@ -40,24 +41,29 @@ const licences = (idx: string, sid: string) =>
 
 /** Lua helpers shared by the scripts that read licences, job hashes and locks. */
 const HELPERS = `
+-- a lock value's token, and whether a cancel marked it. The mark is a leading newline: no token
+-- starts with one but a direct call's ('\\n<fence>'), which has no second one
+local function unmark(l)
+  if string.sub(l, 1, 1) == '\\n' and string.find(l, '\\n', 2, true) then return string.sub(l, 2), true end
+  return l, false
+end
 -- the stage lock L's value while it is live, else nil. A plain lock lives while its key exists.
--- A job's attempt tied to BullMQ's own job lock ('<job id>\\n<fence>\\n<BullMQ token>', 'x' + that
+-- A job's attempt tied to BullMQ's own job lock ('<job id>\\n<fence>\\n<BullMQ token>', marked
 -- once cancelled) lives only while BullMQ's lock of that job ('<base><job id>:lock') still holds
 -- that token: BullMQ deletes it in the script that completes, fails or delays the job, and it
 -- expires when the worker stops renewing it. A dead lock is deleted when 'drop'.
 local function liveLock(L, drop)
   local l = redis.call('GET', L)
   if not l then return nil end
-  local a = string.find(l, '\\n', 1, true)
-  local b = a and string.find(l, '\\n', a + 1, true)
+  local t = unmark(l)
+  local a = string.find(t, '\\n', 1, true)
+  local b = a and string.find(t, '\\n', a + 1, true)
   if not b then return l end
   -- the queue base: L is '<base>sd:inflight:<stage id>' (a stage id has no ':'); BullMQ's lock of
   -- the job is '<base><job id>:lock', in the queue's slot like every job key
   local BASE = string.match(L, '^(.*)sd:inflight:[^:]*$')
-  local id, bull = string.sub(l, 1, a - 1), string.sub(l, b + 1)
+  local id, bull = string.sub(t, 1, a - 1), string.sub(t, b + 1)
   if redis.call('GET', BASE .. id .. ':lock') == bull then return l end
-  -- marked cancelled ('x' + token): the job id is what follows the mark
-  if string.sub(id, 1, 1) == 'x' and redis.call('GET', BASE .. string.sub(id, 2) .. ':lock') == bull then return l end
   if drop then redis.call('DEL', L) end
   return nil
 end
@@ -188,7 +194,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   end
   local l = liveLock(L, true)
   if l then
-    local x = 'x' .. own .. '\\n'
+    local x = '\\n' .. own .. '\\n'
     if own ~= '' and string.sub(l, 1, #x) == x then return {4} end
     return {2}
   end
@@ -244,7 +250,7 @@ end
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
 local function release(L, sid, own, token, mode, me, chain)
   local l = redis.call('GET', L)
-  if l ~= token and l ~= 'x' .. token then return {2} end
+  if l ~= token and l ~= '\\n' .. token then return {2} end
   if mode == 'z' then
     redis.call('DEL', L)
     return {0}
@@ -324,7 +330,7 @@ ${HELPERS}
 if redis.call('ZSCORE', KEYS[3], ARGV[3]) or redis.call('ZSCORE', KEYS[3], ARGV[3] .. '!') then return {1} end
 local l = redis.call('GET', KEYS[1])
 if l ~= ARGV[2] then
-  if l == 'x' .. ARGV[2] then
+  if l == '\\n' .. ARGV[2] then
     redis.call('DEL', KEYS[1])
     return {0, 1}
   end
@@ -364,7 +370,7 @@ return {1, unpack(old)}
 export const EXTEND = `
 ${HELPERS}
 local l = redis.call('GET', KEYS[1])
-if l == ARGV[1] or l == 'x' .. ARGV[1] then
+if l == ARGV[1] or l == '\\n' .. ARGV[1] then
   -- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
   if not liveLock(KEYS[1], true) then return 0 end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -407,7 +413,8 @@ local l = liveLock(KEYS[2], true)
 local inflight = 0
 if l then
   inflight = 1
-  if string.sub(l, 1, 1) ~= 'x' then redis.call('SET', KEYS[2], 'x' .. l, 'KEEPTTL') end
+  local _, marked = unmark(l)
+  if not marked then redis.call('SET', KEYS[2], '\\n' .. l, 'KEEPTTL') end
 end
 -- only a job the engine added for this stage (its id starts with the stage id)
 local pending = redis.call('GET', KEYS[4])

@@ -161,15 +161,13 @@ const lockKey = (r: Real, sid: string) => `${base(r)}sd:inflight:${sid}`;
  * the key may outlive the job's completion for a moment, dead.
  */
 async function liveLock(r: Real, sid: string): Promise<number> {
-  const l = await r.redis.get(lockKey(r, sid));
-  if (l === null) return 0;
+  const value = await r.redis.get(lockKey(r, sid));
+  if (value === null) return 0;
+  // a cancel marks the token with a leading newline (a direct call's token '\n<fence>' has no second one)
+  const l = value.startsWith('\n') && value.indexOf('\n', 1) > 0 ? value.slice(1) : value;
   const parts = l.split('\n');
   if (parts.length < 3) return 1;
-  const id = parts[0]!;
-  const bull = parts[parts.length - 1];
-  for (const candidate of id.startsWith('x') ? [id, id.slice(1)] : [id])
-    if ((await r.redis.get(`${base(r)}${candidate}:lock`)) === bull) return 1;
-  return 0;
+  return (await r.redis.get(`${base(r)}${parts[0]!}:lock`)) === parts[2] ? 1 : 0;
 }
 const stageOf = (m: Model, jobId: string) => m.stages.find((x) => x.sid === stageIdOfJobId(jobId))!;
 const live = (s: MStage) => s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable';
