@@ -1,43 +1,17 @@
 import { Job, type Queue } from 'bullmq';
 import { promote, redisClient } from './bullmq/adapter';
-import * as lua from './lua/scripts';
-import { ClearIncompleteError, InvalidOptionsError, MissingPermissionError } from './errors';
+import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence, memberOf } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
+import { Batcher } from './store/batch';
+import { checkPermissions, defineCommands, type Client } from './store/client';
 import { StoreKeys } from './store/keys';
+import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { withRedirects } from './store/redirects';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
-
-// ioredis commands defined below; the client is BullMQ's adapter around ioredis.
-type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
-  defineCommand(name: string, def: { numberOfKeys?: number; lua: string }): void;
-  multi(): Multi;
-  pipeline(): Multi;
-  duplicate?(...args: unknown[]): Client;
-  isCluster?: boolean;
-  options?: Record<string, unknown>;
-  disconnect?(): void;
-  quit?(): Promise<unknown>;
-};
-type Multi = Record<string, (...args: unknown[]) => Multi> & { exec(): Promise<[Error | null, unknown][] | null> };
-
-const COMMANDS = {
-  // variable key count: the first argument is the number of keys
-  sdBatch: { keys: undefined, lua: lua.BATCH },
-  sdDefer: { keys: 6, lua: lua.DEFER },
-  sdExtend: { keys: 1, lua: lua.EXTEND },
-  sdProbe: { keys: 3, lua: lua.PROBE },
-  sdCancel: { keys: 4, lua: lua.CANCEL },
-  sdFail: { keys: 2, lua: lua.FAIL },
-  sdClear: { keys: undefined, lua: lua.CLEAR },
-  sdRetried: { keys: 1, lua: lua.RETRIED },
-  sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
-  sdFinished: { keys: 1, lua: lua.FINISHED },
-  sdWake: { keys: 3, lua: lua.WAKE },
-} as const;
 
 export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
@@ -93,17 +67,6 @@ export interface BeginRequest {
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
-/** How many begin/release operations one batch script call handles. */
-const MAX_BATCH = 256;
-/** How long a lazy release waits for a batch to ride in, ms. */
-const LAZY_MS = 100;
-
-interface Op {
-  keys: string[];
-  args: (string | number)[];
-  resolve(reply: unknown): void;
-  reject(error: unknown): void;
-}
 
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
@@ -115,11 +78,10 @@ export class DeferralStore {
   readonly keys: StoreKeys;
   private clientPromise: Promise<Client> | undefined;
   private renewPromise: Promise<Client> | undefined;
-  private queued: Op[] = [];
-  private flushImmediate: NodeJS.Immediate | undefined;
-  /** Lazy releases (`releaseLater`): they ride in the next batch, or go on their own after `LAZY_MS`. */
-  private lazy: Op[] = [];
-  private lazyTimer: NodeJS.Timeout | undefined;
+  /** Begin and release operations, one `BATCH` script call per turn of the event loop. */
+  private readonly batch: Batcher;
+  /** MULTI transactions, confirmed on the replicas with `waitForReplicas`. */
+  private readonly tx: Transactions;
   private readonly replicas: ReplicaWait | undefined;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private clockOffsetMs = 0;
@@ -129,6 +91,16 @@ export class DeferralStore {
     replicaWait: ReplicaWaitOptions | false = false,
   ) {
     this.keys = new StoreKeys(queue.opts.prefix ?? 'bull', queue.name);
+    this.batch = new Batcher(
+      this.keys,
+      () => this.client(),
+      (redisMs) => (this.clockOffsetMs = redisMs - Date.now()),
+    );
+    this.tx = new Transactions(
+      () => this.client(),
+      this.keys,
+      () => this.replicas,
+    );
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
@@ -189,7 +161,7 @@ export class DeferralStore {
 
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
-    if (this.lazy.length > 0) await this.flush();
+    await this.batch.flushLazy();
     const p = this.renewPromise;
     this.renewPromise = undefined;
     if (!p) return;
@@ -199,7 +171,7 @@ export class DeferralStore {
 
   async begin(req: BeginRequest): Promise<BeginOutcome> {
     const { sid, ownJobId } = req;
-    const r = (await this.batched(
+    const r = (await this.batch.run(
       [this.keys.marker(sid), this.keys.lock(sid), ownJobId ? this.keys.job(ownJobId) : this.keys.marker(sid)],
       [
         'b',
@@ -246,43 +218,6 @@ export class DeferralStore {
   }
 
   /**
-   * Queues a begin or release operation; everything queued in one turn of the
-   * event loop goes to Redis as one `BATCH` script call, in order.
-   */
-  private batched(keys: string[], args: (string | number)[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.queued.push({ keys, args, resolve, reject });
-      if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
-    });
-  }
-
-  private async flush(): Promise<void> {
-    const ops = this.lazy.length > 0 ? [...this.lazy, ...this.queued] : this.queued;
-    this.queued = [];
-    this.lazy = [];
-    clearTimeout(this.lazyTimer);
-    this.lazyTimer = undefined;
-    this.flushImmediate = undefined;
-    for (let i = 0; i < ops.length; i += MAX_BATCH) {
-      const chunk = ops.slice(i, i + MAX_BATCH);
-      const keys = [this.keys.index, this.keys.fence];
-      const args: (string | number)[] = [this.keys.base, chunk.length, Date.now()];
-      for (const op of chunk) {
-        for (const k of op.keys) keys.push(k);
-        for (const a of op.args) args.push(a);
-      }
-      try {
-        const c = await this.client();
-        const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
-        this.clockOffsetMs = Number(replies[chunk.length]) - Date.now();
-        chunk.forEach((op, j) => op.resolve(replies[j]));
-      } catch (error) {
-        for (const op of chunk) op.reject(error);
-      }
-    }
-  }
-
-  /**
    * Records a deferral and adds its wake-up in one MULTI: the marker, the
    * licence and the delayed job exist together or not at all. `untilMs` is
    * the window's end by Redis' clock, the wake-up's timestamp + delay. When
@@ -300,7 +235,7 @@ export class DeferralStore {
     chain: { cls: 'capacity' | 'idempotent'; first: boolean; wakeSeq: string },
   ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; revoked: string[] }> {
     const k = this.keys;
-    const results = await this.transaction('defer', async (m) => {
+    const results = await this.tx.run('defer', async (m) => {
       m.sdDefer!(
         k.lock(sid),
         k.marker(sid),
@@ -344,7 +279,7 @@ export class DeferralStore {
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
     const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
     const member = ownJobId ? memberOf(sid, ownJobId) : '';
-    const r = (await this.batched([this.keys.lock(sid)], ['r', sid, ownJobId, token, flag, member, chain])) as [
+    const r = (await this.batch.run([this.keys.lock(sid)], ['r', sid, ownJobId, token, flag, member, chain])) as [
       number,
       ...string[],
     ];
@@ -360,22 +295,12 @@ export class DeferralStore {
    * this attempt's; an error is ignored (the dead lock expires after `lockMs`).
    */
   releaseLater(sid: string, ownJobId: string, token: string): void {
-    const ignore = () => undefined;
-    this.lazy.push({
-      keys: [this.keys.lock(sid)],
-      args: ['r', sid, ownJobId, token, 'z', '', ''],
-      resolve: ignore,
-      reject: ignore,
-    });
-    if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
-      this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
-      this.lazyTimer.unref();
-    }
+    this.batch.later([this.keys.lock(sid)], ['r', sid, ownJobId, token, 'z', '', '']);
   }
 
   /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
   async markFailed(sid: string, jobId: string): Promise<void> {
-    await this.transactionOf('fail', (m) =>
+    await this.tx.one('fail', (m) =>
       m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId), this.keys.base),
     );
   }
@@ -440,7 +365,7 @@ export class DeferralStore {
 
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
     const k = this.keys;
-    const r = (await this.transactionOf('cancel', (m) =>
+    const r = (await this.tx.one('cancel', (m) =>
       m.sdCancel!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
     )) as [number, number, string, ...string[]];
     // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops);
@@ -491,7 +416,7 @@ export class DeferralStore {
       const promoted = await this.promoteAll(deferred, failed);
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
-      const ids = (await this.transactionOf('clear', (m) =>
+      const ids = (await this.tx.one('clear', (m) =>
         m.sdClear!(keys.length, ...keys, this.keys.base, ...promoted),
       )) as string[];
       cleared.push(...ids);
@@ -510,7 +435,7 @@ export class DeferralStore {
    */
   async wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
     const k = this.keys;
-    const r = (await this.transactionOf('wake', (m) =>
+    const r = (await this.tx.one('wake', (m) =>
       m.sdWake!(
         k.index,
         `${k.base}sd:wqk`,
@@ -552,67 +477,9 @@ export class DeferralStore {
     return [...first.ok, ...second.ok];
   }
 
-  /**
-   * Runs `build`'s commands as one MULTI and returns EXEC's replies as
-   * `[error, value]` pairs. With `waitForReplicas`, the MULTI also reads
-   * `CLIENT INFO` (which connection ran the write), and the call returns once
-   * the replicas hold the write. A MULTI refused for a cluster redirection
-   * (nothing ran) is sent again once the slot map is refreshed.
-   */
-  private async transaction(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<[Error | null, unknown][]> {
-    const c = await this.client();
-    const confirm = this.replicas?.active === true;
-    let reloaded = false;
-    const results = await withRedirects(c, async () => {
-      for (;;) {
-        const m = c.multi();
-        await build(m);
-        if (confirm) m.client!('INFO');
-        const out = await m.exec();
-        if (!out) throw new Error('The transaction was discarded');
-        // ioredis sends a script as EVAL once per connection and EVALSHA after, even when that EVAL
-        // never ran (a MULTI refused for a redirection, e.g. TRYAGAIN during a slot migration): the
-        // node may not hold the script, and a MULTI reports NOSCRIPT without ioredis noticing, so
-        // every later one on that connection would fail too. Load the scripts on the node and send
-        // it again, once. Safe: the engine's own script refused, so it wrote nothing; a BullMQ add
-        // that ran beside it is found again by its job id (the deferral recognises its own wake-up).
-        if (!reloaded && out.some(([err]) => err !== null && /^NOSCRIPT/.test(err.message))) {
-          reloaded = true;
-          await this.loadScripts(c);
-          continue;
-        }
-        return out;
-      }
-    });
-    if (confirm) {
-      const [err, info] = results.pop()!;
-      if (err) throw err;
-      await this.replicas!.confirm(op, connectionOf(info));
-    }
-    return results;
-  }
-
-  /**
-   * Loads every script the client defines (the engine's and BullMQ's) on the queue's master:
-   * one pipeline, routed there by a keyed command that changes nothing (as the `WAIT`'s).
-   */
-  private async loadScripts(c: Client): Promise<void> {
-    const scripts = Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {});
-    const p = c.pipeline().persist!(this.keys.route);
-    for (const script of scripts) p.script!('LOAD', script.lua);
-    for (const [err] of (await p.exec()) ?? []) if (err) throw err;
-  }
-
   /** With `waitForReplicas`: resolves once the replicas hold what connection `madeOn` wrote. */
   async replicated(op: ReplicatedOp, madeOn: string | undefined): Promise<void> {
     await this.replicas?.confirm(op, madeOn);
-  }
-
-  /** A transaction of one command: its reply, or its error thrown. */
-  private async transactionOf(op: ReplicatedOp, build: (m: Multi) => unknown): Promise<unknown> {
-    const [err, reply] = (await this.transaction(op, build))[0] ?? [new Error('The transaction had no reply')];
-    if (err) throw err;
-    return reply;
   }
 
   /** Removes jobs by id, best effort: a job that is active (locked) stays, and does nothing without its licence. */
@@ -623,58 +490,6 @@ export class DeferralStore {
 }
 
 export { Job };
-
-function defineCommands(client: Client): Client {
-  for (const [name, def] of Object.entries(COMMANDS)) {
-    if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
-  }
-  return client;
-}
-
-/** The command a `NOPERM` error names, or `null` for another error. */
-function deniedCommand(error: unknown): string | null {
-  const text = String((error as Error)?.message ?? error);
-  if (!text.includes('NOPERM')) return null;
-  return /'([^']+)' command/.exec(text)?.[1]?.toLowerCase() ?? 'unknown';
-}
-
-/**
- * Checks, without leaving anything behind, that the client's Redis user may
- * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
- * script is not cached yet), the commands inside them, MULTI/EXEC, and with
- * `waitForReplicas` WAIT and CLIENT INFO. Throws `MissingPermissionError`.
- */
-async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
-  const missing = new Set<string>();
-  const attempt = async (run: () => Promise<unknown>) => {
-    try {
-      return await run();
-    } catch (error) {
-      const denied = deniedCommand(error);
-      if (denied === null) throw error;
-      missing.add(denied);
-      return undefined;
-    }
-  };
-  const probe = () => c.sdPermissions!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
-  // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
-  for (let i = 0; i < 2; i++) {
-    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) {
-      if (name === '!readonly') {
-        throw new InvalidOptionsError(
-          'The connection reaches a read-only replica (READONLY): the engine writes, give it the master',
-        );
-      }
-      missing.add(name);
-    }
-  }
-  await attempt(() => c.multi().exec());
-  if (replicas) {
-    await attempt(() => c.client!('INFO'));
-    await attempt(() => c.wait!(0, 0));
-  }
-  if (missing.size > 0) throw new MissingPermissionError([...missing].sort());
-}
 
 /** The retry options in a job's BullMQ `opts` (JSON); `undefined` when unreadable. */
 function retryOf(json: string): { attempts?: number; backoff?: unknown } | undefined {

@@ -1,0 +1,84 @@
+import type { Client } from './client';
+import type { StoreKeys } from './keys';
+
+/** How many begin/release operations one batch script call handles. */
+const MAX_BATCH = 256;
+/** How long a lazy release waits for a batch to ride in, ms. */
+const LAZY_MS = 100;
+
+interface Op {
+  keys: string[];
+  args: (string | number)[];
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The hot path's batching: begin and release operations queued in one turn
+ * of the event loop go to Redis as one `BATCH` script call, in order (at most
+ * `MAX_BATCH` a call). A lazy release (a success whose lock dies with its
+ * job's BullMQ lock) is not awaited: it rides in the next call, or goes on
+ * its own after `LAZY_MS`, or when the store closes. Each reply ends with
+ * Redis' time, handed to `onClock`.
+ */
+export class Batcher {
+  private queued: Op[] = [];
+  private flushImmediate: NodeJS.Immediate | undefined;
+  private lazy: Op[] = [];
+  private lazyTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly keys: StoreKeys,
+    private readonly client: () => Promise<Client>,
+    private readonly onClock: (redisMs: number) => void,
+  ) {}
+
+  /** Queues one operation (its keys and arguments, see `BATCH`); resolves with its reply. */
+  run(keys: string[], args: (string | number)[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ keys, args, resolve, reject });
+      if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
+    });
+  }
+
+  /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
+  later(keys: string[], args: (string | number)[]): void {
+    const ignore = () => undefined;
+    this.lazy.push({ keys, args, resolve: ignore, reject: ignore });
+    if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
+      this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
+      this.lazyTimer.unref();
+    }
+  }
+
+  /** Sends the lazy operations still waiting (when the store closes). */
+  async flushLazy(): Promise<void> {
+    if (this.lazy.length > 0) await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    const ops = this.lazy.length > 0 ? [...this.lazy, ...this.queued] : this.queued;
+    this.queued = [];
+    this.lazy = [];
+    clearTimeout(this.lazyTimer);
+    this.lazyTimer = undefined;
+    this.flushImmediate = undefined;
+    for (let i = 0; i < ops.length; i += MAX_BATCH) {
+      const chunk = ops.slice(i, i + MAX_BATCH);
+      const keys = [this.keys.index, this.keys.fence];
+      const args: (string | number)[] = [this.keys.base, chunk.length, Date.now()];
+      for (const op of chunk) {
+        for (const k of op.keys) keys.push(k);
+        for (const a of op.args) args.push(a);
+      }
+      try {
+        const c = await this.client();
+        const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
+        this.onClock(Number(replies[chunk.length]));
+        chunk.forEach((op, j) => op.resolve(replies[j]));
+      } catch (error) {
+        for (const op of chunk) op.reject(error);
+      }
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import * as lua from '../lua/scripts';
+import { InvalidOptionsError, MissingPermissionError } from '../errors';
+import type { StoreKeys } from './keys';
+
+/**
+ * The engine's Redis client: BullMQ's ioredis connection with the engine's
+ * scripts defined on it as commands, and the start-up check that its Redis
+ * user may run them.
+ */
+
+// ioredis commands defined below; the client is BullMQ's adapter around ioredis.
+export type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & {
+  defineCommand(name: string, def: { numberOfKeys?: number; lua: string }): void;
+  multi(): Multi;
+  pipeline(): Multi;
+  duplicate?(...args: unknown[]): Client;
+  isCluster?: boolean;
+  options?: Record<string, unknown>;
+  disconnect?(): void;
+  quit?(): Promise<unknown>;
+};
+export type Multi = Record<string, (...args: unknown[]) => Multi> & {
+  exec(): Promise<[Error | null, unknown][] | null>;
+};
+
+const COMMANDS = {
+  // variable key count: the first argument is the number of keys
+  sdBatch: { keys: undefined, lua: lua.BATCH },
+  sdDefer: { keys: 6, lua: lua.DEFER },
+  sdExtend: { keys: 1, lua: lua.EXTEND },
+  sdProbe: { keys: 3, lua: lua.PROBE },
+  sdCancel: { keys: 4, lua: lua.CANCEL },
+  sdFail: { keys: 2, lua: lua.FAIL },
+  sdClear: { keys: undefined, lua: lua.CLEAR },
+  sdRetried: { keys: 1, lua: lua.RETRIED },
+  sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
+  sdFinished: { keys: 1, lua: lua.FINISHED },
+  sdWake: { keys: 3, lua: lua.WAKE },
+} as const;
+
+export function defineCommands(client: Client): Client {
+  for (const [name, def] of Object.entries(COMMANDS)) {
+    if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
+  }
+  return client;
+}
+
+/** The command a `NOPERM` error names, or `null` for another error. */
+function deniedCommand(error: unknown): string | null {
+  const text = String((error as Error)?.message ?? error);
+  if (!text.includes('NOPERM')) return null;
+  return /'([^']+)' command/.exec(text)?.[1]?.toLowerCase() ?? 'unknown';
+}
+
+/**
+ * Checks, without leaving anything behind, that the client's Redis user may
+ * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
+ * script is not cached yet), the commands inside them, MULTI/EXEC, and with
+ * `waitForReplicas` WAIT and CLIENT INFO. Throws `MissingPermissionError`.
+ */
+export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
+  const missing = new Set<string>();
+  const attempt = async (run: () => Promise<unknown>) => {
+    try {
+      return await run();
+    } catch (error) {
+      const denied = deniedCommand(error);
+      if (denied === null) throw error;
+      missing.add(denied);
+      return undefined;
+    }
+  };
+  const probe = () => c.sdPermissions!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
+  // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
+  for (let i = 0; i < 2; i++) {
+    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) {
+      if (name === '!readonly') {
+        throw new InvalidOptionsError(
+          'The connection reaches a read-only replica (READONLY): the engine writes, give it the master',
+        );
+      }
+      missing.add(name);
+    }
+  }
+  await attempt(() => c.multi().exec());
+  if (replicas) {
+    await attempt(() => c.client!('INFO'));
+    await attempt(() => c.wait!(0, 0));
+  }
+  if (missing.size > 0) throw new MissingPermissionError([...missing].sort());
+}
+
+/**
+ * Loads every script the client defines (the engine's and BullMQ's) on the queue's master:
+ * one pipeline, routed there by a keyed command that changes nothing (`route`, as the `WAIT`'s).
+ */
+export async function loadScripts(c: Client, route: string): Promise<void> {
+  const scripts = Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {});
+  const p = c.pipeline().persist!(route);
+  for (const script of scripts) p.script!('LOAD', script.lua);
+  for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+}
