@@ -247,15 +247,17 @@ export class UnsupportedBullMQError extends StageDeferralError {
  * runs its own Lua scripts and MULTIs on an ioredis client or Cluster, which
  * BullMQ's other drivers (node-redis, Bun's client, Valkey GLIDE) and its
  * PostgreSQL backend do not provide. Thrown by `createDispatchEngine` before
- * anything is written. `kind`: what was passed.
+ * anything is written. `kind`: what was passed. Also an ioredis connection
+ * with `keyPrefix` (BullMQ's keys and the engine's would split between two
+ * prefixes): use the engine's `prefix` option instead.
  */
 export class UnsupportedConnectionError extends StageDeferralError {
-  constructor(readonly kind: string) {
-    super(
-      'UNSUPPORTED_CONNECTION',
-      `The connection is ${kind}; bullmq-stage-deferral needs Redis through ioredis: pass an ioredis ` +
-        '`Redis` or `Cluster` instance, or ioredis connection options, and the default (Redis) BullMQ backend',
-    );
+  constructor(
+    readonly kind: string,
+    advice = 'bullmq-stage-deferral needs Redis through ioredis: pass an ioredis `Redis` or `Cluster` instance, ' +
+      'or ioredis connection options, and the default (Redis) BullMQ backend',
+  ) {
+    super('UNSUPPORTED_CONNECTION', `The connection is ${kind}; ${advice}`);
   }
 }
 

@@ -55,12 +55,30 @@ const fn = (c: Connection, name: string) => typeof c[name] === 'function';
  */
 export function checkConnection(connection: unknown): void {
   const c = connection as Connection;
-  if (!['connect', 'disconnect', 'duplicate'].every((name) => fn(c, name))) return;
-  if (['defineCommand', 'pipeline', 'multi'].every((name) => fn(c, name))) return;
+  if (!['connect', 'disconnect', 'duplicate'].every((name) => fn(c, name))) return checkKeyPrefix(c);
+  if (['defineCommand', 'pipeline', 'multi'].every((name) => fn(c, name))) {
+    const o = (c.options ?? {}) as Connection;
+    return checkKeyPrefix(o, (o.redisOptions ?? {}) as Connection);
+  }
   if (fn(c, 'sendCommand') && ('isOpen' in c || 'isReady' in c))
     throw new UnsupportedConnectionError('a node-redis client');
   if (fn(c, 'send') && 'connected' in c) throw new UnsupportedConnectionError("Bun's Redis client");
   throw new UnsupportedConnectionError('a client that is not ioredis (no defineCommand, pipeline or multi)');
+}
+
+/**
+ * Refuses an ioredis `keyPrefix` (in options, a client's or a Cluster's): BullMQ
+ * refuses it on a client only, and given as options its keys and the engine's
+ * split between '<keyPrefix><prefix>:' and '<prefix>:' (jobs then never finish).
+ */
+function checkKeyPrefix(...options: Connection[]): void {
+  const keyPrefix = options.map((o) => o.keyPrefix).find(Boolean);
+  if (keyPrefix === undefined) return;
+  throw new UnsupportedConnectionError(
+    `an ioredis connection with keyPrefix ${JSON.stringify(keyPrefix)}`,
+    "BullMQ does not support ioredis' keyPrefix: drop it and use the engine's `prefix` option (and the same " +
+      'on your Queues and Workers) instead',
+  );
 }
 
 /**
