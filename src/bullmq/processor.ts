@@ -1,7 +1,13 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher, JobContext } from '../dispatch';
-import { asTerminal, DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
+import {
+  asTerminal,
+  DeferralLimitError,
+  DispatchFailedError,
+  InvalidOptionsError,
+  isStageDeferralError,
+} from '../errors';
 import { checkJobOptions, isWakeUpId, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
@@ -35,6 +41,9 @@ function backoffMs(backoff: JobContext['backoff'], n: number): number {
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data, or an id or options that break the producer contract
  *   (`checkJobOptions`): unrecoverable; other jobs are unaffected.
+ * - a job of another queue than the engine's (a user's Worker with another
+ *   `prefix` or queue name): `InvalidOptionsError`, unrecoverable, nothing
+ *   dispatched (its deferrals and wake-ups would go to a queue that Worker never reads).
  */
 export function createProcessor<P>(
   dispatcher: Dispatcher<P>,
@@ -50,6 +59,16 @@ export function createProcessor<P>(
     // closed: refuse new jobs without spending an attempt (a user's own Worker may still be
     // fetching); they run on the next worker
     if (dispatcher.closed) return later(opts.inFlightRetryMs);
+    const from = (job as { queueQualifiedName?: string }).queueQualifiedName;
+    if (from !== undefined && from !== store.queue.qualifiedName) {
+      throw terminal(
+        new InvalidOptionsError(
+          `Dispatch job ${id} comes from queue ${from}, but this engine's queue is ${store.queue.qualifiedName}: ` +
+            "run engine.processor on a Worker with the engine's queueName and prefix (or use engine.createWorker()), " +
+            'where its deferrals and wake-ups are',
+        ),
+      );
+    }
     let data;
     let sid: string;
     try {
