@@ -119,21 +119,27 @@ export function promote(queue: Queue, jobId: string): Promise<void> {
   return backend ? backend.promote(jobId) : (queue as unknown as Queue5).scripts.promote(jobId);
 }
 
-/** Deletes KEYS[1] (a deduplication key) if it still names ARGV[1], has no TTL and that job (KEYS[2]) is gone. */
-const DROP_STALE_DEDUPLICATION = `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1
-  and redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+/**
+ * 1 when the job ARGV[1] (KEYS[2]) a deduplicating add returned is gone; its
+ * deduplication key KEYS[1] is deleted if it still names that job and has no
+ * TTL (another caller may have replaced it already). 0 when the job exists.
+ */
+const DROP_STALE_DEDUPLICATION = `if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+return 1`;
 
 /**
  * `queue.add` with a deduplication id. A job deduplicated to one that no longer
  * exists (its key outlived it) is added again once the stale key is dropped,
- * as later BullMQ 6 releases do by themselves. Returns BullMQ's job: `job.id !== opts.jobId`
- * when it was deduplicated to a live job.
+ * as later BullMQ 6 releases do by themselves; when another caller replaced the
+ * key meanwhile, the add again returns that caller's job. Returns BullMQ's job:
+ * `job.id !== opts.jobId` when it was deduplicated to a live job.
  */
 export async function addDeduplicated(queue: Queue, name: string, data: unknown, opts: JobsOptions): Promise<Job> {
   const job = await queue.add(name, data, opts);
   if (!job.id || job.id === opts.jobId || !opts.deduplication) return job;
   const client = (await redisClient(queue)) as unknown as { eval(...args: unknown[]): Promise<unknown> };
   const keys = [queue.toKey(`de:${opts.deduplication.id}`), queue.toKey(job.id)];
-  const dropped = await client.eval(DROP_STALE_DEDUPLICATION, 2, ...keys, job.id);
-  return dropped === 1 ? queue.add(name, data, opts) : job;
+  const gone = await client.eval(DROP_STALE_DEDUPLICATION, 2, ...keys, job.id);
+  return gone === 1 ? queue.add(name, data, opts) : job;
 }
