@@ -78,7 +78,8 @@ export class UnsupportedJobVersionError extends InvalidJobDataError {
  * (docs/producers.md, "Job options"): an id `<stageId>@…` whose stage id is not
  * the one its data encodes to (a producer's stage-id encoder differs from this
  * library's), or an enqueue id `<stageId>@r.…` added without deduplication id
- * `<stageId>` or with retry options the engine cannot apply. Unrecoverable:
+ * `<stageId>`, with a deduplication `ttl`/`extend`/`replace`, or with retry
+ * options the engine cannot apply. Unrecoverable:
  * the job fails with it, nothing is dispatched.
  */
 export class InvalidJobOptionsError extends StageDeferralError {
