@@ -35,6 +35,6 @@ describe("13 review: an UnrecoverableError of another bullmq copy (BullMQ's test
     expect(failed[0]).toMatchObject({ attemptsMade: 1 });
     expect(await h.engine.queue.getJobState(failed[0]!.id)).toBe('failed');
     // recorded as failed for good (a cancel and a retry by hand reach it), not the stage's licence holder
-    expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, 0, -1)).toEqual([`${failed[0]!.id}?`]);
+    expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).toEqual([`${failed[0]!.id}?`]);
   });
 });
