@@ -13,10 +13,18 @@ import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
 import type { DispatchResult } from '../types';
 
+/**
+ * BullMQ's own test (`err instanceof UnrecoverableError || err.name == 'UnrecoverableError'`):
+ * the class of another copy of bullmq in the app (its Worker's) ends a job for good too.
+ */
+function isUnrecoverable(error: Error): boolean {
+  return error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+}
+
 /** The error a job fails with for good: the library's own error kept (see `asTerminal`), anything else wrapped. */
 function terminal(error: Error): Error {
   if (isStageDeferralError(error)) return asTerminal(error);
-  if (error instanceof UnrecoverableError) return error;
+  if (isUnrecoverable(error)) return error;
   const e = new UnrecoverableError(error.message);
   (e as Error & { cause?: unknown }).cause = error;
   return e;
@@ -113,7 +121,7 @@ export function createProcessor<P>(
         const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
           ?.maxStartedAttempts;
         const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
-        if (spent >= ctx.attempts || error instanceof UnrecoverableError || !startsLeft) {
+        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) {
           await store.markFailed(sid, id);
           throw terminal(error);
         }
