@@ -79,7 +79,8 @@ export class UnsupportedJobVersionError extends InvalidJobDataError {
  * the one its data encodes to (a producer's stage-id encoder differs from this
  * library's), or an enqueue id `<stageId>@r.…` added without deduplication id
  * `<stageId>`, with a deduplication `ttl`/`extend`/`replace`, or with retry
- * options the engine cannot apply. Unrecoverable:
+ * options the engine cannot apply, or a wake-up id without wake-up data (a
+ * producer copying the engine's id shape). Unrecoverable:
  * the job fails with it, nothing is dispatched.
  */
 export class InvalidJobOptionsError extends StageDeferralError {

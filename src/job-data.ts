@@ -142,6 +142,8 @@ const READY_SUFFIX = /^r\.[0-9a-z]+$/;
 /** What of a job's id and options `checkJobOptions` reads (a BullMQ job has them). */
 export interface JobIdentity {
   id: string;
+  /** What of its data tells an engine's wake-up (`reason`, `class`; `wakeUp` before 0.2). */
+  data?: { reason?: unknown; class?: unknown; wakeUp?: unknown } | null;
   deduplicationId?: string;
   opts: {
     attempts?: unknown;
@@ -171,6 +173,14 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
     fail(
       `names stage id ${JSON.stringify(named)}, but its data's scope and stage encode to ${JSON.stringify(sid)}: ` +
         "the producer's stage-id encoding differs from this library's",
+    );
+  }
+  // a wake-up id is the engine's: its data says why the stage waits. One without (a producer
+  // that copied the id's shape) would complete as a stale wake-up without a word
+  const d = job.data ?? {};
+  if (isWakeUpId(sid, job.id) && d.reason === undefined && d.class === undefined && d.wakeUp === undefined) {
+    fail(
+      "has a wake-up id (the engine's own, `@cap.…`/`@idem.…`) but no wake-up data: a producer uses `<stageId>@r.…`",
     );
   }
   if (!READY_SUFFIX.test(job.id.slice(at + 1))) return;
