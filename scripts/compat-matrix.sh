@@ -48,7 +48,10 @@ trap 'rm -rf "$scratch"' EXIT
 # one scratch copy for every pair: the sources as they are now (committed or not) and the
 # locked install; each pair is installed over it in turn (npm puts back what the last one changed)
 tar --exclude=./node_modules --exclude=./.git --exclude=./dist --exclude=./reports -cf - . | tar -xf - -C "$scratch"
-cp -a node_modules "$scratch/"
+# the contents, not the link: a worktree whose node_modules is a symlink (to another checkout's
+# install) would otherwise have each pair installed into the link's target
+mkdir "$scratch/node_modules"
+cp -a node_modules/. "$scratch/node_modules/"
 failed=()
 for pair in "$@"; do
   bullmq=${pair%%:*}

@@ -78,7 +78,9 @@ export class UnsupportedJobVersionError extends InvalidJobDataError {
  * (docs/producers.md, "Job options"): an id `<stageId>@…` whose stage id is not
  * the one its data encodes to (a producer's stage-id encoder differs from this
  * library's), or an enqueue id `<stageId>@r.…` added without deduplication id
- * `<stageId>` or with retry options the engine cannot apply. Unrecoverable:
+ * `<stageId>`, with a deduplication `ttl`/`extend`/`replace`, or with retry
+ * options the engine cannot apply, or a wake-up id without wake-up data (a
+ * producer copying the engine's id shape). Unrecoverable:
  * the job fails with it, nothing is dispatched.
  */
 export class InvalidJobOptionsError extends StageDeferralError {
@@ -247,15 +249,17 @@ export class UnsupportedBullMQError extends StageDeferralError {
  * runs its own Lua scripts and MULTIs on an ioredis client or Cluster, which
  * BullMQ's other drivers (node-redis, Bun's client, Valkey GLIDE) and its
  * PostgreSQL backend do not provide. Thrown by `createDispatchEngine` before
- * anything is written. `kind`: what was passed.
+ * anything is written. `kind`: what was passed. Also an ioredis connection
+ * with `keyPrefix` (BullMQ's keys and the engine's would split between two
+ * prefixes): use the engine's `prefix` option instead.
  */
 export class UnsupportedConnectionError extends StageDeferralError {
-  constructor(readonly kind: string) {
-    super(
-      'UNSUPPORTED_CONNECTION',
-      `The connection is ${kind}; bullmq-stage-deferral needs Redis through ioredis: pass an ioredis ` +
-        '`Redis` or `Cluster` instance, or ioredis connection options, and the default (Redis) BullMQ backend',
-    );
+  constructor(
+    readonly kind: string,
+    advice = 'bullmq-stage-deferral needs Redis through ioredis: pass an ioredis `Redis` or `Cluster` instance, ' +
+      'or ioredis connection options, and the default (Redis) BullMQ backend',
+  ) {
+    super('UNSUPPORTED_CONNECTION', `The connection is ${kind}; ${advice}`);
   }
 }
 

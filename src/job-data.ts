@@ -168,16 +168,23 @@ const READY_SUFFIX = /^r\.[0-9a-z]+$/;
 /** What of a job's id and options `checkJobOptions` reads (a BullMQ job has them). */
 export interface JobIdentity {
   id: string;
+  /** What of its data tells an engine's wake-up (`reason`, `class`; `wakeUp` before 0.2). */
+  data?: { reason?: unknown; class?: unknown; wakeUp?: unknown } | null;
   deduplicationId?: string;
-  opts: { attempts?: unknown; backoff?: unknown; deduplication?: { id?: unknown } };
+  opts: {
+    attempts?: unknown;
+    backoff?: unknown;
+    deduplication?: { id?: unknown; ttl?: unknown; extend?: unknown; replace?: unknown };
+  };
 }
 
 /**
  * The producer contract on a job's id and options (docs/producers.md, "Job
  * options"), for the stage id `sid` its data encodes to. An id without `@` is a
  * job added by hand: any options. An id `<x>@…` names stage id `x`, which must
- * be `sid`; an enqueue id `<sid>@r.<base36>` must carry deduplication id `sid`,
- * and retry options the engine applies (`attempts` a positive integer,
+ * be `sid`; an enqueue id `<sid>@r.<base36>` must carry deduplication id `sid`
+ * with no `ttl`, `extend` or `replace` (its key must hold while the job waits:
+ * a cancel reaches a waiting job through it, and a second add meets it), and retry options the engine applies (`attempts` a positive integer,
  * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none.
  * Throws `InvalidJobOptionsError`.
  */
@@ -194,10 +201,25 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
         "the producer's stage-id encoding differs from this library's",
     );
   }
+  // a wake-up id is the engine's: its data says why the stage waits. One without (a producer
+  // that copied the id's shape) would complete as a stale wake-up without a word
+  const d = job.data ?? {};
+  if (isWakeUpId(sid, job.id) && d.reason === undefined && d.class === undefined && d.wakeUp === undefined) {
+    fail(
+      "has a wake-up id (the engine's own, `@cap.…`/`@idem.…`) but no wake-up data: a producer uses `<stageId>@r.…`",
+    );
+  }
   if (!READY_SUFFIX.test(job.id.slice(at + 1))) return;
   const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
   if (dedup !== sid) {
     fail(`must be added with deduplication id ${JSON.stringify(sid)} (its stage id), got ${JSON.stringify(dedup)}`);
+  }
+  const { ttl, extend, replace } = job.opts.deduplication ?? {};
+  if (ttl !== undefined || extend !== undefined || replace !== undefined) {
+    fail(
+      `must be added with deduplication { id } only, got ${JSON.stringify(job.opts.deduplication)}: a key with a ttl ` +
+        'expires while the job waits, and a cancel then no longer reaches it nor does a second add meet it',
+    );
   }
   const { attempts, backoff } = job.opts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {

@@ -197,10 +197,14 @@ describe('13.1: the adapter on the installed bullmq', () => {
     expect(await h.engine.queue.getWaitingCount()).toBe(1);
   });
 
-  (onCluster ? it.skip : it)(
-    `13.1: the app's own ioredis ${ioredisMajor} client as connection defers a stage and its wake-up dispatches it`,
-    async () => {
-      const connection = new IORedis(redisOptions());
+  // 13 review: also a client not connected yet (lazyConnect), as BullMQ users often pass one
+  (onCluster ? it.skip : it).each([
+    ['', {}],
+    [' (lazyConnect, not connected yet)', { lazyConnect: true }],
+  ])(
+    `13.1: the app's own ioredis ${ioredisMajor} client%s as connection defers a stage and its wake-up dispatches it`,
+    async (_, extra) => {
+      const connection = new IORedis({ ...redisOptions(), ...extra });
       try {
         const h = harness({ connection, windows: { capacitySeconds: 0.2, jitter: 0 } });
         h.executor.script(image, notSent('no_worker_available'), SENT);

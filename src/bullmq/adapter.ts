@@ -55,12 +55,30 @@ const fn = (c: Connection, name: string) => typeof c[name] === 'function';
  */
 export function checkConnection(connection: unknown): void {
   const c = connection as Connection;
-  if (!['connect', 'disconnect', 'duplicate'].every((name) => fn(c, name))) return;
-  if (['defineCommand', 'pipeline', 'multi'].every((name) => fn(c, name))) return;
+  if (!['connect', 'disconnect', 'duplicate'].every((name) => fn(c, name))) return checkKeyPrefix(c);
+  if (['defineCommand', 'pipeline', 'multi'].every((name) => fn(c, name))) {
+    const o = (c.options ?? {}) as Connection;
+    return checkKeyPrefix(o, (o.redisOptions ?? {}) as Connection);
+  }
   if (fn(c, 'sendCommand') && ('isOpen' in c || 'isReady' in c))
     throw new UnsupportedConnectionError('a node-redis client');
   if (fn(c, 'send') && 'connected' in c) throw new UnsupportedConnectionError("Bun's Redis client");
   throw new UnsupportedConnectionError('a client that is not ioredis (no defineCommand, pipeline or multi)');
+}
+
+/**
+ * Refuses an ioredis `keyPrefix` (in options, a client's or a Cluster's): BullMQ
+ * refuses it on a client only, and given as options its keys and the engine's
+ * split between '<keyPrefix><prefix>:' and '<prefix>:' (jobs then never finish).
+ */
+function checkKeyPrefix(...options: Connection[]): void {
+  const keyPrefix = options.map((o) => o.keyPrefix).find(Boolean);
+  if (keyPrefix === undefined) return;
+  throw new UnsupportedConnectionError(
+    `an ioredis connection with keyPrefix ${JSON.stringify(keyPrefix)}`,
+    "BullMQ does not support ioredis' keyPrefix: drop it and use the engine's `prefix` option (and the same " +
+      'on your Queues and Workers) instead',
+  );
 }
 
 /**
@@ -101,21 +119,27 @@ export function promote(queue: Queue, jobId: string): Promise<void> {
   return backend ? backend.promote(jobId) : (queue as unknown as Queue5).scripts.promote(jobId);
 }
 
-/** Deletes KEYS[1] (a deduplication key) if it still names ARGV[1], has no TTL and that job (KEYS[2]) is gone. */
-const DROP_STALE_DEDUPLICATION = `if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1
-  and redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[1]) return 1 end return 0`;
+/**
+ * 1 when the job ARGV[1] (KEYS[2]) a deduplicating add returned is gone; its
+ * deduplication key KEYS[1] is deleted if it still names that job and has no
+ * TTL (another caller may have replaced it already). 0 when the job exists.
+ */
+const DROP_STALE_DEDUPLICATION = `if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('GET', KEYS[1]) == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+return 1`;
 
 /**
  * `queue.add` with a deduplication id. A job deduplicated to one that no longer
  * exists (its key outlived it) is added again once the stale key is dropped,
- * as later BullMQ 6 releases do by themselves. Returns BullMQ's job: `job.id !== opts.jobId`
- * when it was deduplicated to a live job.
+ * as later BullMQ 6 releases do by themselves; when another caller replaced the
+ * key meanwhile, the add again returns that caller's job. Returns BullMQ's job:
+ * `job.id !== opts.jobId` when it was deduplicated to a live job.
  */
 export async function addDeduplicated(queue: Queue, name: string, data: unknown, opts: JobsOptions): Promise<Job> {
   const job = await queue.add(name, data, opts);
   if (!job.id || job.id === opts.jobId || !opts.deduplication) return job;
   const client = (await redisClient(queue)) as unknown as { eval(...args: unknown[]): Promise<unknown> };
   const keys = [queue.toKey(`de:${opts.deduplication.id}`), queue.toKey(job.id)];
-  const dropped = await client.eval(DROP_STALE_DEDUPLICATION, 2, ...keys, job.id);
-  return dropped === 1 ? queue.add(name, data, opts) : job;
+  const gone = await client.eval(DROP_STALE_DEDUPLICATION, 2, ...keys, job.id);
+  return gone === 1 ? queue.add(name, data, opts) : job;
 }

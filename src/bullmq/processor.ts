@@ -1,16 +1,30 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { DeferralStore } from '../deferral-store';
 import type { Dispatcher, JobContext } from '../dispatch';
-import { asTerminal, DeferralLimitError, DispatchFailedError, isStageDeferralError } from '../errors';
+import {
+  asTerminal,
+  DeferralLimitError,
+  DispatchFailedError,
+  InvalidOptionsError,
+  isStageDeferralError,
+} from '../errors';
 import { checkJobOptions, isWakeUpId, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
 import type { DispatchResult } from '../types';
 
+/**
+ * BullMQ's own test (`err instanceof UnrecoverableError || err.name == 'UnrecoverableError'`):
+ * the class of another copy of bullmq in the app (its Worker's) ends a job for good too.
+ */
+function isUnrecoverable(error: Error): boolean {
+  return error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+}
+
 /** The error a job fails with for good: the library's own error kept (see `asTerminal`), anything else wrapped. */
 function terminal(error: Error): Error {
   if (isStageDeferralError(error)) return asTerminal(error);
-  if (error instanceof UnrecoverableError) return error;
+  if (isUnrecoverable(error)) return error;
   const e = new UnrecoverableError(error.message);
   (e as Error & { cause?: unknown }).cause = error;
   return e;
@@ -35,6 +49,9 @@ function backoffMs(backoff: JobContext['backoff'], n: number): number {
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data, or an id or options that break the producer contract
  *   (`checkJobOptions`): unrecoverable; other jobs are unaffected.
+ * - a job of another queue than the engine's (a user's Worker with another
+ *   `prefix` or queue name): `InvalidOptionsError`, unrecoverable, nothing
+ *   dispatched (its deferrals and wake-ups would go to a queue that Worker never reads).
  */
 export function createProcessor<P>(
   dispatcher: Dispatcher<P>,
@@ -50,6 +67,16 @@ export function createProcessor<P>(
     // closed: refuse new jobs without spending an attempt (a user's own Worker may still be
     // fetching); they run on the next worker
     if (dispatcher.closed) return later(opts.inFlightRetryMs);
+    const from = (job as { queueQualifiedName?: string }).queueQualifiedName;
+    if (from !== undefined && from !== store.queue.qualifiedName) {
+      throw terminal(
+        new InvalidOptionsError(
+          `Dispatch job ${id} comes from queue ${from}, but this engine's queue is ${store.queue.qualifiedName}: ` +
+            "run engine.processor on a Worker with the engine's queueName and prefix (or use engine.createWorker()), " +
+            'where its deferrals and wake-ups are',
+        ),
+      );
+    }
     let data;
     let sid: string;
     try {
@@ -95,7 +122,7 @@ export function createProcessor<P>(
         const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
           ?.maxStartedAttempts;
         const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
-        if (spent >= ctx.attempts || error instanceof UnrecoverableError || !startsLeft) {
+        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) {
           await store.markFailed(sid, id);
           throw terminal(error);
         }
