@@ -273,7 +273,14 @@ local function release(L, sid, own, token, mode, me, chain)
   if mode ~= '1' then return {cancelled} end
   local members = ${licences('IDX', 'sid')}
   local revoked = revoke(IDX, BASE, members, own)
-  if #revoked > 0 then unwait(BASE, sid) end
+  if #revoked > 0 then
+    unwait(BASE, sid)
+    -- the chain ended: a job added for the stage while its licence holder was pending (by a
+    -- producer that skipped the enqueue probe, which would have answered 'pending') would
+    -- dispatch it again; it is superseded, as the probe would have kept it from being added
+    local d = redis.call('GET', BASE .. 'de:' .. sid)
+    if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
+  end
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' and redis.call('EXISTS', BASE .. jobOf(m)) == 0 then redis.call('ZREM', IDX, m) end
   end
