@@ -1,0 +1,114 @@
+import { harness, notSent, SENT } from './helpers/engine';
+import { watch } from './helpers/jobs';
+import { waitFor } from './helpers/redis';
+
+/**
+ * Behaviours the Lua mutation run (scripts/mutate-lua.ts, docs/testing.md
+ * "The Lua") found unguarded: each test here fails with one surviving mutant
+ * applied. They go through the public API and BullMQ's own job states only.
+ */
+const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
+/** A job added by hand (its id is not the engine's), with the data a dispatch job carries. */
+const handData = { v: 1, scope: image.scope, stage: image.stage, payload: { p: 1 } };
+const crash = new Error('executor crashed');
+
+describe('a job added by hand under its own id, holding the stage while it waits out its retry', () => {
+  it('14.2: a direct call goes on with that job’s retry budget (its licence names the job)', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
+    h.executor.script(image, crash, notSent('no_worker_available'));
+    await h.engine.queue.add('image', handData, {
+      jobId: 'by-hand-1',
+      attempts: 7,
+      backoff: { type: 'fixed', delay: 60_000 },
+    });
+    const worker = h.engine.createWorker();
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the first attempt failed');
+    expect(await h.engine.queue.getJobState('by-hand-1')).toBe('delayed');
+    const wakeUps: string[] = [];
+    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
+    const r = await h.engine.dispatchStage(image, { p: 1 });
+    expect(r).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+    expect(wakeUps).toHaveLength(1);
+    const wakeUp = await h.engine.queue.getJob(wakeUps[0]!);
+    // the wake-up carries the budget of the job whose chain it continues, not the engine's default
+    expect(wakeUp?.opts.attempts).toBe(7);
+  });
+
+  it('14.2: enqueue answers pending with that job’s id (no second job for the stage)', async () => {
+    const h = harness();
+    h.executor.script(image, crash);
+    await h.engine.queue.add('image', handData, {
+      jobId: 'by-hand-2',
+      attempts: 3,
+      backoff: { type: 'fixed', delay: 60_000 },
+    });
+    const worker = h.engine.createWorker();
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the first attempt failed');
+    await worker.close();
+    expect(await h.engine.enqueue(image, { p: 1 })).toMatchObject({
+      added: false,
+      reason: 'pending',
+      jobId: 'by-hand-2',
+    });
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active')).toEqual({ wait: 0, delayed: 1, active: 0 });
+  });
+});
+
+describe('a job whose licence another attempt revoked, and that was not removed', () => {
+  it('14.2: does not dispatch the stage again when it runs (it was marked superseded)', async () => {
+    let thrown = false;
+    const h = harness({
+      windows: { capacitySeconds: 0.05, jitter: 0 },
+      retry: { attempts: 3, backoff: { type: 'fixed', delay: 1_500 } },
+      // the direct call's deferral is written, then its connection drops before the revoked job is removed
+      faultHook: (point) => {
+        if (point === 'deferral-recorded' && !thrown) {
+          thrown = true;
+          throw new Error('connection closed after the deferral was written');
+        }
+      },
+    });
+    // the enqueued job fails (it holds the stage while it waits 1.5 s); a direct call defers;
+    // the wake-up dispatches; then the enqueued job's retry runs
+    h.executor.script(image, crash, notSent('no_worker_available'));
+    const { jobId } = await h.engine.enqueue(image, { p: 1 });
+    const worker = h.engine.createWorker();
+    const { done, failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the enqueued job failed once');
+    await expect(h.engine.dispatchStage(image, { p: 1 })).rejects.toThrow(/connection closed/);
+    expect(await h.engine.queue.getJobState(jobId!)).toBe('delayed');
+    await waitFor(() => done.length === 2, 'the wake-up and the retried job completed', 20_000);
+    const sent = h.executor.calls.filter((c) => c.result === SENT);
+    expect(sent).toHaveLength(1);
+    expect(done.find((d) => d.id === jobId)?.result).toMatchObject({ dispatched: false, reason: 'superseded' });
+  });
+});
+
+describe('an enqueued job that deferred, then threw (it is retried)', () => {
+  it('14.2: gave up its deduplication: an enqueue after the deferral ended adds a new job', async () => {
+    let thrown = false;
+    const h = harness({
+      windows: { capacitySeconds: 0.05, jitter: 0 },
+      retry: { attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+      faultHook: (point) => {
+        if (point === 'deferral-recorded' && !thrown) {
+          thrown = true;
+          throw new Error('connection closed after the deferral was written');
+        }
+      },
+    });
+    h.executor.script(image, notSent('no_worker_available'));
+    const first = await h.engine.enqueue(image, { p: 1 });
+    const worker = h.engine.createWorker();
+    const { done, failed } = watch(worker);
+    await waitFor(() => failed.length === 1 && done.length === 1, 'the job threw; the wake-up dispatched');
+    // the first job waits out its retry (60 s) and will stop as superseded: it must not absorb a new enqueue
+    const again = await h.engine.enqueue(image, { p: 2 });
+    expect(again).toMatchObject({ added: true });
+    expect(again.jobId).not.toBe(first.jobId);
+    await waitFor(() => done.length === 2, 'the new job dispatched');
+    expect(h.executor.calls.map((c) => c.payload)).toEqual([{ p: 1 }, { p: 1 }, { p: 2 }]);
+  });
+});
