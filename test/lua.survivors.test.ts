@@ -12,18 +12,39 @@ const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
 const handData = { v: 1, scope: image.scope, stage: image.stage, payload: { p: 1 } };
 const crash = new Error('executor crashed');
 
+/**
+ * An engine whose first deferral is written, then its connection drops (the
+ * attempt throws before anything after the write: removing the jobs it revoked,
+ * the events); wake-ups after 50 ms; a job retries after `backoffMs`.
+ */
+function dropsAfterFirstDeferral(backoffMs: number) {
+  let thrown = false;
+  return harness({
+    windows: { capacitySeconds: 0.05, jitter: 0 },
+    retry: { attempts: 3, backoff: { type: 'fixed', delay: backoffMs } },
+    faultHook: (point) => {
+      if (point === 'deferral-recorded' && !thrown) {
+        thrown = true;
+        throw new Error('connection closed after the deferral was written');
+      }
+    },
+  });
+}
+
+/** Adds a job by hand under `jobId` and runs it once: it fails (the executor's first answer throws) and waits 60 s. */
+async function failedOnceByHand(h: ReturnType<typeof harness>, jobId: string, attempts: number) {
+  await h.engine.queue.add('image', handData, { jobId, attempts, backoff: { type: 'fixed', delay: 60_000 } });
+  const worker = h.engine.createWorker();
+  const { failed } = watch(worker);
+  await waitFor(() => failed.length === 1, 'the first attempt failed');
+  return worker;
+}
+
 describe('a job added by hand under its own id, holding the stage while it waits out its retry', () => {
   it('14.2: a direct call goes on with that job’s retry budget (its licence names the job)', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(image, crash, notSent('no_worker_available'));
-    await h.engine.queue.add('image', handData, {
-      jobId: 'by-hand-1',
-      attempts: 7,
-      backoff: { type: 'fixed', delay: 60_000 },
-    });
-    const worker = h.engine.createWorker();
-    const { failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'the first attempt failed');
+    await failedOnceByHand(h, 'by-hand-1', 7);
     expect(await h.engine.queue.getJobState('by-hand-1')).toBe('delayed');
     const wakeUps: string[] = [];
     h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
@@ -38,14 +59,7 @@ describe('a job added by hand under its own id, holding the stage while it waits
   it('14.2: enqueue answers pending with that job’s id (no second job for the stage)', async () => {
     const h = harness();
     h.executor.script(image, crash);
-    await h.engine.queue.add('image', handData, {
-      jobId: 'by-hand-2',
-      attempts: 3,
-      backoff: { type: 'fixed', delay: 60_000 },
-    });
-    const worker = h.engine.createWorker();
-    const { failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'the first attempt failed');
+    const worker = await failedOnceByHand(h, 'by-hand-2', 3);
     await worker.close();
     expect(await h.engine.enqueue(image, { p: 1 })).toMatchObject({
       added: false,
@@ -58,18 +72,8 @@ describe('a job added by hand under its own id, holding the stage while it waits
 
 describe('a job whose licence another attempt revoked, and that was not removed', () => {
   it('14.2: does not dispatch the stage again when it runs (it was marked superseded)', async () => {
-    let thrown = false;
-    const h = harness({
-      windows: { capacitySeconds: 0.05, jitter: 0 },
-      retry: { attempts: 3, backoff: { type: 'fixed', delay: 1_500 } },
-      // the direct call's deferral is written, then its connection drops before the revoked job is removed
-      faultHook: (point) => {
-        if (point === 'deferral-recorded' && !thrown) {
-          thrown = true;
-          throw new Error('connection closed after the deferral was written');
-        }
-      },
-    });
+    // the direct call's deferral is written, then its connection drops before the revoked job is removed
+    const h = dropsAfterFirstDeferral(1_500);
     // the enqueued job fails (it holds the stage while it waits 1.5 s); a direct call defers;
     // the wake-up dispatches; then the enqueued job's retry runs
     h.executor.script(image, crash, notSent('no_worker_available'));
@@ -88,17 +92,7 @@ describe('a job whose licence another attempt revoked, and that was not removed'
 
 describe('an enqueued job that deferred, then threw (it is retried)', () => {
   it('14.2: gave up its deduplication: an enqueue after the deferral ended adds a new job', async () => {
-    let thrown = false;
-    const h = harness({
-      windows: { capacitySeconds: 0.05, jitter: 0 },
-      retry: { attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
-      faultHook: (point) => {
-        if (point === 'deferral-recorded' && !thrown) {
-          thrown = true;
-          throw new Error('connection closed after the deferral was written');
-        }
-      },
-    });
+    const h = dropsAfterFirstDeferral(60_000);
     h.executor.script(image, notSent('no_worker_available'));
     const first = await h.engine.enqueue(image, { p: 1 });
     const worker = h.engine.createWorker();
