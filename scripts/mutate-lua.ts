@@ -41,6 +41,7 @@ const CORE = [
   'test/deferral.worker.test.ts',
   'test/contract.operator-paths.test.ts',
   'test/crash-recovery.test.ts',
+  'test/review/retry-completed.test.ts',
 ];
 const only = arg('tests')?.split(',');
 const TESTS = only ?? CORE;
