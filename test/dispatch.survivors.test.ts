@@ -108,3 +108,20 @@ describe('14.2: a job whose lock was lost while the executor ran, and that then 
     expect(seen).toHaveLength(2);
   });
 });
+
+describe('14.2: a job whose real failure takes the stage from another job waiting out its retry', () => {
+  it('14.2: the job it took the stage from no longer waits to run', async () => {
+    const h = harness();
+    h.executor.script(image, new Error('down'), new Error('down again'));
+    const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
+    const opts = { attempts: 3, backoff: { type: 'fixed' as const, delay: 60_000 } };
+    await h.engine.queue.add('image', data, { ...opts, jobId: 'first' });
+    const worker = h.engine.createWorker();
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the first job failed once');
+    await h.engine.queue.add('image', data, { ...opts, jobId: 'second' });
+    await waitFor(() => failed.length === 2, 'the second job failed once');
+    expect(await h.engine.queue.getJobState('second')).toBe('delayed');
+    expect(['unknown', 'completed']).toContain(await h.engine.queue.getJobState('first'));
+  });
+});
