@@ -14,8 +14,15 @@
  *   npm run test:mutation:lua -- --script DEFER,CANCEL --ops flip
  *   npm run test:mutation:lua -- --resume          # reuse reports/lua-mutation.json
  *   npm run test:mutation:lua -- --list            # print the mutants, run nothing
+ *   npm run test:mutation:lua -- --id HELPERS:44:delete --tests test/lua.survivors.test.ts
+ *                                                  # one mutant against one suite (a check: the report is not written)
  *   options: --workers N (jest workers, 2), --timeout MS (a whole run: 3 x the baseline, at least 60 s),
- *            --test-timeout MS (jest's per test, 15 s), --limit N
+ *            --test-timeout MS (jest's per test, 15 s), --limit N, --id ID,... (mutants by id, as --list prints them)
+ *
+ * --resume matches earlier results to the mutants by script and line text (not by line number, which
+ * drifts when the file changes elsewhere). With the suites unchanged every result is reused; after a
+ * change to the suites only the killed and timed-out ones are (a test added can kill more, not fewer):
+ * the survivors are run again.
  *
  * Results: reports/lua-mutation.json (committed), one row per mutant.
  */
@@ -26,13 +33,18 @@ import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..');
 const SOURCE = 'src/lua/scripts.ts';
-const TESTS = [
+const CORE = [
+  'test/lua.survivors.test.ts',
   'test/deferral.dispatch.test.ts',
   'test/deferral.cancel-clear.test.ts',
   'test/reliability/races.test.ts',
   'test/deferral.worker.test.ts',
   'test/contract.operator-paths.test.ts',
+  'test/crash-recovery.test.ts',
+  'test/review/retry-completed.test.ts',
 ];
+const only = arg('tests')?.split(',');
+const TESTS = only ?? CORE;
 const REPORT = join(ROOT, 'reports/lua-mutation.json');
 
 interface Mutant {
@@ -225,6 +237,8 @@ function runJest(dir: string, timeoutMs: number): Promise<{ status: Result['stat
 async function main() {
   const source = readFileSync(join(ROOT, SOURCE), 'utf8');
   let mutants = mutantsOf(source);
+  const ids = arg('id')?.split(',');
+  if (ids) mutants = mutants.filter((m) => ids.includes(m.id));
   const scripts = arg('script')?.split(',');
   if (scripts) mutants = mutants.filter((m) => scripts.includes(m.script));
   const ops = arg('ops')?.split(',');
@@ -242,15 +256,26 @@ async function main() {
   const previous: { testsHash?: string; results?: Result[] } = existsSync(REPORT)
     ? JSON.parse(readFileSync(REPORT, 'utf8'))
     : {};
+  // an earlier result is matched by script, operator and line text: line numbers drift
+  const same = (m: Mutant) => `${m.script}\n${m.id.split(':')[2]}\n${m.original}\n${m.mutated}`;
   const reuse = new Map<string, Result>();
-  if (flag('resume') && previous.testsHash === testsHash) {
-    for (const r of previous.results ?? []) reuse.set(`${r.id}\n${r.original}\n${r.mutated}`, r);
+  if (flag('resume')) {
+    for (const r of previous.results ?? []) {
+      if (previous.testsHash === testsHash || r.status !== 'Survived') reuse.set(same(r), r);
+    }
   }
   const dir = makeSandbox();
   const target = join(dir, SOURCE);
   const started = Date.now();
-  const results = new Map<string, Result>((previous.results ?? []).map((r) => [r.id, r]));
+  // the report keeps the rows of every mutant that still exists (by its current id)
+  const current = new Map(mutantsOf(source).map((m) => [same(m), m]));
+  const results = new Map<string, Result>();
+  for (const r of previous.results ?? []) {
+    const m = current.get(same(r));
+    if (m) results.set(m.id, { ...r, ...m });
+  }
   const save = () =>
+    only ||
     writeFileSync(
       REPORT,
       `${JSON.stringify({ source: SOURCE, tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
@@ -265,9 +290,9 @@ async function main() {
     let i = 0;
     for (const m of mutants) {
       i++;
-      const old = reuse.get(`${m.id}\n${m.original}\n${m.mutated}`);
+      const old = reuse.get(same(m));
       if (old) {
-        results.set(m.id, old);
+        results.set(m.id, { ...old, ...m });
         continue;
       }
       const mutated = [...lines];

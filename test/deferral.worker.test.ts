@@ -181,7 +181,7 @@ describe('clause 11: one wake-up per deferred stage', () => {
     const worker = h.engine.createWorker();
     const { done } = completions(h, worker);
     await waitFor(() => done.length === 1, 'stale wake-up completed');
-    expect(done[0]!.result).toMatchObject({ reason: 'stale_wake_up' });
+    expect(done[0]!.result).toMatchObject({ reason: 'stale_wake_up', retryable: false });
     expect(h.executor.calls).toHaveLength(1);
   });
 });
@@ -263,7 +263,7 @@ describe('a cancel after a terminal failure', () => {
     expect(job).toBeDefined();
     await job!.retry('failed');
     await waitFor(() => done.length === 2, 'retried job completed');
-    expect(done[1]!.result).toMatchObject({ reason: 'cancelled', cancelled: true });
+    expect(done[1]!.result).toMatchObject({ reason: 'cancelled', cancelled: true, retryable: false });
     expect(h.executor.calls).toHaveLength(calls);
   });
 });
