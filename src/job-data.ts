@@ -223,7 +223,10 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   }
   const { attempts, backoff } = job.opts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {
-    fail(`must have \`attempts\` a positive integer, got ${JSON.stringify(attempts)}`);
+    fail(
+      `must have \`attempts\` a positive integer, got ${JSON.stringify(attempts)}` +
+        (attempts === 0 ? ' (BullMQ stores 0 when a job is added without attempts: give the budget, e.g. 3)' : ''),
+    );
   }
   const b = backoff as { type?: unknown; delay?: unknown } | undefined;
   const delay = b?.delay;

@@ -57,7 +57,12 @@ describe('13.3: the worker holds a producer to the contract', () => {
       { deduplication: { id: 'x' } },
       'must be added with deduplication id "%s" (its stage id), got "x"',
     ],
-    ['attempts 0', { deduplication: { id: sid }, attempts: 0 }, 'must have `attempts` a positive integer, got 0'],
+    [
+      'attempts 0 (none given)',
+      { deduplication: { id: sid }, attempts: 0 },
+      'must have `attempts` a positive integer, got 0 (BullMQ stores 0 when a job is added without attempts: give the budget, e.g. 3)',
+    ],
+    ['attempts 1.5', { deduplication: { id: sid }, attempts: 1.5 }, 'must have `attempts` a positive integer, got 1.5'],
     [
       'a custom backoff',
       { deduplication: { id: sid }, backoff: { type: 'jitter', delay: 5 } },
