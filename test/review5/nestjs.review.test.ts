@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Inject, Injectable, Module, Scope, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Module, Scope, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Queue } from 'bullmq';
@@ -134,16 +134,11 @@ describe('13.2 review: more than one StageDeferralModule', () => {
     }
   });
 
-  it('13.2 review: isGlobal false, two feature modules from one helper (forRootAsync): each gets its own engine on its own queue', async () => {
+  type Where = { prefix: string; queueName: string };
+  /** One queue per feature module: each module imports its own StageDeferralModule and injects its engine. */
+  function features(deferral: (where: Where) => DynamicModule) {
     const a = place();
     const b = place();
-    // a shared helper, as an app with one queue per bounded context would write it
-    const deferral = (where: { prefix: string; queueName: string }) =>
-      StageDeferralModule.forRootAsync({
-        isGlobal: false,
-        useFactory: () => ({ connection: redisOptions(), ...where }),
-      });
-
     @Injectable()
     class ServiceA {
       constructor(@InjectStageDeferral() readonly engine: DispatchEngine) {}
@@ -156,69 +151,38 @@ describe('13.2 review: more than one StageDeferralModule', () => {
     class FeatureA {}
     @Module({ imports: [deferral(b)], providers: [ServiceB] })
     class FeatureB {}
+    const check = (app: { get<T>(t: new (...args: never[]) => T): T }) => {
+      expect(app.get(ServiceA).engine.queue.name).toBe(a.queueName);
+      expect(app.get(ServiceB).engine.queue.name).toBe(b.queueName);
+    };
+    return { imports: [FeatureA, FeatureB], check };
+  }
+  // a shared helper, as an app with one queue per bounded context would write it
+  const helper = (where: Where) =>
+    StageDeferralModule.forRootAsync({ isGlobal: false, useFactory: () => ({ connection: redisOptions(), ...where }) });
 
-    const app = await start([FeatureA, FeatureB]);
-    expect(app.get(ServiceA).engine.queue.name).toBe(a.queueName);
-    expect(app.get(ServiceB).engine.queue.name).toBe(b.queueName);
+  it('13.2 review: isGlobal false, two feature modules from one helper (forRootAsync): each gets its own engine on its own queue', async () => {
+    const { imports, check } = features(helper);
+    check(await start(imports));
   });
 
   it('13.2 review: the same helper under NestFactory (deep-hashed module ids): two forRootAsync calls stay two engines', async () => {
-    const a = place();
-    const b = place();
-    const deferral = (where: { prefix: string; queueName: string }) =>
-      StageDeferralModule.forRootAsync({
-        isGlobal: false,
-        useFactory: () => ({ connection: redisOptions(), ...where }),
-      });
-    @Injectable()
-    class ServiceA {
-      constructor(@InjectStageDeferral() readonly engine: DispatchEngine) {}
-    }
-    @Injectable()
-    class ServiceB {
-      constructor(@InjectStageDeferral() readonly engine: DispatchEngine) {}
-    }
-    @Module({ imports: [deferral(a)], providers: [ServiceA] })
-    class FeatureA {}
-    @Module({ imports: [deferral(b)], providers: [ServiceB] })
-    class FeatureB {}
-    @Module({ imports: [FeatureA, FeatureB] })
+    const { imports, check } = features(helper);
+    @Module({ imports })
     class AppModule {}
-
     const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
     try {
-      expect(app.get(ServiceA).engine.queue.name).toBe(a.queueName);
-      expect(app.get(ServiceB).engine.queue.name).toBe(b.queueName);
+      check(app);
     } finally {
       await app.close();
     }
   });
 
   it('13.2 review: isGlobal false, two feature modules with forRoot: each gets its own engine on its own queue', async () => {
-    const a = place();
-    const b = place();
-    @Injectable()
-    class ServiceA {
-      constructor(@InjectStageDeferral() readonly engine: DispatchEngine) {}
-    }
-    @Injectable()
-    class ServiceB {
-      constructor(@InjectStageDeferral() readonly engine: DispatchEngine) {}
-    }
-    @Module({
-      imports: [StageDeferralModule.forRoot({ connection: redisOptions(), ...a, isGlobal: false })],
-      providers: [ServiceA],
-    })
-    class FeatureA {}
-    @Module({
-      imports: [StageDeferralModule.forRoot({ connection: redisOptions(), ...b, isGlobal: false })],
-      providers: [ServiceB],
-    })
-    class FeatureB {}
-
-    const app = await start([FeatureA, FeatureB]);
-    expect(app.get(ServiceA).engine.queue.name).toBe(a.queueName);
-    expect(app.get(ServiceB).engine.queue.name).toBe(b.queueName);
+    const { imports, check } = features((where) =>
+      StageDeferralModule.forRoot({ connection: redisOptions(), ...where, isGlobal: false }),
+    );
+    check(await start(imports));
   });
 });
 
