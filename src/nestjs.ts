@@ -18,7 +18,7 @@ import {
   type Provider,
   type Type,
 } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { ModuleRef, ModulesContainer } from '@nestjs/core';
 import type { WorkerOptions } from 'bullmq';
 import {
   createDispatchEngine,
@@ -91,7 +91,8 @@ export interface StageDeferralModuleAsyncOptions<P = unknown> extends Pick<Modul
  * - provides the `DispatchEngine` (`@InjectStageDeferral()`);
  * - runs `engine.processor` in a Worker on the dispatch queue from
  *   `onApplicationBootstrap` (unless producer-only or `worker: false`);
- * - on shutdown (`onModuleDestroy`, the first hook `app.close()` calls) closes
+ * - on shutdown (`onModuleDestroy`, the first kind of hook `app.close()` calls;
+ *   a global module's after every other module's) closes
  *   the engine: no new attempt starts, running executors are aborted (their
  *   jobs go back to the queue, no attempt spent), the Worker closes, then the
  *   engine's queue and the connections it opened. A client you passed as
@@ -123,9 +124,11 @@ function module(isGlobal: boolean, providers: Provider[]): DynamicModule {
       ...providers,
       {
         provide: STAGE_DEFERRAL_HOST,
-        useFactory: (options: StageDeferralModuleOptions, moduleRef: ModuleRef) =>
-          new StageDeferralHost(options, moduleRef),
-        inject: [STAGE_DEFERRAL_OPTIONS, ModuleRef],
+        useFactory: (options: StageDeferralModuleOptions, moduleRef: ModuleRef, modules: ModulesContainer) => {
+          if (isGlobal) checkOneGlobal(modules);
+          return new StageDeferralHost(options, moduleRef);
+        },
+        inject: [STAGE_DEFERRAL_OPTIONS, ModuleRef, ModulesContainer],
       },
       {
         provide: STAGE_DEFERRAL_ENGINE,
@@ -135,6 +138,21 @@ function module(isGlobal: boolean, providers: Provider[]): DynamicModule {
     ],
     exports: [STAGE_DEFERRAL_ENGINE, STAGE_DEFERRAL_OPTIONS],
   };
+}
+
+/**
+ * Two global modules would both provide the engine's token everywhere, and
+ * every `@InjectStageDeferral()` would get one of them, silently. Checked
+ * before either engine opens a connection, so a refused start leaves nothing open.
+ */
+function checkOneGlobal(modules: ModulesContainer): void {
+  const globals = [...modules.values()].filter((m) => m.metatype === StageDeferralModule && m.isGlobal);
+  if (globals.length > 1) {
+    throw new InvalidOptionsError(
+      `Expected one global StageDeferralModule, got ${globals.length}: for an engine per queue, ` +
+        'import each with `isGlobal: false` into the module that injects it',
+    );
+  }
 }
 
 /** Holds the engine and its Worker; NestJS calls its lifecycle hooks. */
