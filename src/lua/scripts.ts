@@ -147,8 +147,28 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
--- the all-stages wake sequence, read once for the batch (nothing changes it while the script runs)
-local ALLSEQ = redis.call('GET', BASE .. 'sd:wseq') or '0'
+-- the all-stages wake sequence, read once for the batch and only when a lock is taken (nothing
+-- changes it while the script runs): a batch of suppressed calls does not read it
+local ALLSEQ
+local function allSeq()
+  ALLSEQ = ALLSEQ or redis.call('GET', BASE .. 'sd:wseq') or '0'
+  return ALLSEQ
+end
+-- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
+-- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
+-- over 50 ms is recorded; a host in step with Redis writes nothing). The fleet's is read when
+-- this host's is recorded or a wake-up finds its own marker, not for every batch
+local MINE = math.max(0, tonumber(ARGV[3]) - NOW)
+local LEAD
+local function fleetLead()
+  LEAD = LEAD or math.max(MINE, tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0)
+  return LEAD
+end
+if MINE > 50 then
+  local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
+  if MINE > fleet then redis.call('SET', BASE .. 'sd:lead', MINE, 'PX', 60000) end
+  LEAD = math.max(MINE, fleet)
+end
 -- begin: decide whether a dispatch may run, and take the lock if so.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
@@ -170,7 +190,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     local p = redis.call('PTTL', M)
     if m ~= own then return {1, m, p} end
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
-    if p > 20 and p <= tol then return {5, p} end
+    if p > 20 and p <= tol + fleetLead() then return {5, p} end
   end
   local retried = false
   -- the stage's licence and failed-job records, read once
@@ -235,7 +255,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, ALLSEQ .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0'), kept, tied and 1 or 0, #failed}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, allSeq() .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0'), kept, tied and 1 or 0, #failed}
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
@@ -290,16 +310,9 @@ end
 local out = {}
 local k, a = 3, 4
 local n = tonumber(ARGV[2])
--- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
--- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
--- over 50 ms is recorded; a host in step with Redis writes nothing)
-local lead = math.max(0, tonumber(ARGV[3]) - NOW)
-local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
-if lead > 50 and lead > fleet then redis.call('SET', BASE .. 'sd:lead', lead, 'PX', 60000) end
-lead = math.max(lead, fleet)
 for i = 1, n do
   if ARGV[a] == 'b' then
-    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]) + lead, ARGV[a + 7])
+    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]), ARGV[a + 7])
     k, a = k + 3, a + 8
   else
     out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
