@@ -86,7 +86,11 @@ describe('a job whose licence another attempt revoked, and that was not removed'
     await waitFor(() => done.length === 2, 'the wake-up and the retried job completed', 20_000);
     const sent = h.executor.calls.filter((c) => c.result === SENT);
     expect(sent).toHaveLength(1);
-    expect(done.find((d) => d.id === jobId)?.result).toMatchObject({ dispatched: false, reason: 'superseded', retryable: false });
+    expect(done.find((d) => d.id === jobId)?.result).toMatchObject({
+      dispatched: false,
+      reason: 'superseded',
+      retryable: false,
+    });
   });
 });
 
