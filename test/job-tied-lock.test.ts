@@ -30,10 +30,16 @@ async function fetched() {
   await h.engine.enqueue(image, {});
   const job = await fetchWith(h, 'bull-1');
   const store = new DeferralStore(h.engine.queue);
-  /** The worker loses the job: BullMQ's lock of it lapses (or BullMQ completed it). */
   const id = job.id as string;
-  const lapse = () => h.redis.del(`${h.prefix}:${h.queueName}:${id}:lock`);
-  return { h, id, store, lapse };
+  const key = `${h.prefix}:${h.queueName}:${id}`;
+  /** The worker stalls: BullMQ's lock of the job lapses; the job itself is not finished. */
+  const lapse = () => h.redis.del(`${key}:lock`);
+  /** BullMQ finishes the job (as moveToFinished does: its lock gone, `finishedOn` set). */
+  const finish = async () => {
+    await lapse();
+    await h.redis.hset(key, 'finishedOn', Date.now());
+  };
+  return { h, id, store, lapse, finish };
 }
 
 const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
@@ -55,8 +61,8 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     await waitFor(async () => (await h.redis.exists(store.keys.lock(sid))) === 0, 'the lock key deleted');
   });
 
-  it('12: the lock lives while the job holds its BullMQ lock, and dies with it: a renewal finds it lost, another attempt takes over with a larger fencing token', async () => {
-    const { h, id, store, lapse } = await fetched();
+  it('12: the lock lives while the job holds its BullMQ lock, and dies when BullMQ finishes the job: a renewal finds it lost, another attempt takes over with a larger fencing token', async () => {
+    const { h, id, store, finish } = await fetched();
     const first = await begin(store, id, 'bull-1');
     expect(first).toMatchObject({ kind: 'locked', lazyRelease: true });
     expect(await h.redis.get(store.keys.lock(sid))).toMatch(/\nbull-1$/);
@@ -64,8 +70,8 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
     if (first.kind !== 'locked') return;
     expect(await store.extend(sid, first.token, 30_000)).toBe('held');
-    // the worker lost the job (its BullMQ lock lapsed, or BullMQ completed it)
-    await lapse();
+    // BullMQ finished the job (the attempt is over)
+    await finish();
     expect((await store.probe(sid)).kind).toBe('none');
     expect(await store.extend(sid, first.token, 30_000)).toBe('lost');
     const second = await begin(store, '');
@@ -85,8 +91,20 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     expect((await store.probe(sid)).kind).toBe('in_flight');
   });
 
-  it('12: a cancel marks a tied lock (a leading newline), which stays live while the job holds its BullMQ lock', async () => {
+  it("10.6 / 12: a worker that stalls (BullMQ's lock of the job lapses, the job unfinished) keeps the stage for its lock's own TTL: the redelivered job waits, another attempt finds it in flight", async () => {
     const { h, id, store, lapse } = await fetched();
+    const first = await begin(store, id, 'bull-1');
+    expect(first).toMatchObject({ kind: 'locked' });
+    await lapse();
+    // BullMQ redelivers the job to another worker (token bull-2): it finds the stage in flight
+    expect(await begin(store, id, 'bull-2')).toEqual({ kind: 'in_flight' });
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
+    if (first.kind === 'locked') expect(await store.extend(sid, first.token, 30_000)).toBe('held');
+  });
+
+  it('12: a cancel marks a tied lock (a leading newline), which stays live until BullMQ finishes the job', async () => {
+    const { h, id, store, finish } = await fetched();
     const r = await begin(store, id, 'bull-1');
     expect(r.kind).toBe('locked');
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
@@ -95,7 +113,7 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     );
     expect((await store.probe(sid)).kind).toBe('in_flight');
     if (r.kind === 'locked') expect(await store.extend(sid, r.token, 30_000)).toBe('cancelled');
-    await lapse();
+    await finish();
     expect((await store.probe(sid)).kind).toBe('none');
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: false });
   });

@@ -21,7 +21,8 @@
 
     The lock's value is '<job id>\n<fencing token>' (a plain lock: live while it
     exists) or '<job id>\n<fencing token>\n<BullMQ lock token>' (a job's attempt:
-    live only while '<base><job id>:lock' holds that token), either with a
+    live while '<base><job id>:lock' holds that token, or the job's hash exists
+    without 'finishedOn': BullMQ finishing the job ends it), either with a
     leading newline once cancelled.
 
     Writes: nothing, but one ZREM on KEYS[3] of a licence whose job no longer
@@ -30,9 +31,10 @@
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
--- the in-flight lock counts while its key exists; a lock tied to a job's BullMQ lock
+-- the in-flight lock counts while its key exists; a lock tied to a job
 -- ('<job id>\n<fence>\n<BullMQ token>', or '\n' + that once cancelled) only while BullMQ's
--- lock of that job ('<base><job id>:lock') still holds the token (the engine's liveLock)
+-- lock of that job ('<base><job id>:lock') still holds the token or the job has not finished
+-- (its hash exists without 'finishedOn'): the engine's liveLock
 local function inFlight()
   local l = redis.call('GET', KEYS[2])
   if not l then return false end
@@ -42,6 +44,7 @@ local function inFlight()
   local id, bull = string.match(l, '^([^\n]*)\n[^\n]*\n(.*)$')
   if not id then return true end
   return redis.call('GET', BASE .. id .. ':lock') == bull
+    or (redis.call('EXISTS', BASE .. id) == 1 and not redis.call('HGET', BASE .. id, 'finishedOn'))
 end
 if inFlight() then return {2} end
 -- a job waits, is delayed or runs: its hash exists and it is neither completed nor failed

@@ -48,10 +48,13 @@ local function unmark(l)
   return l, false
 end
 -- the stage lock L's value while it is live, else nil. A plain lock lives while its key exists.
--- A job's attempt tied to BullMQ's own job lock ('<job id>\\n<fence>\\n<BullMQ token>', marked
--- once cancelled) lives only while BullMQ's lock of that job ('<base><job id>:lock') still holds
--- that token: BullMQ deletes it in the script that completes, fails or delays the job, and it
--- expires when the worker stops renewing it. A dead lock is deleted when 'drop'.
+-- A job's attempt tied to its job ('<job id>\\n<fence>\\n<BullMQ token>', marked once cancelled)
+-- lives while its key exists and the job has not finished: while BullMQ's lock of the job
+-- ('<base><job id>:lock') holds the token, or, once that lock is gone, while the job's hash
+-- exists without 'finishedOn'. BullMQ completing or failing the job (or removing it) ends the
+-- attempt in the same script: the lock is dead at once. A worker that stalled lost BullMQ's lock
+-- but maybe not its executor: the lock lives out its own TTL (lockMs), as a plain lock does, and
+-- the redelivered job waits. A dead lock is deleted when 'drop'.
 local function liveLock(L, drop)
   local l = redis.call('GET', L)
   if not l then return nil end
@@ -64,6 +67,7 @@ local function liveLock(L, drop)
   local BASE = string.match(L, '^(.*)sd:inflight:[^:]*$')
   local id, bull = string.sub(t, 1, a - 1), string.sub(t, b + 1)
   if redis.call('GET', BASE .. id .. ':lock') == bull then return l end
+  if redis.call('EXISTS', BASE .. id) == 1 and not redis.call('HGET', BASE .. id, 'finishedOn') then return l end
   if drop then redis.call('DEL', L) end
   return nil
 end

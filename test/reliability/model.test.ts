@@ -155,8 +155,9 @@ const lockKey = (r: Real, sid: string) => `${base(r)}sd:inflight:${sid}`;
 /**
  * 1 while the stage's lock is live (the stage is in flight), as the scripts
  * judge it (`liveLock`): a plain lock while its key exists; a lock tied to a
- * job's BullMQ lock (`<job id>\n<fence>\n<BullMQ token>`, `x` + that once
- * cancelled) only while BullMQ's lock of that job holds the token. A success
+ * job (`<job id>\n<fence>\n<BullMQ token>`, a leading newline + that once
+ * cancelled) while BullMQ's lock of that job holds the token or the job has
+ * not finished (BullMQ finishing it ends the attempt at once). A success
  * of a stage with no licence releases its tied lock lazily (in a later batch):
  * the key may outlive the job's completion for a moment, dead.
  */
@@ -167,7 +168,10 @@ async function liveLock(r: Real, sid: string): Promise<number> {
   const l = value.startsWith('\n') && value.indexOf('\n', 1) > 0 ? value.slice(1) : value;
   const parts = l.split('\n');
   if (parts.length < 3) return 1;
-  return (await r.redis.get(`${base(r)}${parts[0]!}:lock`)) === parts[2] ? 1 : 0;
+  if ((await r.redis.get(`${base(r)}${parts[0]!}:lock`)) === parts[2]) return 1;
+  // BullMQ's lock is gone: live while the job has not finished (a stalled worker's attempt)
+  const job = `${base(r)}${parts[0]!}`;
+  return (await r.redis.exists(job)) === 1 && (await r.redis.hget(job, 'finishedOn')) === null ? 1 : 0;
 }
 const stageOf = (m: Model, jobId: string) => m.stages.find((x) => x.sid === stageIdOfJobId(jobId))!;
 const live = (s: MStage) => s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable';
