@@ -61,15 +61,17 @@ describe('Redis killed and restarted, connections dropped', () => {
           const pause = (ms: number) => Promise.race([finished, new Promise((r) => setTimeout(r, ms))]);
           const admin = new IORedis(redis.url, { maxRetriesPerRequest: null });
           admin.on('error', () => undefined);
-          // one restart first, so that a run that drains fast still restarts Redis at least once
+          // a client kill and a restart first, soon after the start, so that a run that drains fast
+          // (under a second here) still meets both; the rest in a random order
           const plan = [
+            'client-kill',
             'restart',
-            ...[...Array(restarts - 1).fill('restart'), ...Array(clientKills).fill('client-kill')].sort(
+            ...[...Array(restarts - 1).fill('restart'), ...Array(clientKills - 1).fill('client-kill')].sort(
               () => random() - 0.5,
             ),
           ];
-          for (const step of plan) {
-            await pause(300 + random() * 700);
+          for (const [i, step] of plan.entries()) {
+            await pause(i < 2 ? 50 + random() * 100 : 300 + random() * 700);
             if (over) break;
             if (step === 'restart') {
               await redis.kill9();
