@@ -53,6 +53,9 @@ function gated() {
           const direct = await h.engine.dispatchStage(ref, {});
           expect(direct).toMatchObject({ dispatched: false, reason: 'dispatch_in_flight' });
           expect((await h.engine.enqueue(ref, {})).added).toBe(false);
+        } else {
+          expect(failed[0]!.error).toMatchObject({ code: 'INVALID_JOB_OPTIONS' });
+          expect(g.state.calls).toBe(0);
         }
         expect(g.state.peak).toBeLessThanOrEqual(1);
       } finally {
