@@ -1,4 +1,4 @@
-import type { ExecutorResult } from '../../src';
+import { stageId, type ExecutorResult } from '../../src';
 import { dispatchJobData } from '../../src/job-data';
 import { harness, SENT } from '../helpers/engine';
 import { watch } from '../helpers/jobs';
@@ -12,6 +12,7 @@ import { bullLock, fetchBy, held } from './util';
  */
 const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const data = dispatchJobData(ref, {}, undefined);
+const stageIdOf = stageId(ref);
 
 /** An executor whose first call blocks until released; counts the calls running at once. */
 function gated() {
@@ -85,5 +86,29 @@ function gated() {
       g.first.release();
       await frozen;
     }
+  });
+});
+
+(onCluster ? describe.skip : describe)('12 hot review: BullMQ tokens that repeat', () => {
+  it('12 hot review: manual processing with one constant token (BullMQ’s docs’ pattern): a dead tied lock left by a lost lazy release does not come alive again when the job is retried by hand', async () => {
+    const h = harness();
+    await h.engine.queue.add(ref.stage, data, { jobId: 'hand-2', attempts: 3, removeOnComplete: false });
+    await fetchBy(h, 'my-token');
+    const first = await h.engine.processor((await h.engine.queue.getJob('hand-2'))!, 'my-token');
+    expect(first).toMatchObject({ dispatched: true });
+    const lock = `${h.prefix}:${h.queueName}:sd:inflight:${stageIdOf}`;
+    // the process dies after BullMQ's completion, before its lazy release: the dead tied lock stays
+    const value = await h.redis.get(lock);
+    await (await h.engine.queue.getJob('hand-2'))!.moveToCompleted(first, 'my-token', false);
+    // (this process' own lazy release is let go first, then its effect undone: as if it never ran)
+    await waitFor(async () => (await h.redis.exists(lock)) === 0, 'the lazy release to be sent');
+    await h.redis.set(lock, value!, 'PX', 30_000);
+    expect(value).not.toBeNull();
+    expect(await h.redis.exists(lock)).toBe(1);
+    // an operator retries the completed job; the manual loop fetches it with its one token
+    await (await h.engine.queue.getJob('hand-2'))!.retry('completed');
+    await fetchBy(h, 'my-token');
+    const again = h.engine.processor((await h.engine.queue.getJob('hand-2'))!, 'my-token');
+    await expect(again).resolves.toMatchObject({ dispatched: true });
   });
 });
