@@ -185,15 +185,19 @@ export interface JobIdentity {
  * be `sid`; an enqueue id `<sid>@r.<base36>` must carry deduplication id `sid`
  * with no `ttl`, `extend` or `replace` (its key must hold while the job waits:
  * a cancel reaches a waiting job through it, and a second add meets it), and retry options the engine applies (`attempts` a positive integer,
- * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none.
+ * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none. No id
+ * has a newline (the stage lock's value holds the id before one).
  * Throws `InvalidJobOptionsError`.
  */
 export function checkJobOptions(job: JobIdentity, sid: string): void {
-  const at = job.id.indexOf('@');
-  if (at < 0) return;
   const fail = (what: string) => {
     throw new InvalidJobOptionsError(`Dispatch job ${job.id} ${what} (docs/producers.md, "Job options")`, job.id);
   };
+  // the stage lock holds the job id before a newline (`<job id>\n<fence>[\n<BullMQ token>]`):
+  // an id with one would make its lock read as another job's, dead, and the stage free to take
+  if (job.id.includes('\n')) fail('has a newline in its id: a dispatch job id never has one');
+  const at = job.id.indexOf('@');
+  if (at < 0) return;
   const named = job.id.slice(0, at);
   if (named !== sid) {
     fail(

@@ -1,34 +1,17 @@
-import { Worker, type Job } from 'bullmq';
 import { DeferralStore } from '../src/deferral-store';
 import { stageId } from '../src';
 import { harness } from './helpers/engine';
-import { watch } from './helpers/jobs';
-import { onCluster, redisOptions, waitFor } from './helpers/redis';
+import { fetchBy, watch } from './helpers/jobs';
+import { onCluster, waitFor } from './helpers/redis';
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const sid = stageId(image);
-
-/** A worker that only fetches: the job it returns is active, locked by BullMQ with `token`. */
-async function fetchWith(h: ReturnType<typeof harness>, token: string): Promise<Job> {
-  const w = new Worker(h.queueName, null, {
-    connection: { ...redisOptions(), maxRetriesPerRequest: null } as never,
-    prefix: h.prefix,
-    autorun: false,
-  });
-  try {
-    const job = (await w.getNextJob(token, { block: false })) as Job | undefined;
-    if (!job) throw new Error('no job to fetch');
-    return job;
-  } finally {
-    await w.close();
-  }
-}
 
 /** An engine with the stage's job enqueued and fetched by a worker holding BullMQ token 'bull-1'. */
 async function fetched() {
   const h = harness();
   await h.engine.enqueue(image, {});
-  const job = await fetchWith(h, 'bull-1');
+  const job = await fetchBy(h, 'bull-1');
   const store = new DeferralStore(h.engine.queue);
   const id = job.id as string;
   const key = `${h.prefix}:${h.queueName}:${id}`;

@@ -414,7 +414,8 @@ export const PROBE = ENQUEUE_PROBE;
 /**
  * cancel: end a stage's deferral and revoke its licence; mark an in-flight
  * dispatch cancelled; mark every job of the stage the engine knows of
- * (licensed, failed for good, pending through D) cancelled, so none of them
+ * (licensed, failed for good, pending through D, the one whose attempt holds
+ * the lock) cancelled, so none of them
  * dispatches later, even if an operator retries it by hand.
  * KEYS: 1 M, 2 L, 3 IDX, 4 D
  * ARGV: 1 stageId, 2 queue base
@@ -437,8 +438,13 @@ local l = liveLock(KEYS[2], true)
 local inflight = 0
 if l then
   inflight = 1
-  local _, marked = unmark(l)
+  local t, marked = unmark(l)
   if not marked then redis.call('SET', KEYS[2], '\\n' .. l, 'KEEPTTL') end
+  -- the job whose attempt holds the lock ('' for a direct call) is marked too: a job's lock dies
+  -- with BullMQ's lock of the job, and with it the lock's mark, so a redelivery (its worker
+  -- stalled or died) must meet the cancel on the job itself, also a job added by hand
+  local holder = string.sub(t, 1, (string.find(t, '\\n', 1, true) or 1) - 1)
+  if holder ~= '' then mark(holder) end
 end
 -- only a job the engine added for this stage (its id starts with the stage id)
 local pending = redis.call('GET', KEYS[4])

@@ -1,4 +1,5 @@
-import type { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
+import { redisOptions } from './redis';
 
 /** Completed and failed jobs of a worker, as they happen. */
 export function watch(worker: Worker) {
@@ -21,3 +22,28 @@ export function latch<T = void>() {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A fixed 10 ms backoff: retries without waiting. */
 export const fast = { type: 'fixed' as const, delay: 10 };
+
+/**
+ * Fetches the next job of a queue by hand (BullMQ's manual processing): the
+ * job is active, locked by BullMQ with `token` for `lockDuration` ms, and
+ * nothing renews that lock (no worker runs), as for a worker frozen past it.
+ */
+export async function fetchBy(
+  q: { queueName: string; prefix: string },
+  token: string,
+  lockDuration = 30_000,
+): Promise<Job> {
+  const w = new Worker(q.queueName, null, {
+    connection: { ...redisOptions(), maxRetriesPerRequest: null } as never,
+    prefix: q.prefix,
+    autorun: false,
+    lockDuration,
+  });
+  try {
+    const job = (await w.getNextJob(token, { block: false })) as Job | undefined;
+    if (!job) throw new Error('no job to fetch');
+    return job;
+  } finally {
+    await w.close();
+  }
+}
