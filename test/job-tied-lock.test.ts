@@ -1,7 +1,7 @@
 import { DeferralStore } from '../src/deferral-store';
 import { stageId } from '../src';
-import { harness } from './helpers/engine';
-import { fetchBy, watch } from './helpers/jobs';
+import { harness, notSent } from './helpers/engine';
+import { fetchBy, heldExecutor, watch } from './helpers/jobs';
 import { onCluster, waitFor } from './helpers/redis';
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
@@ -110,17 +110,8 @@ describe('12: the cancel mark of a lock cannot be mistaken for a job id', () => 
   ])(
     '12: a cancel during the attempt of %s disarms it: its capacity answer records no deferral',
     async (_n, ref, viaJob) => {
-      let release!: () => void;
-      const held = new Promise<void>((r) => (release = r));
-      let started!: () => void;
-      const running = new Promise<void>((r) => (started = r));
-      const h = harness({
-        executor: async () => {
-          started();
-          await held;
-          return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
-        },
-      });
+      const { executor, running, release } = heldExecutor(notSent('no_worker_available'));
+      const h = harness({ executor });
       let result: Promise<unknown>;
       if (viaJob) {
         const worker = h.engine.createWorker();

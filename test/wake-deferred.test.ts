@@ -1,7 +1,8 @@
 import { windowFor } from '../src/dispatch';
 import { parseLicence } from '../src/job-data';
-import type { DispatchContext, ExecutorResult, StageRef } from '../src';
+import type { StageRef } from '../src';
 import { expectUnwritten, harness, notSent, SENT, snapshot } from './helpers/engine';
+import { heldExecutor } from './helpers/jobs';
 import { waitFor } from './helpers/redis';
 
 /** Issue 11: wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
@@ -74,19 +75,8 @@ describe('11.1: wakeDeferred', () => {
   });
 
   it('a signal during an attempt that then defers is not lost: that deferral is short (at most inFlightRetryMs)', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const h = harness({
-      ...long,
-      inFlightRetryMs: 200,
-      executor: async (_r: StageRef, _p: unknown, _c: DispatchContext): Promise<ExecutorResult> => {
-        started();
-        await held;
-        return NO;
-      },
-    });
+    const { executor, running, release } = heldExecutor(NO);
+    const h = harness({ ...long, inFlightRetryMs: 200, executor });
     const a = ref('a');
     const attempt = h.engine.dispatchStage(a, {});
     await running;
@@ -101,19 +91,8 @@ describe('11.1: wakeDeferred', () => {
   });
 
   it('a signal for another stage kind does not shorten a deferral', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const h = harness({
-      ...long,
-      inFlightRetryMs: 200,
-      executor: async (): Promise<ExecutorResult> => {
-        started();
-        await held;
-        return NO;
-      },
-    });
+    const { executor, running, release } = heldExecutor(NO);
+    const h = harness({ ...long, inFlightRetryMs: 200, executor });
     const attempt = h.engine.dispatchStage(ref('a'), {});
     await running;
     await h.engine.wakeDeferred({ stage: 'video' });

@@ -19,6 +19,24 @@ export function latch<T = void>() {
   return { open, opened };
 }
 
+/**
+ * An executor that, once called, holds until `release()`, then answers `answer`:
+ * `running` resolves when the call has started (a dispatch is in flight).
+ */
+export function heldExecutor<A>(answer: A) {
+  const started = latch();
+  const held = latch();
+  return {
+    executor: async (): Promise<A> => {
+      started.open();
+      await held.opened;
+      return answer;
+    },
+    running: started.opened,
+    release: () => held.open(),
+  };
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A fixed 10 ms backoff: retries without waiting. */
 export const fast = { type: 'fixed' as const, delay: 10 };
