@@ -22,7 +22,7 @@ import { CliError, UsageError } from './cli/errors';
 import { checkCancel } from './cli/guard';
 import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
 import { readStage } from './cli/read';
-import { listStages } from './store/listing';
+import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { redactUrl, scrub, secretsOf } from './cli/redact';
 import { formatRefText, parseRefText } from './cli/ref-text';
 import { withSession, type GlobalOptions } from './cli/session';
@@ -44,7 +44,7 @@ function positiveInt(value: string): number {
 /** A page's `--limit`: 1..10,000, as `listDeferred` takes it. */
 function pageLimit(value: string): number {
   const n = positiveInt(value);
-  if (n > 10_000) throw new InvalidArgumentError('Expected an integer from 1 to 10000.');
+  if (n > MAX_PAGE) throw new InvalidArgumentError(`Expected an integer from 1 to ${MAX_PAGE}.`);
   return n;
 }
 
@@ -114,7 +114,7 @@ export function buildProgram(): Command {
       const g = globals();
       hintSegments(scope);
       const prefix = scope.length === 0 ? '' : scopePrefix(scope);
-      if (opts.cursor !== undefined && (!opts.cursor.startsWith(prefix) || !opts.cursor.includes('@')))
+      if (opts.cursor !== undefined && !isCursorOf(prefix, opts.cursor))
         throw new UsageError(`--cursor ${JSON.stringify(opts.cursor)} is not a cursor of this listing`);
       const page = await withSession(g, (s) => listStages(s.reader, s.keys, prefix, opts));
       const paged = opts.limit !== undefined || opts.cursor !== undefined;

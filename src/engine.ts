@@ -8,7 +8,7 @@ import { checkConnection, checkQueue } from './bullmq/adapter';
 import { enqueueStage } from './bullmq/producer';
 import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
 import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
-import { listStages } from './store/listing';
+import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { ioReader } from './store/reader';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
@@ -305,11 +305,10 @@ function checkPage(page: unknown, prefix: string): { limit: number; cursor?: str
   if (typeof page !== 'object' || page === null)
     throw new InvalidOptionsError('Expected `listDeferred` to get `{ limit, cursor? }` as its page');
   const { limit, cursor } = page as { limit?: unknown; cursor?: unknown };
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000)
-    throw new InvalidOptionsError(`Expected \`limit\` to be an integer from 1 to 10000, got ${String(limit)}`);
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+    throw new InvalidOptionsError(`Expected \`limit\` to be an integer from 1 to ${MAX_PAGE}, got ${String(limit)}`);
   if (cursor === undefined || cursor === null) return { limit };
-  // a cursor is the last licence a page read: within the scope, and a wake-up's or job's id
-  if (typeof cursor !== 'string' || !cursor.startsWith(prefix) || !cursor.includes('@'))
+  if (!isCursorOf(prefix, cursor))
     throw new InvalidOptionsError(
       `Expected \`cursor\` to be a \`nextCursor\` of this listing, got ${JSON.stringify(cursor)}`,
     );

@@ -29,6 +29,14 @@ export interface Page {
   nextCursor: string | null;
 }
 
+/** The largest page `listDeferred` and the CLI's `list` serve. */
+export const MAX_PAGE = 10_000;
+
+/** Whether `cursor` can be a `nextCursor` of the listing under `prefix`: the last licence a page read, in the scope. */
+export function isCursorOf(prefix: string, cursor: unknown): cursor is string {
+  return typeof cursor === 'string' && cursor.startsWith(prefix) && cursor.includes('@');
+}
+
 /** Licences one round reads at most (one `ZRANGEBYLEX … LIMIT`, then one pipeline per round). */
 const ROUND = 500;
 /** Licences the first round reads at least (doubling each round, within the budget): a sparse index costs a few rounds, not one per stage. */
