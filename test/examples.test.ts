@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { runToExit } from './helpers/process';
 import { client, closeClients, dropPrefix, redisOptions } from './helpers/redis';
 
 /**
  * Issue 13.4: an example a newcomer runs first must end by itself. A
  * connection left open (the Worker's duplicate was) keeps Node alive forever.
  */
-const ROOT = join(__dirname, '..');
 const DEADLINE_MS = 30_000;
 /** The examples' queues, under their fixed prefixes `myapp` and `myapp-nest`. */
 const EXAMPLE_KEYS = ['myapp:stage-dispatch', 'myapp-nest:stage-dispatch'];
@@ -17,32 +15,7 @@ function redisUrl(): string {
 }
 
 /** Runs `npx tsx <file>`; resolves with its exit, or with `timedOut` (its process group killed) after the deadline. */
-function runExample(
-  file: string,
-): Promise<{ code: number | null; signal: string | null; timedOut: boolean; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', file], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL: redisUrl() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // its own process group: npx runs tsx runs node, and a hung example must be killed whole
-      detached: true,
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    }, DEADLINE_MS);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, timedOut, out });
-    });
-  });
-}
+const runExample = (file: string) => runToExit('npx', ['tsx', file], { REDIS_URL: redisUrl() }, DEADLINE_MS);
 
 async function dropExampleKeys() {
   for (const keys of EXAMPLE_KEYS) await dropPrefix(client(), keys);

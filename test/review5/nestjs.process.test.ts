@@ -1,38 +1,13 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { ROOT, runToExit } from '../helpers/process';
 import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
 
 /** Review of 13.2: a Nest app whose start failed leaves nothing open; its process ends by itself. */
-const ROOT = join(__dirname, '..', '..');
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const DEADLINE_MS = 20_000;
 
-function run(
-  scenario: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; timedOut: boolean; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [join(__dirname, 'fixtures', 'nest-child.ts'), scenario], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    }, DEADLINE_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, timedOut, out });
-    });
-  });
-}
+const run = (scenario: string, env: Record<string, string>) =>
+  runToExit(TSX, [join(__dirname, 'fixtures', 'nest-child.ts'), scenario], env, DEADLINE_MS);
 
 const prefixes: string[] = [];
 afterAll(async () => {
