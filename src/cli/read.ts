@@ -1,4 +1,5 @@
 import { jobIdOfLicence } from '../job-data';
+import { LOCK_LIVE } from '../lua/scripts';
 import { deferredStage } from '../store/listing';
 import { readFields, type Cmd, type QueueKeys, type Reader } from '../store/reader';
 import type { DeferredStage } from '../types';
@@ -41,28 +42,6 @@ async function jobStates(reader: Reader, keys: QueueKeys, ids: readonly string[]
 }
 
 /**
- * Whether a stage lock's value is live, as the scripts' `liveLock` decides: a
- * plain lock (`<job id>\n<fence>`) while it exists; a job's lock tied to
- * BullMQ's lock of the job (`<job id>\n<fence>\n<BullMQ token>`, maybe marked
- * cancelled with a leading newline) while `<base><job id>:lock` holds that
- * token or the job has not finished (its hash exists without `finishedOn`). A
- * dead one (the job finished, its lazy release not run yet, or lost) is not in
- * flight.
- */
-async function lockLive(reader: Reader, keys: QueueKeys, value: string): Promise<boolean> {
-  const token = value.startsWith('\n') && value.indexOf('\n', 1) > 0 ? value.slice(1) : value;
-  const tied = /^([^\n]*)\n[^\n]*\n([\s\S]*)$/.exec(token);
-  if (!tied) return true;
-  const job = keys.job(tied[1]!);
-  const [bull, exists, finishedOn] = (await reader.run([
-    ['get', `${job}:lock`],
-    ['exists', job],
-    ['hget', job, 'finishedOn'],
-  ])) as [string | null, number, string | null];
-  return bull === tied[2] || (exists === 1 && finishedOn === null);
-}
-
-/**
  * One stage's state, from its own keys only: the marker, the lock, its
  * licences (a ZRANGEBYLEX on `[<sid>@`), its deduplication key and the jobs
  * they name. A failed job is found through its `?` licence.
@@ -86,7 +65,9 @@ export async function readStage(reader: Reader, keys: QueueKeys, sid: string, no
       log,
     };
   }
-  if (lock !== null && (await lockLive(reader, keys, lock))) return { state: 'in_flight' };
+  // live as the scripts judge it (a job's lock ends when BullMQ finishes the job): the rule itself, run read-only
+  if (lock !== null && (await reader.run([['eval', LOCK_LIVE, 1, keys.lock(sid)]]))[0] === 1)
+    return { state: 'in_flight' };
   // the jobs that may speak for the stage, newest kind first: its live wake-up, the job
   // `enqueue` added, a job that failed for good
   const live = licences.find((l) => !l.endsWith('?'));

@@ -674,3 +674,14 @@ for _, p in ipairs(picked) do
 end
 return out
 `;
+
+/**
+ * lock live: whether the stage lock KEYS[1] is live, by the one rule every
+ * script applies (`liveLock`); writes nothing. Read-only callers (the CLI's
+ * `show`) run it instead of a copy of the rule. Returns 1 live, 0 not.
+ */
+export const LOCK_LIVE = `
+${HELPERS}
+if liveLock(KEYS[1], false) then return 1 end
+return 0
+`;

@@ -75,6 +75,7 @@ describe('the Lua scripts', () => {
       'EXTEND',
       'FAIL',
       'FINISHED',
+      'LOCK_LIVE',
       'PERMISSIONS',
       'PROBE',
       'RETRIED',
