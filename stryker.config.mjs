@@ -37,6 +37,12 @@ export const gateSuites = [
   'lua.survivors',
   'review2/hold-chain',
   'review/clock-skew',
+  // processor.ts: the engine's own backoff, the executor's UnrecoverableError, a kept job retried,
+  // maxStartedAttempts (quick suites: seconds each)
+  'processor.survivors',
+  'review/retry-completed',
+  'review/started-attempts',
+  'review4/unrecoverable-by-name',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -1,0 +1,89 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import { promote } from '../src/bullmq/adapter';
+import { harness, notSent, type Harness } from './helpers/engine';
+import { watch } from './helpers/jobs';
+import { waitFor } from './helpers/redis';
+
+/**
+ * Issue 14, item 2: behaviours of src/bullmq/processor.ts that mutants of it
+ * survived (docs/testing.md, "Surviving mutants"). Each test names the line's
+ * behaviour it guards.
+ */
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+/** The job's delay as BullMQ recorded it, once the job is in the delayed set for the `n`-th time since `seen`. */
+async function delayedAgain(h: Harness, job: Job, delays: number[]): Promise<number> {
+  const key = `${h.prefix}:${h.queueName}`;
+  let delay = -1;
+  await waitFor(
+    async () => {
+      if ((await h.redis.zscore(`${key}:delayed`, job.id!)) === null) return false;
+      delay = Number(await h.redis.hget(`${key}:${job.id!}`, 'delay'));
+      return true;
+    },
+    `job delayed (${delays.length + 1})`,
+  );
+  delays.push(delay);
+  return delay;
+}
+
+describe('processor: a job retried by hand waits out the backoff the engine computes', () => {
+  it.each([
+    ['fixed', [1000, 1000]],
+    ['exponential', [1000, 2000]],
+  ] as const)(
+    '%s backoff: past BullMQ own count, each real failure re-delays the job by the chain backoff and logs it',
+    async (type, expected) => {
+      const h = harness({ retry: { attempts: 3, backoff: { type, delay: 1000 } } });
+      h.executor.fallback = notSent('send_failed');
+      const { jobId } = await h.engine.enqueue(image, {});
+      const { failed } = watch(h.engine.createWorker());
+      // BullMQ's own retries: promoted by hand instead of waited for
+      for (let n = 1; n < 3; n++) {
+        await waitFor(() => failed.length === n, `real failure ${n}`);
+        await waitFor(async () => (await h.engine.queue.getJobState(jobId!)) === 'delayed', `BullMQ retry ${n}`);
+        await promote(h.engine.queue, jobId!);
+      }
+      await waitFor(async () => (await h.engine.queue.getJobState(jobId!)) === 'failed', 'failed for good');
+      expect(h.executor.calls).toHaveLength(3);
+
+      // an operator retries it (Bull Board): BullMQ's count is spent (atm 3), so the engine re-delays it
+      const job = (await h.engine.queue.getJob(jobId!))!;
+      await job.retry('failed');
+      const delays: number[] = [];
+      for (const want of expected) {
+        const got = await delayedAgain(h, job, delays);
+        // BullMQ records `timestamp - now` a moment after the engine computed the timestamp
+        expect(got).toBeLessThanOrEqual(want);
+        expect(got).toBeGreaterThan(want - 500);
+        await promote(h.engine.queue, jobId!);
+      }
+      await waitFor(async () => (await h.engine.queue.getJobState(jobId!)) === 'failed', 'failed for good again');
+      expect(h.executor.calls).toHaveLength(6);
+      const { logs } = await h.engine.queue.getJobLogs(jobId!);
+      expect(logs.filter((l) => l.startsWith('attempt failed ('))).toEqual([
+        expect.stringMatching(/^attempt failed \(1 of 3 in this chain\): .*send_failed/),
+        expect.stringMatching(/^attempt failed \(2 of 3 in this chain\): .*send_failed/),
+      ]);
+    },
+  );
+});
+
+describe('processor: an error that ends the job for good', () => {
+  it("an UnrecoverableError from the executor fails the job as it is: the job's stack trace is the executor's", async () => {
+    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
+    function thrownByTheExecutor(): Error {
+      return new UnrecoverableError('the model refuses this payload');
+    }
+    h.executor.script(image, thrownByTheExecutor());
+    const { jobId } = await h.engine.enqueue(image, {});
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'the job failed');
+    await waitFor(async () => (await h.engine.queue.getJobState(jobId!)) === 'failed', 'failed for good');
+    const job = (await h.engine.queue.getJob(jobId!))!;
+    expect(job.attemptsMade).toBe(1);
+    expect(job.failedReason).toBe('the model refuses this payload');
+    expect(job.stacktrace?.[0]).toContain('thrownByTheExecutor');
+  });
+});
