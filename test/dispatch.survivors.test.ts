@@ -51,15 +51,19 @@ describe('14.2: a cancel while the executor runs', () => {
     const first = h.engine.dispatchStage(image, {});
     const second = h.engine.dispatchStage(text, {});
     await waitFor(() => seen.length === 2, 'both executors to start');
-    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
-    expect(await first).toMatchObject({ dispatched: false, cancelled: true });
+    const cancelled = await h.engine.cancelActiveDispatch(image);
+    const firstResult = await first;
+    // the other stage's executor goes on (read before it is let go, so a failed check cannot hold it)
+    const otherAborted = ctxOf(text)!.signal.aborted;
+    other.open();
+    expect(await second).toMatchObject({ dispatched: true });
+    expect(otherAborted).toBe(false);
+    expect(cancelled).toMatchObject({ inFlight: true });
+    expect(firstResult).toMatchObject({ dispatched: false, cancelled: true });
     const reason = ctxOf(image)!.signal.reason as Error;
     expect(reason).toBeInstanceOf(Error);
     expect(reason.name).toBe('AbortError');
-    // the other stage's executor goes on
-    expect(ctxOf(text)!.signal.aborted).toBe(false);
-    other.open();
-    expect(await second).toMatchObject({ dispatched: true });
+    expect(reason.message).toBe('Dispatch cancelled');
   });
 });
 
@@ -123,5 +127,51 @@ describe('14.2: a job whose real failure takes the stage from another job waitin
     await waitFor(() => failed.length === 2, 'the second job failed once');
     expect(await h.engine.queue.getJobState('second')).toBe('delayed');
     expect(['unknown', 'completed']).toContain(await h.engine.queue.getJobState('first'));
+  });
+});
+
+describe('14.2: the lock of a running attempt', () => {
+  it("14.2: a lock lost while the executor runs aborts its signal with an AbortError 'Dispatch lock lost'", async () => {
+    const { h, ctxOf } = recording(async (_ref, ctx) => untilAborted(ctx).catch(() => notSent('aborted')), {
+      lockMs: 1000,
+    });
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    // the lock goes (as after a failover that lost it): the next renewal finds it gone
+    await h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
+    await result;
+    const reason = ctxOf(image)!.signal.reason as Error;
+    expect(reason.name).toBe('AbortError');
+    expect(reason.message).toBe('Dispatch lock lost');
+  });
+
+  it('14.2: an attempt that ended is no longer renewed: only running attempts are', async () => {
+    const extended: string[] = [];
+    const original = DeferralStore.prototype.extend;
+    const spy = jest.spyOn(DeferralStore.prototype, 'extend').mockImplementation(function (
+      this: DeferralStore,
+      ...args: Parameters<DeferralStore['extend']>
+    ) {
+      extended.push(args[0]);
+      return original.apply(this, args);
+    });
+    try {
+      const renewals = (ref: StageRef) => extended.filter((sid) => sid === stageId(ref)).length;
+      const { h } = recording(
+        async (ref) => {
+          // the second stage's executor runs until its lock has been renewed twice
+          if (ref.stage === 'text') await waitFor(() => renewals(text) >= 2, 'two renewals of the running attempt');
+          return SENT;
+        },
+        { lockMs: 1000 },
+      );
+      expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+      const from = extended.length;
+      expect(await h.engine.dispatchStage(text, {})).toMatchObject({ dispatched: true });
+      expect(renewals(text)).toBeGreaterThanOrEqual(2);
+      expect(extended.slice(from)).not.toContain(stageId(image));
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
