@@ -20,6 +20,9 @@ export const gateSuites = [
   'stage-ref.bounds',
   'job-ids.licences',
   'errors.codes',
+  'job-options.check',
+  'job-data.schema',
+  'stage-ref.vectors',
   // the core of the contract: dispatch, deferral, cancel/clear, wake-ups, the worker
   'deferral.dispatch',
   'deferral.cancel-clear',

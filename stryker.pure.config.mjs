@@ -12,7 +12,11 @@ const config = {
   mutate: ['src/outcomes.ts', 'src/stage-ref.ts', 'src/job-data.ts'],
   jest: {
     ...base.jest,
-    config: { testMatch: ['**/test/(outcomes|stage-ref|stage-ref.bounds|job-ids.licences|errors.codes).test.ts'] },
+    config: {
+      testMatch: [
+        '**/test/(outcomes|stage-ref|stage-ref.bounds|stage-ref.vectors|job-ids.licences|job-options.check|job-data.schema|errors.codes).test.ts',
+      ],
+    },
   },
   // these suites type-check nothing the runner would not catch: a mutant that does not compile fails them
   checkers: [],
