@@ -43,6 +43,7 @@ export const gateSuites = [
   // processor.ts: the engine's own backoff, the executor's UnrecoverableError, a kept job retried,
   // maxStartedAttempts (quick suites: seconds each)
   'processor.survivors',
+  'engine.survivors',
   'review/retry-completed',
   'review/started-attempts',
   'review4/unrecoverable-by-name',

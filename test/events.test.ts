@@ -49,6 +49,17 @@ describe('14.8: engine events', () => {
     expect(once).toEqual([image]);
     expect(every).toEqual([image, video]);
   });
+
+  it('14.8: `off` stops a listener, and chains', async () => {
+    const h = harness();
+    const heard: unknown[] = [];
+    const listener = (e: { ref: unknown }) => heard.push(e.ref);
+    h.engine.on('dispatched', listener);
+    await h.engine.dispatchStage(image, {});
+    expect(h.engine.off('dispatched', listener)).toBe(h.engine);
+    await h.engine.dispatchStage(video, {});
+    expect(heard).toEqual([image]);
+  });
 });
 
 describe('14.8: jobLog', () => {
