@@ -5,7 +5,8 @@
  * src/job-data.ts that the Redis-level suites (producers.contract, review4)
  * reach only through a Worker. Issue 13.3 is the contract they pin.
  */
-import { InvalidJobOptionsError } from '../src/errors';
+import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from '../src/errors';
+import { encodeStageKind } from '../src/stage-ref';
 import { checkJobOptions, dispatchJobData, parseJobData, wakeUpJobId, type JobIdentity } from '../src/job-data';
 
 const sid = 'book-1/ch-2/image';
@@ -47,6 +48,7 @@ describe('13.3 / 14.2: checkJobOptions, the producer contract on a job', () => {
   it.each([
     ['a newline in its id', job(`${sid}\n@r.1`), /has a newline in its id/],
     ['a newline in an id without `@`', job('by-hand\nx'), /has a newline in its id/],
+    ['an id that starts with `@`', job('@r.1'), /names stage id "", but/],
     [
       'an id naming another stage',
       job('book-1/ch-3/image@r.1'),
@@ -122,8 +124,45 @@ describe('12 / 14.2: parseJobData takes well-formed data as it is', () => {
       dispatchJobData(ref, 'x', undefined, { reason: 'already_completed', class: 'idempotent', deferrals: 1 }),
       { ...base, wakeUp: true, until: '2030-01-01T00:00:00.000Z' }, // what versions before 0.2 wrote
       { ...base, scope: ['1', '2', '3', '4', '5', '6', '7', '8'] }, // the most segments a scope may have
+      { ...base, scope: ['book-1'] }, // the fewest
       { ...base, extra: 'a key the contract does not name' },
     ];
     for (const data of wellFormed) expect(parseJobData(data, 'j')).toBe(data);
+  });
+});
+
+describe('13.3 / 14.2: parseJobData refuses malformed data of this version as malformed', () => {
+  it('13.3: an empty or overlong scope, an empty segment or stage: INVALID_JOB_DATA, "Malformed", not a version error', () => {
+    const base = dispatchJobData({ scope: ['book-1'], stage: 'image' }, null, undefined);
+    const malformed: unknown[] = [
+      { ...base, scope: [] },
+      { ...base, scope: ['1', '2', '3', '4', '5', '6', '7', '8', '9'] },
+      { ...base, scope: ['book-1', ''] },
+      { ...base, stage: '' },
+      { ...base, stage: 7 },
+      'not an object',
+      5,
+    ];
+    for (const data of malformed) {
+      let error: unknown;
+      try {
+        parseJobData(data, 'j-3');
+      } catch (e) {
+        error = e;
+      }
+      expect({ data, error }).toEqual({ data, error: expect.any(InvalidJobDataError) });
+      expect(error).not.toBeInstanceOf(UnsupportedJobVersionError);
+      expect((error as Error).message).toMatch(/^Malformed dispatch job j-3: /);
+    }
+  });
+});
+
+describe('13.3: encodeStageKind, the last segment of a stage id', () => {
+  it('13.3: encodes a stage kind as stageId does, and refuses a bad one with INVALID_STAGE_REF', () => {
+    expect(encodeStageKind('image')).toBe('image');
+    expect(encodeStageKind('a/b')).toBe('a%2Fb');
+    for (const bad of ['', 7, null])
+      expect(() => encodeStageKind(bad)).toThrow(expect.objectContaining({ code: 'INVALID_STAGE_REF' }));
+    expect(() => encodeStageKind('')).toThrow('Expected `stage` to be non-empty');
   });
 });
