@@ -3,7 +3,7 @@ import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
 import { harness, notSent, SENT } from './helpers/engine';
 import { fast, latch, watch } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { keysUnder, waitFor } from './helpers/redis';
 
 /**
  * Behaviours of src/dispatch.ts that Stryker's mutants showed unguarded
@@ -173,5 +173,19 @@ describe('14.2: the lock of a running attempt', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe('14.2: a direct call that fails for real', () => {
+  it('14.2: leaves no licence behind (only a job holds the stage while it waits out a retry); the next enqueue adds a job', async () => {
+    const h = harness();
+    h.executor.script(image, notSent('send_failed'));
+    const r = await h.engine.dispatchStage(image, {});
+    expect(r).toMatchObject({ dispatched: false, reason: 'send_failed' });
+    // what is left under the prefix: the fencing counter and BullMQ's queue meta, nothing of the stage
+    const left = (await keysUnder(h.redis, h.prefix)).map((k) => k.slice(`${h.prefix}:${h.queueName}:`.length));
+    expect(left.sort()).toEqual(['meta', 'sd:fence']);
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
   });
 });
