@@ -47,6 +47,7 @@ export const gateSuites = [
   'review/retry-completed',
   'review/started-attempts',
   'review4/unrecoverable-by-name',
+  'review4/connection',
   // the other quick in-process suites of the contract (71 tests, about 10 s together)
   'bullmq-adapter',
   'job-tied-lock',
