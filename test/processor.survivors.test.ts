@@ -87,3 +87,13 @@ describe('processor: an error that ends the job for good', () => {
     expect(job.stacktrace?.[0]).toContain('thrownByTheExecutor');
   });
 });
+
+describe('processor: the context a job dispatches with', () => {
+  it('a job never dispatches with force (only a direct call may ask for it)', async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(h.executor.calls.map((c) => c.force)).toEqual([false]);
+  });
+});
