@@ -12,7 +12,7 @@ import { waitFor } from './helpers/redis';
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-/** The job's delay as BullMQ recorded it, once the job is in the delayed set for the `n`-th time since `seen`. */
+/** Waits for the job to be in the delayed set, then records (in `delays`) and returns its delay as BullMQ wrote it. */
 async function delayedAgain(h: Harness, job: Job, delays: number[]): Promise<number> {
   const key = `${h.prefix}:${h.queueName}`;
   let delay = -1;
