@@ -20,6 +20,8 @@ export type BeginOutcome =
   | { kind: 'cancelled' }
   | { kind: 'early'; remainingMs: number }
   | { kind: 'superseded' }
+  /** The job was removed or finished since its worker fetched it: that worker lost it. */
+  | { kind: 'gone' }
   | {
       kind: 'locked';
       licence: string | null;
@@ -197,6 +199,8 @@ export class DeferralStore {
         return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
       case 6:
         return { kind: 'superseded' };
+      case 7:
+        return { kind: 'gone' };
       default: {
         const fencingToken = Number(r[2]);
         const tied = r[9] === 1;

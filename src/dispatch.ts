@@ -204,6 +204,9 @@ export class Dispatcher<P> {
         return plain('stale', 'stale_wake_up', false);
       case 'superseded':
         return plain('superseded', 'superseded', false);
+      case 'gone':
+        // its worker lost the job (BullMQ's lock lapsed, the job ended elsewhere): nothing to do
+        return plain('lost', 'dispatch_lock_lost', true);
       case 'early': {
         // Stryker disable next-line StringLiteral,BooleanLiteral,ObjectLiteral: equivalent: an early wake-up is only delayed again by waitMs (all the processor reads of it); no caller sees this result
         const early = plain('early', 'deferred_capacity', true, { deferred: true });

@@ -1,12 +1,16 @@
+import { Worker } from 'bullmq';
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
 import { harness, notSent, SENT } from './helpers/engine';
-import { waitFor } from './helpers/redis';
+import { client, waitFor } from './helpers/redis';
 
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
 const begin = (store: DeferralStore, ownJobId: string, lockMs = 60_000) =>
   store.begin({ sid: stageId(ref), ownJobId, lockMs, wakeUp: false, skewToleranceMs: 1000 });
+/** Jobs J and K exist, in wait (a begin of a job that is gone or finished stops as `gone`). */
+const addJobs = (h: ReturnType<typeof harness>) =>
+  Promise.all(['J', 'K'].map((jobId) => h.engine.queue.add(ref.stage, {}, { jobId })));
 
 /**
  * A worker that dies (or freezes) mid-attempt leaves the stage's lock behind.
@@ -18,6 +22,7 @@ describe('a job redelivered after its worker died or froze', () => {
   it("10.6: waits while its earlier attempt's lock is live (no takeover), then runs once it expires", async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
+    await addJobs(h);
     // the crashed attempt of job J
     const first = await begin(store, 'J');
     expect(first.kind).toBe('locked');
@@ -37,6 +42,7 @@ describe('a job redelivered after its worker died or froze', () => {
   it('completes as cancelled when its crashed attempt was cancelled in flight', async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
+    await addJobs(h);
     const sid = stageId(ref);
     await begin(store, 'J');
     await h.engine.cancelActiveDispatch(ref);
@@ -44,6 +50,33 @@ describe('a job redelivered after its worker died or froze', () => {
     // the cancelled attempt's lock stays until it ends or expires: it may still be running
     expect(await h.redis.exists(store.keys.lock(sid))).toBe(1);
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('dispatch_in_flight');
+  });
+});
+
+describe('a worker that resumes with a job it no longer holds (frozen between fetch and begin)', () => {
+  it('its begin stops as gone, writing nothing, once the job was removed or finished elsewhere', async () => {
+    const h = harness({ lockMs: 60_000 });
+    const store = new DeferralStore(h.engine.queue);
+    const sid = stageId(ref);
+    // never there (removed by removeOnComplete, or by hand)
+    expect((await begin(store, 'J')).kind).toBe('gone');
+    // finished and kept: completed by another worker, whose fetch took it first
+    await h.engine.queue.add(ref.stage, {}, { jobId: 'K', removeOnComplete: false });
+    const other = new Worker(h.queueName, null, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: h.prefix,
+      autorun: false,
+    });
+    try {
+      const job = (await other.getNextJob('other-token', { block: false }))!;
+      expect(job.id).toBe('K');
+      await job.moveToCompleted('done elsewhere', 'other-token', false);
+      expect((await begin(store, 'K')).kind).toBe('gone');
+    } finally {
+      await other.close();
+    }
+    expect(await h.redis.exists(store.keys.lock(sid), `${h.prefix}:${h.queueName}:J`)).toBe(0);
+    expect(await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`)).toBeNull();
   });
 });
 

@@ -202,7 +202,10 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn')
+    -- the job is no longer this worker's to run: removed, or finished, since it was fetched (a
+    -- worker frozen past its job lock, whose job was redelivered and ended elsewhere meanwhile)
+    if not c[7] or c[8] then return {7} end
     if c[1] then return {4} end
     -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
     -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
@@ -285,6 +288,8 @@ local function release(L, sid, own, token, mode, me, chain)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
   if mode == 'h' and cancelled == 0 and own ~= '' then
+    -- a job removed while it ran (by hand) takes nothing: no one would run it again
+    if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
     local live = split(${licences('IDX', 'sid')})
     local old = {}
     if live ~= me and live ~= me .. '!' then

@@ -525,28 +525,36 @@ async function describeStages(
     for (const key of await redis.keys(`${base}${sid}@*`)) {
       if (key.endsWith(':logs') || key.endsWith(':lock')) continue;
       const id = key.slice(base.length);
-      const [state, failed] = await Promise.all([
-        redis
-          .zscore(`${base}delayed`, id)
-          .then(async (d) =>
-            d !== null
-              ? 'delayed'
-              : (await redis.lpos(`${base}wait`, id)) !== null
-                ? 'wait'
-                : (await redis.lpos(`${base}active`, id)) !== null
-                  ? 'active'
-                  : 'other',
-          ),
-        redis.hget(key, 'failedReason'),
+      const [state, fields] = await Promise.all([
+        jobState(redis, base, id),
+        redis.hmget(key, 'failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'),
       ]);
-      jobs.push(`${id}=${state}${failed ? `(${failed})` : ''}`);
+      const names = ['failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'];
+      const set = names.flatMap((n, i) => (fields[i] === null ? [] : [`${n}:${fields[i]}`]));
+      jobs.push(`${id}=${state}{${set.join(' ')}}`);
     }
     const log = await rec.lrange(`${R}:log:${sid}`, '0', '-1');
+    const exec = await rec.lrange(`${R}:exec:${sid}`, '0', '-1');
     out.push(
-      `${sid}: marker=${marker}/${pttl} lock=${lock} licences=${lic.join(',')} jobs=${jobs.join(',')} calls=${log.join(' ')}`,
+      `${sid}: marker=${marker}/${pttl} lock=${lock} licences=${lic.join(',')} jobs=${jobs.join(',')} calls=${log.join(' ')} exec=${exec.join(' ')}`,
     );
   }
+  if (sids.length > 0) {
+    out.push(`process stops (what|pid|seq): ${(await rec.lrange(`${R}:stops`, '0', '-1')).join(' ')}`);
+    out.push(`process deaths (pid|seq): ${(await rec.lrange(`${R}:deaths`, '0', '-1')).join(' ')}`);
+  }
   return out;
+}
+
+/** Where BullMQ holds job `id`: the set or list it is in, 'nowhere' if none. */
+async function jobState(redis: IORedis, base: string, id: string): Promise<string> {
+  for (const z of ['delayed', 'failed', 'completed', 'prioritized', 'waiting-children']) {
+    if ((await redis.zscore(`${base}${z}`, id)) !== null) return z;
+  }
+  for (const l of ['wait', 'active', 'paused']) {
+    if ((await redis.lpos(`${base}${l}`, id)) !== null) return l;
+  }
+  return 'nowhere';
 }
 
 /** Licence members marked `?` (failed for good) whose job does not exist. */

@@ -30,6 +30,12 @@ function capacityEngine(prefix: string, queueName: string, extra: Partial<Parame
   return { engine, calls: () => n };
 }
 
+/** Closes workers and engines in order, then drops the test's keys. */
+async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
+  for (const c of all) await c.close();
+  await dropPrefix(redis, prefix);
+}
+
 async function stateOf(engine: DispatchEngine, prefix: string, queueName: string, r: StageRef = ref) {
   const base = `${prefix}:${queueName}:`;
   const sid = sidOf(r);
@@ -398,11 +404,63 @@ describe('an attempt that outlived its lock (a stall) and then fails for good', 
       await stale.catch(() => undefined);
       expect(await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`)).toEqual([]);
     } finally {
-      await first.close();
-      await second.close();
-      await frozen.close();
-      await other.close();
-      await dropPrefix(redis, prefix);
+      await closeAll(prefix, first, second, frozen, other);
     }
   });
+});
+
+describe('a worker frozen between fetching its job and beginning it (a GC pause, a SIGSTOP)', () => {
+  // Found by the operations fleet test under load: the job was redelivered, deferred by another worker
+  // and removed; the frozen worker then began it, called the executor, and on a real failure took the
+  // stage's licence for a job that no longer existed (revoking the wake-up): the stage was lost.
+  for (const late of ['failure', 'dispatched'] as Outcome[]) {
+    it(`its late begin does nothing once the redelivered job finished (late answer: ${late})`, async () => {
+      const { prefix, queueName } = isolated();
+      const base = `${prefix}:${queueName}:`;
+      const { engine: other, calls: otherCalls } = capacityEngine(prefix, queueName);
+      let frozenCalls = 0;
+      const frozen = engineFor(prefix, queueName, {
+        executor: async () => {
+          frozenCalls += 1;
+          if (late === 'failure') throw new Error('down');
+          return answer('dispatched');
+        },
+        retry: { attempts: 3, backoff: { type: 'fixed', delay: 0 } },
+      });
+      const first = new ManualWorker(queueName, prefix);
+      const second = new ManualWorker(queueName, prefix);
+      try {
+        await other.enqueue(ref, {});
+        const taken = (await first.fetch())!;
+        // the first worker freezes before its begin: its job lock lapses, the stalled check redelivers the job
+        await redis.del(`${base}${taken.job.id}:lock`);
+        await second.stalledCheck(redis, prefix, queueName);
+        await second.stalledCheck(redis, prefix, queueName);
+        const again = await second.processNext(other);
+        expect(again).toMatchObject({ result: { reason: 'no_worker_available' } });
+        expect(otherCalls()).toBe(1);
+        // capacity returns: the window ends early, the wake-up is promoted (in the fleet, by wakeDeferred)
+        expect((await other.wakeDeferred()).woken).toEqual([ref]);
+        const deferred = await stateOf(other, prefix, queueName);
+        expect(deferred).toEqual({
+          marker: 0,
+          lock: 0,
+          licences: [expect.stringMatching(/@cap\./)],
+          jobs: deferred.licences,
+        });
+        // the frozen worker resumes and runs the job it fetched, with the token it no longer holds
+        // (BullMQ then refuses to move the job it no longer holds, as a Worker's loop would report)
+        await first.run(frozen, taken.job, taken.token).catch((e: Error) => expect(e.message).toMatch(/Missing key/));
+        expect(frozenCalls).toBe(0);
+        // the woken wake-up stands: its licence, its job; no hash made for the removed job
+        expect(await stateOf(other, prefix, queueName)).toEqual(deferred);
+        expect(await redis.exists(`${base}${taken.job.id}`)).toBe(0);
+        // and it carries the stage on: it runs, and its executor is asked
+        expect(await second.processNext(other)).toMatchObject({ result: { reason: 'no_worker_available' } });
+        expect(otherCalls()).toBe(2);
+      } finally {
+        await closeAll(prefix, first, second, frozen, other);
+      }
+    });
+  }
 });
