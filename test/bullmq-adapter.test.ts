@@ -206,10 +206,12 @@ describe('13.1: the adapter on the installed bullmq', () => {
     async (_, extra) => {
       const connection = new IORedis({ ...redisOptions(), ...extra });
       try {
-        const h = harness({ connection, windows: { capacitySeconds: 0.2, jitter: 0 } });
+        // the harness's 30 s window: the stage is still deferred when the test looks; wakeDeferred ends it
+        const h = harness({ connection });
         h.executor.script(image, notSent('no_worker_available'), SENT);
         expect(await h.engine.dispatchStage(image, {})).toMatchObject({ reason: 'no_worker_available' });
         expect(await h.engine.isStageDeferred(image)).toBe(true);
+        expect((await h.engine.wakeDeferred()).woken).toEqual([image]);
         h.engine.createWorker();
         await waitFor(() => h.executor.calls.length === 2, 'the wake-up to dispatch the stage');
         await waitFor(async () => !(await h.engine.isStageDeferred(image)), 'the deferral to end');

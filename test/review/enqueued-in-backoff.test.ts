@@ -47,12 +47,16 @@ describe('review: an enqueued job in its retry backoff and a host tick', () => {
   });
 
   it('a direct success while the enqueued job waits out its backoff: the stage is not dispatched a second time', async () => {
-    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 300 } } });
+    // a 60 s backoff: the direct call comes while the job waits it out, however slow the machine
+    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 60_000 } } });
     h.executor.script(image, new Error('down'), SENT, SENT);
-    await h.engine.enqueue(image, {});
+    const { jobId } = await h.engine.enqueue(image, {});
     const { failed, done } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'failed once, in backoff');
     expect((await h.engine.dispatchStage(image, {})).dispatched).toBe(true);
+    // the job's backoff ends now, if the job is still there to run again
+    const held = await h.engine.queue.getJob(jobId!);
+    if (held && (await held.isDelayed())) await held.promote();
     // "dispatched: true — done; nothing of the stage is left in Redis"
     await idle(h);
     expect(done.map((d) => d.result.dispatched)).not.toContain(true);
