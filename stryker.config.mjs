@@ -48,6 +48,8 @@ export const gateSuites = [
   'review/started-attempts',
   'review4/unrecoverable-by-name',
   'review4/connection',
+  // adapter.ts: addDeduplicated's hand-off of a stale deduplication key
+  'review4/stale-dedup',
   // the other quick in-process suites of the contract (71 tests, about 10 s together)
   'bullmq-adapter',
   'job-tied-lock',

@@ -44,6 +44,61 @@ describe('13.1: the supported BullMQ versions', () => {
       expect([v, isSupportedBullMQ(v)]).toEqual([v, false]);
   });
 
+  it('13.1: a version is read whole: multi-digit parts count, anything around or missing is refused', () => {
+    for (const v of ['6.0.10', '5.81.12', '5.100.0', '6.10.0']) expect([v, isSupportedBullMQ(v)]).toEqual([v, true]);
+    for (const v of [
+      'v6.0.0',
+      ' 6.0.0',
+      '6.0.0 ',
+      'bullmq:6.0.0',
+      '6.0',
+      '6.0.',
+      '6..0',
+      '.6.0.0',
+      '6.0.0.1',
+      '16.0.0',
+      '56.0.0',
+    ])
+      expect([v, isSupportedBullMQ(v)]).toEqual([v, false]);
+  });
+
+  it("13.1: a queue whose meta values cannot be read has no version (undefined), and one stored as 'bullmq:<version>' gives the version", () => {
+    const throwing = {
+      get metaValues(): never {
+        throw new Error('not ready');
+      },
+    };
+    expect(bullmqVersion(throwing as never)).toBeUndefined();
+    expect(bullmqVersion({ metaValues: { version: 'bullmq:6.7.0' } } as never)).toBe('6.7.0');
+    expect(bullmqVersion({ metaValues: { version: '5.81.0' } } as never)).toBe('5.81.0');
+    expect(bullmqVersion({ metaValues: { version: 6 } } as never)).toBeUndefined();
+    expect(bullmqVersion({} as never)).toBeUndefined();
+  });
+
+  it('13.1: the keyPrefix refusal says what to do instead, in full', () => {
+    expect(() => checkConnection({ ...redisOptions(), keyPrefix: 'kp:' })).toThrow(
+      new UnsupportedConnectionError(
+        'an ioredis connection with keyPrefix "kp:"',
+        "BullMQ does not support ioredis' keyPrefix: drop it and use the engine's `prefix` option (and the same " +
+          'on your Queues and Workers) instead',
+      ),
+    );
+    expect(() => checkConnection({ ...redisOptions(), keyPrefix: 'kp:' })).toThrow(
+      'The connection is an ioredis connection with keyPrefix "kp:"; BullMQ does not support ioredis\' keyPrefix: ' +
+        "drop it and use the engine's `prefix` option (and the same on your Queues and Workers) instead",
+    );
+    // a Cluster's keyPrefix sits in its redisOptions
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      redisOptions: { keyPrefix: 'c:' },
+    });
+    try {
+      expect(() => checkConnection(cluster)).toThrow(/keyPrefix "c:"/);
+    } finally {
+      cluster.disconnect();
+    }
+  });
+
   it('13.1: the package.json peer range is the one the start-up check enforces', () => {
     const manifest = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as Record<
       string,
