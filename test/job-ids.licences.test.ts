@@ -18,17 +18,14 @@ import {
   refOf,
   wakeUpJobId,
 } from '../src/job-data';
+import { thrown } from './helpers/thrown';
 
 const sid = 'book-1/ch-2/image';
 
 function thrownMessage(f: () => unknown): string {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InvalidJobDataError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a throw');
+  const e = thrown(f, InvalidJobDataError);
+  if (!e) throw new Error('expected a throw');
+  return e.message;
 }
 const chain = { capacity: 3, idempotent: 1, failures: 2 };
 const until = Date.UTC(2030, 0, 2, 3, 4, 5, 678);

@@ -8,6 +8,7 @@
 import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from '../src/errors';
 import { encodeStageKind } from '../src/stage-ref';
 import { checkJobOptions, dispatchJobData, parseJobData, wakeUpJobId, type JobIdentity } from '../src/job-data';
+import { thrown } from './helpers/thrown';
 
 const sid = 'book-1/ch-2/image';
 const ready = `${sid}@r.m1abc0k2x9`;
@@ -19,13 +20,7 @@ function job(id: string, opts: JobIdentity['opts'] = {}, data: JobIdentity['data
 
 /** The error `checkJobOptions` throws, or undefined. */
 function refusal(j: JobIdentity): InvalidJobOptionsError | undefined {
-  try {
-    checkJobOptions(j, sid);
-  } catch (e) {
-    expect(e).toBeInstanceOf(InvalidJobOptionsError);
-    return e as InvalidJobOptionsError;
-  }
-  return undefined;
+  return thrown(() => checkJobOptions(j, sid), InvalidJobOptionsError);
 }
 
 describe('13.3 / 14.2: checkJobOptions, the producer contract on a job', () => {
@@ -144,12 +139,7 @@ describe('13.3 / 14.2: parseJobData refuses malformed data of this version as ma
       5,
     ];
     for (const data of malformed) {
-      let error: unknown;
-      try {
-        parseJobData(data, 'j-3');
-      } catch (e) {
-        error = e;
-      }
+      const error = thrown(() => parseJobData(data, 'j-3'));
       expect({ data, error }).toEqual({ data, error: expect.any(InvalidJobDataError) });
       expect(error).not.toBeInstanceOf(UnsupportedJobVersionError);
       expect((error as Error).message).toMatch(/^Malformed dispatch job j-3: /);
