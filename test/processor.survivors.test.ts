@@ -1,8 +1,8 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { promote } from '../src/bullmq/adapter';
-import { harness, notSent, type Harness } from './helpers/engine';
-import { watch } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { harness, notSent, SENT, type Harness } from './helpers/engine';
+import { fetchBy, heldExecutor, watch } from './helpers/jobs';
+import { onCluster, waitFor } from './helpers/redis';
 
 /**
  * Issue 14, item 2: behaviours of src/bullmq/processor.ts that mutants of it
@@ -96,4 +96,32 @@ describe('processor: the context a job dispatches with', () => {
     await waitFor(() => done.length === 1, 'the job completed');
     expect(h.executor.calls.map((c) => c.force)).toEqual([false]);
   });
+});
+
+describe("line 95: a job's stage lock is tied to BullMQ's lock of that job (the processor hands over its token)", () => {
+  (onCluster ? it.skip : it)(
+    '12: once BullMQ finishes the job while its executor still runs, the stage is no longer in flight for another host',
+    async () => {
+      const held = heldExecutor(SENT);
+      const h = harness({ executor: held.executor });
+      const other = harness({}, { prefix: h.prefix, queueName: h.queueName });
+      other.executor.script(image, SENT);
+      await h.engine.enqueue(image, {});
+      const job = await fetchBy(h, 'bull-1');
+      const running = h.engine.processor(job, 'bull-1').catch((e: Error) => e);
+      try {
+        await held.running;
+        expect((await other.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
+        // BullMQ fails the job for good with the worker's own token (its lock deleted, finishedOn set)
+        const live = (await h.engine.queue.getJob(job.id!))!;
+        await live.moveToFailed(new UnrecoverableError('ended by BullMQ'), 'bull-1');
+        expect(await live.getState()).toBe('failed');
+        // the tied lock died with it: another host's call goes through at once (a plain lock would live on)
+        expect((await other.engine.dispatchStage(image, {})).dispatched).toBe(true);
+      } finally {
+        held.release();
+        await running;
+      }
+    },
+  );
 });
