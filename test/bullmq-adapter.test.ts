@@ -11,7 +11,14 @@ import {
   UnsupportedConnectionError,
   type DispatchEngineOptions,
 } from '../src';
-import { bullmqVersion, checkConnection, isSupportedBullMQ, promote, redisClient } from '../src/bullmq/adapter';
+import {
+  bullmqVersion,
+  checkConnection,
+  checkQueue,
+  isSupportedBullMQ,
+  promote,
+  redisClient,
+} from '../src/bullmq/adapter';
 import { harness, notSent, SENT } from './helpers/engine';
 import { client, closeClients, isolated, keysUnder, onCluster, redisOptions, waitFor } from './helpers/redis';
 
@@ -73,6 +80,31 @@ describe('13.1: the supported BullMQ versions', () => {
     expect(bullmqVersion({ metaValues: { version: '5.81.0' } } as never)).toBe('5.81.0');
     expect(bullmqVersion({ metaValues: { version: 6 } } as never)).toBeUndefined();
     expect(bullmqVersion({} as never)).toBeUndefined();
+  });
+
+  it('13.1: a client is told apart by all of its methods, not some: a partial shape is options, or not ioredis', () => {
+    const client = { connect() {}, disconnect() {}, duplicate() {} };
+    // options that happen to carry one client method are still options
+    expect(() => checkConnection({ ...redisOptions(), connect() {} })).not.toThrow();
+    // a client with only some of ioredis' own methods is not ioredis
+    expect(() => checkConnection({ ...client, defineCommand() {} })).toThrow(/a client that is not ioredis/);
+    expect(() => checkConnection({ ...client, defineCommand() {}, pipeline() {}, multi() {} })).not.toThrow();
+    // node-redis needs sendCommand and isOpen/isReady; Bun's client send and connected: one alone is another client
+    expect(() => checkConnection({ ...client, sendCommand() {} })).toThrow(/a client that is not ioredis/);
+    expect(() => checkConnection({ ...client, isOpen: true })).toThrow(/a client that is not ioredis/);
+    expect(() => checkConnection({ ...client, sendCommand() {}, isReady: true })).toThrow(/is a node-redis client;/);
+    expect(() => checkConnection({ ...client, send() {} })).toThrow(/a client that is not ioredis/);
+    expect(() => checkConnection({ ...client, connected: true })).toThrow(/a client that is not ioredis/);
+  });
+
+  it('13.1: a queue on a backend with no constructor name is refused as a non-Redis backend', () => {
+    const queue = { metaValues: { version: `bullmq:${installed}` }, getBackend: () => Object.create(null) as object };
+    expect(() => checkQueue(queue as never)).toThrow(
+      expect.objectContaining({
+        code: 'UNSUPPORTED_CONNECTION',
+        message: expect.stringMatching(/^The connection is a BullMQ non-Redis backend;/),
+      }),
+    );
   });
 
   it('13.1: the keyPrefix refusal says what to do instead, in full', () => {

@@ -54,7 +54,7 @@ describe('a job redelivered after its worker died or froze', () => {
 });
 
 describe('a worker that resumes with a job it no longer holds (frozen between fetch and begin)', () => {
-  it('its begin stops as gone, writing nothing, once the job was removed or finished elsewhere', async () => {
+  it('its begin stops as gone, writing nothing, once the job was removed or finished elsewhere (a caller without a BullMQ token: only once removed)', async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
     const sid = stageId(ref);
@@ -71,7 +71,16 @@ describe('a worker that resumes with a job it no longer holds (frozen between fe
       const job = (await other.getNextJob('other-token', { block: false }))!;
       expect(job.id).toBe('K');
       await job.moveToCompleted('done elsewhere', 'other-token', false);
-      expect((await begin(store, 'K')).kind).toBe('gone');
+      // the frozen worker's begin, with the BullMQ token it was handed before the other fetch
+      const late = await store.begin({
+        sid,
+        ownJobId: 'K',
+        lockMs: 60_000,
+        wakeUp: false,
+        skewToleranceMs: 1000,
+        bullToken: 'frozen-token',
+      });
+      expect(late.kind).toBe('gone');
     } finally {
       await other.close();
     }

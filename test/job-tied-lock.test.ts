@@ -65,13 +65,16 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     expect((await store.probe(sid)).kind).toBe('in_flight');
   });
 
-  it('12: a worker that no longer holds the job’s BullMQ lock takes a plain lock (released as before)', async () => {
+  it('12: a worker that no longer holds the job’s BullMQ lock stops as gone and writes nothing (BullMQ would refuse its completion; the redelivery runs the job)', async () => {
     const { h, id, store, lapse } = await fetched();
-    const r = await begin(store, id, 'someone-else');
-    expect(r).toMatchObject({ kind: 'locked', lazyRelease: false });
-    expect((await h.redis.get(store.keys.lock(sid)))!.split('\n')).toHaveLength(2);
+    const fence = await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`);
+    // the lock another worker holds (a redelivery), or none (lapsed)
+    expect(await begin(store, id, 'someone-else')).toEqual({ kind: 'gone' });
     await lapse();
-    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect(await begin(store, id, 'bull-1')).toEqual({ kind: 'gone' });
+    expect(await h.redis.exists(store.keys.lock(sid))).toBe(0);
+    expect(await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`)).toBe(fence);
+    expect((await store.probe(sid)).kind).not.toBe('in_flight');
   });
 
   it("10.6 / 12: a worker that stalls (BullMQ's lock of the job lapses, the job unfinished) keeps the stage for its lock's own TTL: the redelivered job waits, another attempt finds it in flight", async () => {
@@ -80,6 +83,7 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     expect(first).toMatchObject({ kind: 'locked' });
     await lapse();
     // BullMQ redelivers the job to another worker (token bull-2): it finds the stage in flight
+    await h.redis.set(`${h.prefix}:${h.queueName}:${id}:lock`, 'bull-2');
     expect(await begin(store, id, 'bull-2')).toEqual({ kind: 'in_flight' });
     expect((await store.probe(sid)).kind).toBe('in_flight');
     expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');

@@ -202,10 +202,16 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn')
-    -- the job is no longer this worker's to run: removed, or finished, since it was fetched (a
-    -- worker frozen past its job lock, whose job was redelivered and ended elsewhere meanwhile)
-    if not c[7] or c[8] then return {7} end
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp')
+    -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
+    -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
+    -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
+    -- a caller without BullMQ's token, its hash is gone
+    if bull ~= '' then
+      if redis.call('GET', BASE .. own .. ':lock') ~= bull then return {7} end
+    elseif not c[7] then
+      return {7}
+    end
     if c[1] then return {4} end
     -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
     -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
@@ -251,9 +257,8 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
   fence = string.format('%.0f', fence)
   redis.call('SET', F, fence)
-  -- tied to the job's BullMQ lock only while that lock is the worker's (a worker that lost it
-  -- already takes a plain lock, as before)
-  local tied = own ~= '' and bull ~= '' and redis.call('GET', BASE .. own .. ':lock') == bull
+  -- tied to the job's BullMQ lock when the worker gave its token (checked above: it holds that lock)
+  local tied = own ~= '' and bull ~= ''
   if tied then
     redis.call('SET', L, own .. '\\n' .. fence .. '\\n' .. bull, 'PX', lockMs)
   else
@@ -522,9 +527,10 @@ return 1
 /**
  * retried: count a real failure the engine retries itself (BullMQ's own
  * attempts are used up, the chain's budget is not: a retry by hand).
- * KEYS: 1 J   Returns the new count.
+ * KEYS: 1 J   Returns the new count (0 for a job removed meanwhile: no hash is made for it).
  */
-export const RETRIED = `return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
+export const RETRIED = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
 
 /**
  * permissions: run once per connection before anything else, so a Redis ACL

@@ -16,19 +16,26 @@ const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
 
 /** Redis state of one stage: marker, lock, licences, and its queued/active jobs. */
 // Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
-/** An engine whose executor always answers capacity (60 s windows, no jitter), and its call count. */
-function capacityEngine(prefix: string, queueName: string, extra: Partial<Parameters<typeof engineFor>[2]> = {}) {
+/** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
+function countingEngine(
+  prefix: string,
+  queueName: string,
+  outcome: Outcome,
+  extra: Partial<Parameters<typeof engineFor>[2]> = {},
+) {
   let n = 0;
   const engine = engineFor(prefix, queueName, {
     executor: async () => {
       n += 1;
-      return answer('capacity');
+      return answer(outcome);
     },
     windows: { capacitySeconds: 60, jitter: 0 },
     ...extra,
   });
   return { engine, calls: () => n };
 }
+const capacityEngine = (prefix: string, queueName: string, extra: Partial<Parameters<typeof engineFor>[2]> = {}) =>
+  countingEngine(prefix, queueName, 'capacity', extra);
 
 /** Closes workers and engines in order, then drops the test's keys. */
 async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
@@ -409,6 +416,20 @@ describe('an attempt that outlived its lock (a stall) and then fails for good', 
   });
 });
 
+/**
+ * The stage's job is enqueued and fetched by `first`, which then freezes before its begin: its
+ * BullMQ lock lapses, and `second`'s stalled check puts the job back in wait. Returns what `first` holds.
+ */
+async function frozenAfterFetch(engine: DispatchEngine, first: ManualWorker, second: ManualWorker) {
+  const [prefix, name] = [engine.queue.opts.prefix!, engine.queue.name];
+  await engine.enqueue(ref, {});
+  const taken = (await first.fetch())!;
+  await redis.del(`${prefix}:${name}:${taken.job.id}:lock`);
+  await second.stalledCheck(redis, prefix, name);
+  await second.stalledCheck(redis, prefix, name);
+  return taken;
+}
+
 describe('a worker frozen between fetching its job and beginning it (a GC pause, a SIGSTOP)', () => {
   // Found by the operations fleet test under load: the job was redelivered, deferred by another worker
   // and removed; the frozen worker then began it, called the executor, and on a real failure took the
@@ -430,12 +451,7 @@ describe('a worker frozen between fetching its job and beginning it (a GC pause,
       const first = new ManualWorker(queueName, prefix);
       const second = new ManualWorker(queueName, prefix);
       try {
-        await other.enqueue(ref, {});
-        const taken = (await first.fetch())!;
-        // the first worker freezes before its begin: its job lock lapses, the stalled check redelivers the job
-        await redis.del(`${base}${taken.job.id}:lock`);
-        await second.stalledCheck(redis, prefix, queueName);
-        await second.stalledCheck(redis, prefix, queueName);
+        const taken = await frozenAfterFetch(other, first, second);
         const again = await second.processNext(other);
         expect(again).toMatchObject({ result: { reason: 'no_worker_available' } });
         expect(otherCalls()).toBe(1);
@@ -463,4 +479,52 @@ describe('a worker frozen between fetching its job and beginning it (a GC pause,
       }
     });
   }
+
+  // Found by the review of the fix above: the same freeze, but the redelivered job has not run yet
+  it('its late begin does nothing while the redelivered job waits: the stage is dispatched once, by the redelivery', async () => {
+    const { prefix, queueName } = isolated();
+    const { engine, calls } = countingEngine(prefix, queueName, 'dispatched');
+    const first = new ManualWorker(queueName, prefix);
+    const second = new ManualWorker(queueName, prefix);
+    try {
+      const taken = await frozenAfterFetch(engine, first, second);
+      // the frozen worker resumes first: BullMQ's lock of its job is gone, the job waits for another
+      await first.run(engine, taken.job, taken.token).catch((e: Error) => expect(e.message).toMatch(/Missing lock/));
+      expect(calls()).toBe(0);
+      const again = await second.processNext(engine);
+      expect(again).toMatchObject({ job: { id: taken.job.id }, result: { dispatched: true } });
+      expect(calls()).toBe(1);
+    } finally {
+      await closeAll(prefix, first, second, engine);
+    }
+  });
+});
+
+describe('a job that runs holding its BullMQ lock while its hash still has finishedOn', () => {
+  // BullMQ's keepLastIfActive re-queue stores the next job over a finished hash of the same id
+  // without clearing finishedOn: the worker holding the lock must run it (not re-delay it for ever)
+  it('is dispatched', async () => {
+    const { prefix, queueName } = isolated();
+    const { engine, calls } = countingEngine(prefix, queueName, 'dispatched', { inFlightRetryMs: 10 });
+    const w = new ManualWorker(queueName, prefix);
+    const data = (stage: string) => ({ v: 1, scope: ['book', 'ch'], stage, payload: {} });
+    const dedup = { id: 'dd', keepLastIfActive: true, replace: true } as never;
+    try {
+      const q = engine.queue;
+      await q.add('a', data('a'), { jobId: 'A', deduplication: dedup });
+      const a = (await w.fetch())!;
+      await q.add('x', data('x'), { jobId: 'X', deduplication: dedup }); // kept as A's next job
+      await q.add('x', data('x'), { jobId: 'X', removeOnComplete: false }); // X added by hand meanwhile
+      expect(await w.processNext(engine)).toMatchObject({ job: { id: 'X' }, result: { dispatched: true } });
+      await w.run(engine, a.job, a.token); // A completes: BullMQ re-queues X over its completed hash
+      expect(calls()).toBe(2);
+      expect(await redis.hget(`${prefix}:${queueName}:X`, 'finishedOn')).not.toBeNull();
+      await waitFor(async () => {
+        await w.processNext(engine);
+        return calls() === 3;
+      }, 'the re-queued X dispatched');
+    } finally {
+      await closeAll(prefix, w, engine);
+    }
+  });
 });
