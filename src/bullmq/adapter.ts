@@ -40,7 +40,6 @@ export function bullmqVersion(queue: Queue): string | undefined {
   try {
     const v = (queue as unknown as { metaValues?: Record<string, unknown> }).metaValues?.version;
     return typeof v === 'string' ? v.slice(v.lastIndexOf(':') + 1) : undefined;
-    // Stryker disable next-line BlockStatement: equivalent: an emptied catch returns undefined too
   } catch {
     return undefined;
   }
