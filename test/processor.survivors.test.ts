@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { promote } from '../src/bullmq/adapter';
 import { harness, notSent, SENT, type Harness } from './helpers/engine';
-import { fetchBy, heldExecutor, watch } from './helpers/jobs';
+import { fast, fetchBy, heldExecutor, watch } from './helpers/jobs';
 import { onCluster, waitFor } from './helpers/redis';
 
 /**
@@ -124,4 +124,36 @@ describe("line 95: a job's stage lock is tied to BullMQ's lock of that job (the 
       }
     },
   );
+});
+
+describe('lines 124 and 132: which budget ends a real failure', () => {
+  it("124: a real failure at the Worker's last allowed start fails the job then, with the executor's error (not BullMQ's 'started more than allowable limit' at the next fetch)", async () => {
+    const h = harness({ retry: { attempts: 5, backoff: fast } });
+    h.executor.script(image, new Error('down #1'), new Error('down #2'), SENT);
+    await h.engine.enqueue(image, {});
+    const { failed } = watch(h.engine.createWorker({ maxStartedAttempts: 2 }));
+    await waitFor(() => failed.length === 2, 'two failures');
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    expect(job).toBeDefined();
+    expect({ reason: job!.failedReason, calls: h.executor.callsFor(image) }).toEqual({ reason: 'down #2', calls: 2 });
+    // the engine ends it itself, as its last failure: unrecoverable, the executor's error its cause
+    // (BullMQ 6 would also stop retrying there, but with the plain error)
+    expect(failed.map((f) => f.error.name)).toEqual(['Error', 'UnrecoverableError']);
+    expect((failed[1]!.error as Error & { cause?: Error }).cause?.message).toBe('down #2');
+  });
+
+  it('132: after a retry by hand (attempts kept) of a job that failed for good early, BullMQ’s count reaching the budget does not end a chain that has failures left: the engine retries it', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: fast } });
+    // an UnrecoverableError ends the job at BullMQ's count 1; after the retry by hand the chain has 3 again
+    h.executor.script(image, new UnrecoverableError('refused'), new Error('down #1'), new Error('down #2'), SENT);
+    await h.engine.enqueue(image, {});
+    const { done, failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'failed for good');
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    await job!.retry('failed');
+    await waitFor(() => done.length === 1, 'the retried job ends');
+    // its 2nd failure comes at BullMQ's count 2 (+1 = the job's attempts): the engine delays it itself
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.callsFor(image)).toBe(4);
+  });
 });
