@@ -14,6 +14,7 @@ export interface Attempt {
     | 'suppressed'
     | 'in_flight'
     | 'lost'
+    | 'gone'
     | 'early'
     | 'stale'
     | 'superseded'
@@ -205,8 +206,9 @@ export class Dispatcher<P> {
       case 'superseded':
         return plain('superseded', 'superseded', false);
       case 'gone':
-        // its worker lost the job (BullMQ's lock lapsed, the job ended elsewhere): nothing to do
-        return plain('lost', 'dispatch_lock_lost', true);
+        // its worker no longer holds the job (BullMQ's lock of it lapsed: it was, or will be,
+        // redelivered): nothing began, nothing to undo
+        return plain('gone', 'dispatch_lock_lost', true);
       case 'early': {
         // Stryker disable next-line StringLiteral,BooleanLiteral,ObjectLiteral: equivalent: an early wake-up is only delayed again by waitMs (all the processor reads of it); no caller sees this result
         const early = plain('early', 'deferred_capacity', true, { deferred: true });

@@ -8,7 +8,7 @@ const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
 const begin = (store: DeferralStore, ownJobId: string, lockMs = 60_000) =>
   store.begin({ sid: stageId(ref), ownJobId, lockMs, wakeUp: false, skewToleranceMs: 1000 });
-/** Jobs J and K exist, in wait (a begin of a job that is gone or finished stops as `gone`). */
+/** Jobs J and K exist, in wait (a token-less begin of a job that is gone or finished stops as `gone`). */
 const addJobs = (h: ReturnType<typeof harness>) =>
   Promise.all(['J', 'K'].map((jobId) => h.engine.queue.add(ref.stage, {}, { jobId })));
 
@@ -54,7 +54,7 @@ describe('a job redelivered after its worker died or froze', () => {
 });
 
 describe('a worker that resumes with a job it no longer holds (frozen between fetch and begin)', () => {
-  it('its begin stops as gone, writing nothing, once the job was removed or finished elsewhere (a caller without a BullMQ token: only once removed)', async () => {
+  it('its begin stops as gone, writing nothing, once the job was removed or finished elsewhere (with or without a BullMQ token)', async () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
     const sid = stageId(ref);
@@ -81,6 +81,8 @@ describe('a worker that resumes with a job it no longer holds (frozen between fe
         bullToken: 'frozen-token',
       });
       expect(late.kind).toBe('gone');
+      // and a caller that gave no token (it cannot say whose the lock is): the job has finished
+      expect((await begin(store, 'K')).kind).toBe('gone');
     } finally {
       await other.close();
     }

@@ -1,7 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { promote } from '../src/bullmq/adapter';
-import { harness, notSent, SENT, type Harness } from './helpers/engine';
-import { fast, fetchBy, heldExecutor, watch } from './helpers/jobs';
+import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
+import { fast, fetchBy, heldExecutor, latch, watch } from './helpers/jobs';
 import { onCluster, waitFor } from './helpers/redis';
 
 /**
@@ -155,5 +155,62 @@ describe('lines 124 and 132: which budget ends a real failure', () => {
     // its 2nd failure comes at BullMQ's count 2 (+1 = the job's attempts): the engine delays it itself
     expect(done[0]!.result).toMatchObject({ dispatched: true });
     expect(h.executor.callsFor(image)).toBe(4);
+  });
+});
+
+describe("the processor and BullMQ's lock of the job", () => {
+  it('12: a worker whose BullMQ lock of the job lapsed before its dispatch began begins nothing: DelayedError, the job left active for BullMQ, nothing written', async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const job = await fetchBy(h, 'bull-1');
+    await h.redis.del(`${h.prefix}:${h.queueName}:${job.id!}:lock`);
+    const before = await snapshot(h.redis, h.prefix);
+    await expect(h.engine.processor(job, 'bull-1')).rejects.toMatchObject({ name: 'DelayedError' });
+    expect(h.executor.callsFor(image)).toBe(0);
+    expect(await h.engine.queue.getJobState(job.id!)).toBe('active');
+    expectUnwritten(before, await snapshot(h.redis, h.prefix));
+  });
+
+  it("12: BullMQ's token '0' (no lock: BullMQ's scripts check none) is a job without a token, and the job is dispatched", async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const job = await fetchBy(h, '0');
+    expect(await h.redis.exists(`${h.prefix}:${h.queueName}:${job.id!}:lock`)).toBe(0);
+    expect(await h.engine.processor(job, '0')).toMatchObject({ dispatched: true });
+    expect(h.executor.callsFor(image)).toBe(1);
+  });
+});
+
+describe('a job whose hash is deleted by hand while its executor runs', () => {
+  it('14: its real failure makes no hash for it again (the release sets no chain on it, the engine counts no retry on it)', async () => {
+    const entered = latch();
+    const fail = latch();
+    let calls = 0;
+    const h = harness({
+      retry: { attempts: 2, backoff: fast },
+      executor: async () => {
+        calls += 1;
+        if (calls === 3) {
+          entered.open();
+          await fail.opened;
+        }
+        throw new Error(`down #${calls}`);
+      },
+    });
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 2, 'failed for good (2 of 2)');
+    const [job] = await h.engine.queue.getJobs(['failed']);
+    // retried by hand, attempts kept: BullMQ's count is spent, the chain's is not, so the engine retries it itself
+    await job!.retry('failed');
+    await entered.opened;
+    const key = `${h.prefix}:${h.queueName}:${job!.id!}`;
+    await h.redis.del(key); // an operator's DEL in redis-cli (BullMQ will not remove a locked job)
+    const errors: Error[] = [];
+    worker.on('error', (e) => errors.push(e));
+    fail.open();
+    await waitFor(() => errors.length > 0, "BullMQ's refusal to move the deleted job");
+    expect(await h.redis.exists(key)).toBe(0);
   });
 });

@@ -42,6 +42,9 @@ function backoffMs(backoff: JobContext['backoff'], n: number): number {
  * - in flight elsewhere, the lock expired before the deferral was recorded, a
  *   wake-up promoted early by a clock ahead of Redis', or the engine closing:
  *   the job is delayed (no attempt used) and tries again.
+ * - the worker no longer holds BullMQ's lock of the job (it froze past its
+ *   lock before the dispatch began: the job was, or will be, redelivered):
+ *   nothing is begun, and a `DelayedError` leaves the job to BullMQ's stalled check.
  * - a real failure: thrown, so BullMQ's attempts and backoff apply, counted
  *   across the stage's chain (the job's own `attempts`); the last one is
  *   unrecoverable. A job retried by hand gets a fresh budget: when BullMQ's
@@ -92,7 +95,8 @@ export function createProcessor<P>(
       isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
-      ...(token ? { bullToken: token } : {}),
+      // BullMQ's token '0' means "no lock" (its scripts then check none)
+      ...(token && token !== '0' ? { bullToken: token } : {}),
     };
     let attempt;
     try {
@@ -105,6 +109,10 @@ export function createProcessor<P>(
       case 'in_flight':
       case 'lost':
         return later(opts.inFlightRetryMs);
+      case 'gone':
+        // this worker no longer holds the job: BullMQ would refuse any move of it, and its stalled
+        // check hands the job on (DelayedError: BullMQ's Worker leaves the job where it is, quietly)
+        throw new DelayedError();
       case 'early':
         return later(attempt.waitMs ?? 0);
       case 'interrupted':

@@ -202,14 +202,14 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
-    -- a caller without BullMQ's token, its hash is gone
+    -- a caller without BullMQ's token, its hash is gone or finished
     if bull ~= '' then
       if redis.call('GET', BASE .. own .. ':lock') ~= bull then return {7} end
-    elseif not c[7] then
+    elseif not c[7] or c[8] then
       return {7}
     end
     if c[1] then return {4} end
