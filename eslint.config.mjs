@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/', 'coverage/', 'node_modules/', 'test/artifacts/', 'bench/results/', '.stryker-tmp/', 'reports/'],
+    ignores: ['dist/', 'coverage/', 'node_modules/', 'test/artifacts/', 'bench/results/', '.stryker-tmp*/', 'reports/'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
