@@ -1,8 +1,8 @@
-import { UnrecoverableError, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, type Job } from 'bullmq';
 import { promote } from '../src/bullmq/adapter';
 import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
 import { fast, fetchBy, heldExecutor, latch, watch } from './helpers/jobs';
-import { onCluster, waitFor } from './helpers/redis';
+import { client, onCluster, waitFor } from './helpers/redis';
 
 /**
  * Issue 14, item 2: behaviours of src/bullmq/processor.ts that mutants of it
@@ -212,5 +212,24 @@ describe('a job whose hash is deleted by hand while its executor runs', () => {
     fail.open();
     await waitFor(() => errors.length > 0, "BullMQ's refusal to move the deleted job");
     expect(await h.redis.exists(key)).toBe(0);
+  });
+});
+
+describe('line 72: a closed engine refuses every job without spending an attempt', () => {
+  it('a job whose data is malformed is re-delayed too, not failed for good (the check runs on the next worker)', async () => {
+    const h = harness();
+    await h.engine.queue.add('image', { v: 1, scope: 'not-a-list', stage: 'image' });
+    const fetched = await fetchBy(h, 'bull-1');
+    await h.engine.close();
+    // the job as a user's own Worker holds it (on a queue of its own: the engine's is closed)
+    const queue = new Queue(h.queueName, { connection: client(), prefix: h.prefix });
+    try {
+      const job = (await queue.getJob(fetched.id!))!;
+      await expect(h.engine.processor(job, 'bull-1')).rejects.toMatchObject({ name: 'DelayedError' });
+      expect(await job.getState()).toBe('delayed');
+      expect(h.executor.calls).toEqual([]);
+    } finally {
+      await queue.close();
+    }
   });
 });

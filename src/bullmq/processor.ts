@@ -71,6 +71,7 @@ export function createProcessor<P>(
     // fetching); they run on the next worker
     if (dispatcher.closed) return later(opts.inFlightRetryMs);
     const from = (job as { queueQualifiedName?: string }).queueQualifiedName;
+    // Stryker disable next-line ConditionalExpression: equivalent for BullMQ's jobs: every Job BullMQ makes has queueQualifiedName (only a hand-made object lacks it)
     if (from !== undefined && from !== store.queue.qualifiedName) {
       throw terminal(
         new InvalidOptionsError(
@@ -102,6 +103,7 @@ export function createProcessor<P>(
     try {
       attempt = await dispatcher.attempt(ref, sid, data.payload as P, { buildId: data.buildId, force: false }, ctx);
     } catch (error) {
+      // Stryker disable next-line ConditionalExpression: not reachable by a test: the closed check above runs first, and close() waits for running attempts before it closes their connection, so an attempt does not fail because of the close; kept as a guard
       if (dispatcher.closed) return later(opts.inFlightRetryMs);
       throw error;
     }
@@ -119,12 +121,14 @@ export function createProcessor<P>(
         return later(0);
       case 'limit':
         await store.markFailed(sid, id);
+        // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
         throw terminal(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
         const error =
           attempt.error instanceof Error
             ? attempt.error
-            : new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
+            : // Stryker disable next-line StringLiteral: equivalent: a real failure without an error always carries its outcome's reason
+              new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
         // a Worker's maxStartedAttempts also ends the job (each wait in flight counts as a start)
         const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
@@ -139,11 +143,13 @@ export function createProcessor<P>(
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
         if (job.attemptsMade + 1 < ctx.attempts) throw error;
         await store.countRetried(id);
+        // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
         await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
         return later(backoffMs(ctx.backoff, spent));
       }
       default:
         // a job added by hand may be kept once completed: a retry by hand of it then starts afresh
+        // Stryker disable next-line ConditionalExpression,LogicalOperator,MethodExpression: equivalent where they widen which jobs are marked: the engine's own jobs (ids `<stage id>@…`) and removeOnComplete: true jobs are removed once completed, so the mark is never read (the narrowing ones, killed by review/retry-completed, go with them)
         if (!id.startsWith(`${sid}@`) && job.opts.removeOnComplete !== true) await store.markFinished(id);
         return attempt.result;
     }

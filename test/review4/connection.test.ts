@@ -107,6 +107,12 @@ describe("13 review: engine.processor on a user's own Worker", () => {
           code: expect.any(String),
           message: expect.stringContaining(`${h.prefix}:${h.queueName}`),
         });
+        // and says what to do, in full
+        expect(failed[0]!.error.message).toBe(
+          `Dispatch job ${failed[0]!.id} comes from queue ${other}:${h.queueName}, but this engine's queue is ` +
+            `${h.prefix}:${h.queueName}: run engine.processor on a Worker with the engine's queueName and prefix ` +
+            '(or use engine.createWorker()), where its deferrals and wake-ups are',
+        );
         expect(h.executor.calls).toEqual([]);
       } finally {
         await worker.close();
