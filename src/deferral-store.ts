@@ -20,7 +20,7 @@ export type BeginOutcome =
   | { kind: 'cancelled' }
   | { kind: 'early'; remainingMs: number }
   | { kind: 'superseded' }
-  /** The job was removed or finished since its worker fetched it: that worker lost it. */
+  /** The worker no longer holds BullMQ's lock of the job (without a token: the job is gone or finished). */
   | { kind: 'gone' }
   | {
       kind: 'locked';

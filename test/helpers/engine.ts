@@ -181,12 +181,14 @@ export async function teardown(): Promise<void> {
 export async function snapshot(redis: IORedis, prefix: string): Promise<Map<string, { dump: string; pttl: number }>> {
   const out = new Map<string, { dump: string; pttl: number }>();
   for (const key of await keysUnder(redis, prefix)) {
-    const [type, dump, pttl] = await Promise.all([redis.type(key), redis.dumpBuffer(key), redis.pttl(key)]);
+    const [type, pttl] = await Promise.all([redis.type(key), redis.pttl(key)]);
     // a hash too large for a listpack is a hash table, whose DUMP order a mere read can change
     // (an incremental rehash step): compare its fields, sorted
-    const fields =
-      type === 'hash' ? Object.entries(await redis.hgetall(key)).sort(([a], [b]) => (a < b ? -1 : 1)) : null;
-    out.set(key, { dump: fields ? JSON.stringify(fields) : dump ? dump.toString('hex') : '', pttl });
+    const dump =
+      type === 'hash'
+        ? JSON.stringify(Object.entries(await redis.hgetall(key)).sort(([a], [b]) => (a < b ? -1 : 1)))
+        : ((await redis.dumpBuffer(key))?.toString('hex') ?? '');
+    out.set(key, { dump, pttl });
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import { redisOptions } from './redis';
+import { client } from './redis';
 
 /** Completed and failed jobs of a worker, as they happen. */
 export function watch(worker: Worker) {
@@ -51,8 +51,10 @@ export async function fetchBy(
   token: string,
   lockDuration = 30_000,
 ): Promise<Job> {
+  // a shared client (a Cluster on a cluster run; closed by closeClients()): the returned job can
+  // still be moved (completed, failed, delayed) once this Worker is closed
   const w = new Worker(q.queueName, null, {
-    connection: { ...redisOptions(), maxRetriesPerRequest: null } as never,
+    connection: client({ maxRetriesPerRequest: null }),
     prefix: q.prefix,
     autorun: false,
     lockDuration,

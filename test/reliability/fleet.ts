@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import IORedis from 'ioredis';
+import type { Queue } from 'bullmq';
 import { createDispatchEngine, type DispatchEngine } from '../../src/engine';
 import { stageId, stageIdOfJobId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
@@ -483,7 +484,7 @@ export async function runFleet(
     report.retriesByHand = retriesByHand;
     report.closes = fleet.closes;
     report.stalls = fleet.stalls;
-    report.lostDetail = await describeStages(engineRedis, fleet.rec, base, R, [
+    report.lostDetail = await describeStages(engine.queue, engineRedis, fleet.rec, base, R, [
       ...report.lost.slice(0, 5),
       ...report.duplicatedUnexplained.slice(0, 3),
     ]);
@@ -508,7 +509,11 @@ export async function runFleet(
   }
 }
 
+/** The job hash fields a lost stage's report shows (BullMQ's and the engine's). */
+const JOB_FIELDS = ['failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'];
+
 async function describeStages(
+  queue: Queue,
   redis: IORedis,
   rec: IORedis,
   base: string,
@@ -525,12 +530,8 @@ async function describeStages(
     for (const key of await redis.keys(`${base}${sid}@*`)) {
       if (key.endsWith(':logs') || key.endsWith(':lock')) continue;
       const id = key.slice(base.length);
-      const [state, fields] = await Promise.all([
-        jobState(redis, base, id),
-        redis.hmget(key, 'failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'),
-      ]);
-      const names = ['failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'];
-      const set = names.flatMap((n, i) => (fields[i] === null ? [] : [`${n}:${fields[i]}`]));
+      const [state, fields] = await Promise.all([queue.getJobState(id), redis.hmget(key, ...JOB_FIELDS)]);
+      const set = JOB_FIELDS.flatMap((n, i) => (fields[i] === null ? [] : [`${n}:${fields[i]}`]));
       jobs.push(`${id}=${state}{${set.join(' ')}}`);
     }
     const log = await rec.lrange(`${R}:log:${sid}`, '0', '-1');
@@ -544,17 +545,6 @@ async function describeStages(
     out.push(`process deaths (pid|seq): ${(await rec.lrange(`${R}:deaths`, '0', '-1')).join(' ')}`);
   }
   return out;
-}
-
-/** Where BullMQ holds job `id`: the set or list it is in, 'nowhere' if none. */
-async function jobState(redis: IORedis, base: string, id: string): Promise<string> {
-  for (const z of ['delayed', 'failed', 'completed', 'prioritized', 'waiting-children']) {
-    if ((await redis.zscore(`${base}${z}`, id)) !== null) return z;
-  }
-  for (const l of ['wait', 'active', 'paused']) {
-    if ((await redis.lpos(`${base}${l}`, id)) !== null) return l;
-  }
-  return 'nowhere';
 }
 
 /** Licence members marked `?` (failed for good) whose job does not exist. */
