@@ -1,8 +1,8 @@
+import { Worker } from 'bullmq';
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
 import { harness, notSent, SENT } from './helpers/engine';
-import { fetchBy } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { client, waitFor } from './helpers/redis';
 
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
@@ -62,21 +62,30 @@ describe('a worker that resumes with a job it no longer holds (frozen between fe
     expect((await begin(store, 'J')).kind).toBe('gone');
     // finished and kept: completed by another worker, whose fetch took it first
     await h.engine.queue.add(ref.stage, {}, { jobId: 'K', removeOnComplete: false });
-    const job = await fetchBy(h, 'other-token');
-    expect(job.id).toBe('K');
-    await job.moveToCompleted('done elsewhere', 'other-token', false);
-    // the frozen worker's begin, with the BullMQ token it was handed before the other fetch
-    const late = await store.begin({
-      sid,
-      ownJobId: 'K',
-      lockMs: 60_000,
-      wakeUp: false,
-      skewToleranceMs: 1000,
-      bullToken: 'frozen-token',
+    const other = new Worker(h.queueName, null, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: h.prefix,
+      autorun: false,
     });
-    expect(late.kind).toBe('gone');
-    // and a caller that gave no token (it cannot say whose the lock is): the job has finished
-    expect((await begin(store, 'K')).kind).toBe('gone');
+    try {
+      const job = (await other.getNextJob('other-token', { block: false }))!;
+      expect(job.id).toBe('K');
+      await job.moveToCompleted('done elsewhere', 'other-token', false);
+      // the frozen worker's begin, with the BullMQ token it was handed before the other fetch
+      const late = await store.begin({
+        sid,
+        ownJobId: 'K',
+        lockMs: 60_000,
+        wakeUp: false,
+        skewToleranceMs: 1000,
+        bullToken: 'frozen-token',
+      });
+      expect(late.kind).toBe('gone');
+      // and a caller that gave no token (it cannot say whose the lock is): the job has finished
+      expect((await begin(store, 'K')).kind).toBe('gone');
+    } finally {
+      await other.close();
+    }
     expect(await h.redis.exists(store.keys.lock(sid), `${h.prefix}:${h.queueName}:J`)).toBe(0);
     expect(await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`)).toBeNull();
   });

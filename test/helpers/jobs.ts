@@ -51,8 +51,9 @@ export async function fetchBy(
   token: string,
   lockDuration = 30_000,
 ): Promise<Job> {
-  // a shared client (a Cluster on a cluster run; closed by closeClients()): the returned job can
-  // still be moved (completed, failed, delayed) once this Worker is closed
+  // a shared client (closed by closeClients()): on one Redis the returned job can still be moved
+  // (completed, failed, delayed) once this Worker is closed; on a Cluster that is not reliable
+  // (its connection was seen closed), so a cluster test keeps its own Worker open while it moves
   const w = new Worker(q.queueName, null, {
     connection: client({ maxRetriesPerRequest: null }),
     prefix: q.prefix,
