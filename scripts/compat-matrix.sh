@@ -30,7 +30,7 @@ suites=(
   test/enqueue.test.ts test/crash-recovery.test.ts test/wake-deferred.test.ts test/contract.operator-paths.test.ts
   # BullMQ-level: the job a user's Worker/Bull Board sees, retries, locks, errors, the adapter
   test/wake-up-job.readable.test.ts test/in-flight-retry.test.ts test/lock-renewal.test.ts
-  test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts
+  test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts test/engine.survivors.test.ts
 )
 
 for pair in "$@"; do

@@ -1,5 +1,11 @@
-import { harness } from './helpers/engine';
-import { waitFor } from './helpers/redis';
+import IORedis, { Cluster } from 'ioredis';
+import { DeferralStore } from '../src/deferral-store';
+import { workerConnection } from '../src/engine';
+import { memberOf } from '../src/job-data';
+import { stageId } from '../src/stage-ref';
+import { harness, notSent } from './helpers/engine';
+import { fetchBy, watch } from './helpers/jobs';
+import { redisOptions, waitFor } from './helpers/redis';
 
 /**
  * Behaviours of src/engine.ts that mutants of it survived (docs/testing.md,
@@ -19,5 +25,236 @@ describe('14.2: createWorker', () => {
     expect(h.executor.calls).toHaveLength(0);
     void worker.run();
     await waitFor(() => h.executor.calls.length === 1, 'the job, once the host runs the worker');
+  });
+});
+
+describe('14.2: wakeDeferred and listDeferred refuse a malformed argument, with its own message', () => {
+  const ref = (s: string) => ({ scope: ['book-14', s], stage: 'image' });
+
+  it.each([
+    ['a number', 5],
+    ['null', null],
+  ])('14.2: wakeDeferred(%s) is INVALID_OPTIONS naming its shape', async (_what, filter) => {
+    const h = harness();
+    await expect(h.engine.wakeDeferred(filter as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: 'Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`',
+    });
+  });
+
+  it('14.2: wakeDeferred takes a limit of exactly 10,000 and says which limit it refused', async () => {
+    const h = harness();
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.dispatchStage(ref('a'), {});
+    expect(await h.engine.wakeDeferred({ limit: 10_000 })).toEqual({ woken: [ref('a')] });
+    await expect(h.engine.wakeDeferred({ limit: 0 })).rejects.toThrow(
+      'Expected `limit` to be an integer 1..10000, got 0',
+    );
+  });
+
+  it.each([
+    ['a number', 5],
+    ['null', null],
+  ])('14.2: listDeferred(scope, %s) is INVALID_OPTIONS naming the page shape', async (_what, page) => {
+    const h = harness();
+    await expect(h.engine.listDeferred(['book-14'], page as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: 'Expected `listDeferred` to get `{ limit, cursor? }` as its page',
+    });
+  });
+
+  it('14.2: a page limit of exactly 1 and of exactly 10,000 is taken; the refusals name the value', async () => {
+    const h = harness();
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.dispatchStage(ref('a'), {});
+    await h.engine.dispatchStage(ref('b'), {});
+    const one = await h.engine.listDeferred(['book-14'], { limit: 1 });
+    expect(one.stages.map((s) => s.ref)).toEqual([ref('a')]);
+    const all = await h.engine.listDeferred(['book-14'], { limit: 10_000 });
+    expect(all.stages.map((s) => s.ref)).toEqual([ref('a'), ref('b')]);
+    await expect(h.engine.listDeferred(['book-14'], { limit: 10_001 })).rejects.toThrow(
+      'Expected `limit` to be an integer from 1 to 10000, got 10001',
+    );
+    await expect(h.engine.listDeferred(['book-14'], { limit: 1, cursor: 'nope' })).rejects.toThrow(
+      'Expected `cursor` to be a `nextCursor` of this listing, got "nope"',
+    );
+  });
+});
+
+describe('14.2: cancel and enqueue report what they did', () => {
+  it("14.2: cancelActiveDispatch's reason defaults to 'cancelled', in its answer and its event", async () => {
+    const h = harness();
+    const events: { reason: string }[] = [];
+    h.engine.on('cancelled', (e) => events.push(e));
+    const r = await h.engine.cancelActiveDispatch(image);
+    expect(r.reason).toBe('cancelled');
+    expect(events.map((e) => e.reason)).toEqual(['cancelled']);
+  });
+
+  it('14.2: a cancel that finds no lock leaves a running executor of this engine alone: its lock loss aborts it', async () => {
+    let signal: AbortSignal | undefined;
+    const h = harness({
+      lockMs: 1000,
+      executor: async (_ref, _p, ctx) => {
+        signal = ctx.signal;
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        return notSent('aborted');
+      },
+    });
+    const attempt = h.engine.dispatchStage(image, {});
+    await waitFor(() => signal !== undefined, 'the executor to start');
+    // the lock is gone (as after a failover): the cancel finds nothing in flight
+    await h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
+    expect((await h.engine.cancelActiveDispatch(image)).inFlight).toBe(false);
+    await attempt;
+    expect((signal!.reason as Error).message).toBe('Dispatch lock lost');
+  });
+
+  it('14.2: enqueue emits suppressed (via enqueue) only for a deferred stage', async () => {
+    const h = harness();
+    const seen: { reason: string; via: string }[] = [];
+    h.engine.on('suppressed', (e) => seen.push(e));
+    await h.engine.enqueue(image, {});
+    expect(seen).toEqual([]);
+    const other = { scope: ['book-14', 'ch-2'], stage: 'image' };
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.dispatchStage(other, {});
+    seen.length = 0;
+    await h.engine.enqueue(other, {});
+    expect(seen.map((e) => [e.reason, e.via])).toEqual([['deferred', 'enqueue']]);
+  });
+});
+
+describe('14.2: the workers the engine makes', () => {
+  it("14.2: close() closes the engine's workers and the connection it duplicated for them", async () => {
+    const own = new IORedis({ ...redisOptions(), maxRetriesPerRequest: null });
+    try {
+      const made: IORedis[] = [];
+      const duplicate = own.duplicate.bind(own);
+      own.duplicate = (...args: Parameters<IORedis['duplicate']>) => {
+        const c = duplicate(...args);
+        made.push(c);
+        return c;
+      };
+      const h = harness({ connection: own });
+      const worker = h.engine.createWorker();
+      await worker.waitUntilReady();
+      expect(made).toHaveLength(1);
+      const dup = made[0]!;
+      await h.engine.close();
+      expect(worker.isRunning()).toBe(false);
+      expect(worker.closing).toBeTruthy();
+      await waitFor(() => dup.status === 'end', 'the duplicate closed');
+      // the user's client is the user's to close
+      expect(own.status).toBe('ready');
+    } finally {
+      own.disconnect();
+    }
+  });
+
+  it('14.2: a worker the host closed before the engine was ready is not started', async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const errors: Error[] = [];
+    worker.on('error', (e) => errors.push(e));
+    await worker.close();
+    await h.engine.waitUntilReady();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(worker.isRunning()).toBe(false);
+    expect(errors).toEqual([]);
+    expect(h.executor.calls).toHaveLength(0);
+  });
+
+  it("14.2: when the worker's start fails, the error goes to its 'error' listeners, and nowhere without one", async () => {
+    const h = harness();
+    const rejections: unknown[] = [];
+    const onRejection = (r: unknown) => rejections.push(r);
+    process.on('unhandledRejection', onRejection);
+    try {
+      // the host starts a worker itself before the engine's own start: the engine's start fails
+      const heard = h.engine.createWorker();
+      const errors: Error[] = [];
+      heard.on('error', (e) => errors.push(e));
+      void heard.run();
+      await waitFor(() => errors.length === 1, "the worker's error event");
+      expect(errors[0]!.message).toMatch(/already running/);
+      // with no listener, BullMQ's emit of 'error' would throw, catch it and print it
+      const printed = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+      try {
+        const silent = h.engine.createWorker();
+        void silent.run();
+        await h.engine.waitUntilReady();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(printed).not.toHaveBeenCalled();
+      } finally {
+        printed.mockRestore();
+      }
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
+  it('14.2: a job BullMQ fails for good by itself (stalled) is recorded: enqueue adds a new job for its stage', async () => {
+    const h = harness();
+    const { jobId } = await h.engine.enqueue(image, {});
+    // a worker that froze past its lock: the job stalls, and maxStalledCount 0 fails it at once
+    await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200);
+    const worker = h.engine.createWorker({ stalledInterval: 300, maxStalledCount: 0 });
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the stalled job failed for good');
+    expect(failed[0]!.id).toBe(jobId);
+    const store = new DeferralStore(h.engine.queue);
+    await waitFor(
+      async () => (await h.redis.zrange(store.keys.index, '0', '-1')).includes(`${memberOf(stageId(image), jobId!)}?`),
+      'the failed job marked in the licence index',
+    );
+    const again = await h.engine.enqueue(image, {});
+    expect(again.added).toBe(true);
+    expect(again.jobId).not.toBe(jobId);
+  });
+
+  it.each([
+    ['no scope', { stage: 'image' }],
+    ['no stage', { scope: ['book-14'] }],
+  ])('14.2: a job with %s that BullMQ fails for good leaves no licence behind', async (_what, data) => {
+    const h = harness();
+    await h.engine.queue.add('image', { v: 1, payload: {}, ...data }, { jobId: 'odd' });
+    await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200);
+    const worker = h.engine.createWorker({ stalledInterval: 300, maxStalledCount: 0 });
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the stalled job failed for good');
+    // the handler's write, had it made one, is queued before the event's other listeners run
+    await h.engine.waitUntilReady();
+    const store = new DeferralStore(h.engine.queue);
+    expect(await h.redis.zrange(store.keys.index, '0', '-1')).toEqual([]);
+  });
+});
+
+describe("14.2: a Worker's connection", () => {
+  it('14.2: a Cluster the host passed is duplicated with its own redisOptions and maxRetriesPerRequest null', () => {
+    // a lazy Cluster: a real ioredis object that never connects (nothing is fetched here)
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      redisOptions: { password: 'kept', maxRetriesPerRequest: 20 },
+    });
+    const { connection, owned } = workerConnection(cluster as never);
+    try {
+      expect(connection).toBe(owned);
+      expect(connection).not.toBe(cluster);
+      const dup = connection as unknown as Cluster;
+      expect(dup.isCluster).toBe(true);
+      expect(dup.options.redisOptions).toMatchObject({ password: 'kept', maxRetriesPerRequest: null });
+    } finally {
+      (owned as unknown as Cluster | undefined)?.disconnect();
+      cluster.disconnect();
+    }
+  });
+
+  it('14.2: plain options get maxRetriesPerRequest null and nothing is made to close', () => {
+    const { connection, owned } = workerConnection({ host: '127.0.0.1', port: 1 });
+    expect(owned).toBeUndefined();
+    expect(connection).toEqual({ host: '127.0.0.1', port: 1, maxRetriesPerRequest: null });
   });
 });
