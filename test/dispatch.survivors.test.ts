@@ -189,3 +189,124 @@ describe('14.2: a direct call that fails for real', () => {
     expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
   });
 });
+
+describe('14.2: what dispatchStage answers, field by field (run N)', () => {
+  /** Deletes the stage's lock while its executor runs (as a failover that lost it would). */
+  const dropLock = (h: ReturnType<typeof harness>) =>
+    h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
+
+  it('14.2: a sent stage: exactly dispatched, no reason, not retryable, the executor result, nothing else', async () => {
+    const { h } = recording(async () => SENT);
+    const times: number[] = [];
+    h.engine.on('dispatched', (e) => times.push(e.executorMs));
+    const t0 = performance.now();
+    const r = await h.engine.dispatchStage(image, {});
+    const took = performance.now() - t0;
+    expect(r).toEqual({
+      dispatched: true,
+      reason: null,
+      retryable: false,
+      result: SENT,
+    });
+    // the executor's own time: never negative, within the call's
+    expect(times[0]).toBeGreaterThanOrEqual(0);
+    expect(times[0]).toBeLessThanOrEqual(took);
+  });
+
+  it("14.2: an executor that throws: the call rethrows it, the failed event says 'executor_error' with its time, no hookFailed", async () => {
+    const { h } = recording(async () => {
+      throw new Error('boom');
+    });
+    const failed: { reason: string; executorMs: number }[] = [];
+    const hooks: unknown[] = [];
+    h.engine.on('failed', (e) => failed.push(e));
+    h.engine.on('hookFailed', (e) => hooks.push(e));
+    const t0 = performance.now();
+    await expect(h.engine.dispatchStage(image, {})).rejects.toThrow('boom');
+    const took = performance.now() - t0;
+    expect(failed.map((f) => f.reason)).toEqual(['executor_error']);
+    expect(failed[0]!.executorMs).toBeGreaterThanOrEqual(0);
+    expect(failed[0]!.executorMs).toBeLessThanOrEqual(took);
+    expect(hooks).toEqual([]);
+  });
+
+  it('14.2: a rollback that throws: the call rethrows it, with a hookFailed event for the rollback', async () => {
+    const { h } = recording(async () => notSent('send_failed', { retryable: false }), {
+      rollback: async () => {
+        throw new Error('rollback broke');
+      },
+    });
+    const hooks: { hook: string }[] = [];
+    h.engine.on('hookFailed', (e) => hooks.push(e));
+    await expect(h.engine.dispatchStage(image, {})).rejects.toThrow('rollback broke');
+    expect(hooks.map((e) => e.hook)).toEqual(['rollback']);
+  });
+
+  it('14.2: an outcome that is not deferrable and says nothing of retrying is retryable', async () => {
+    const { h } = recording(async () => notSent('send_failed'));
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ reason: 'send_failed', retryable: true });
+  });
+
+  it('14.2: a lock lost while the executor runs, then a capacity answer: lock lost, retryable, nothing deferred', async () => {
+    const gate = latch<void>();
+    const { h, ctxOf } = recording(async () => {
+      await gate.opened;
+      return notSent('no_worker_available');
+    });
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await dropLock(h);
+    gate.open();
+    expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+
+  it('14.2: a lock lost while the executor runs, then a send: dispatched, flagged lockLost', async () => {
+    const gate = latch<void>();
+    const { h, ctxOf } = recording(async () => {
+      await gate.opened;
+      return SENT;
+    });
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await dropLock(h);
+    gate.open();
+    expect(await result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT, lockLost: true });
+  });
+
+  it("14.2: an executor that answers the reason 'rollback_error' itself: no hookFailed (no hook failed)", async () => {
+    const { h } = recording(async () => notSent('rollback_error'));
+    const hooks: unknown[] = [];
+    h.engine.on('hookFailed', (e) => hooks.push(e));
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ reason: 'rollback_error' });
+    expect(hooks).toEqual([]);
+  });
+
+  it('14.2: a lock the renewal finds lost, then a capacity answer: lock lost, retryable, nothing deferred', async () => {
+    const { h, ctxOf } = recording(
+      async (_ref, ctx) => {
+        await untilAborted(ctx).catch(() => undefined);
+        return notSent('no_worker_available');
+      },
+      { lockMs: 1000 },
+    );
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await dropLock(h);
+    expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+
+  it('14.2: a lock lost unseen, then an answer that is not deferrable: the release finds it lost', async () => {
+    const gate = latch<void>();
+    const { h, ctxOf } = recording(async () => {
+      await gate.opened;
+      return notSent('send_failed', { retryable: false });
+    });
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await dropLock(h);
+    gate.open();
+    expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
+  });
+});
