@@ -310,3 +310,39 @@ describe('14.2: what dispatchStage answers, field by field (run N)', () => {
     expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
   });
 });
+
+describe('14.2: a job-driven send, and a close during the executor (run N)', () => {
+  it("14.2: a job's send completes it with the exact answer", async () => {
+    const { h } = recording(async () => SENT);
+    await h.engine.enqueue(image, {});
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT });
+  });
+
+  it("14.2: a job's attempt cancelled while its executor runs, which then sends anyway: its answer says cancelled", async () => {
+    const { h, ctxOf } = recording(async (_ref, ctx) => {
+      await untilAborted(ctx).catch(() => undefined);
+      return SENT;
+    });
+    await h.engine.enqueue(image, {});
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await h.engine.cancelActiveDispatch(image);
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(done[0]!.result).toMatchObject({ dispatched: true, cancelled: true });
+  });
+
+  it('14.2: close() during the executor, then a capacity answer: interrupted, nothing deferred', async () => {
+    const { h, ctxOf } = recording(async (_ref, ctx) => {
+      await untilAborted(ctx).catch(() => undefined);
+      return notSent('no_worker_available');
+    });
+    const marker = h.engine.deferredStageKey(image);
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await h.engine.close();
+    expect(await result).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+    expect(await h.redis.exists(marker)).toBe(0);
+  });
+});
