@@ -243,7 +243,6 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
           .client()
           .catch(() => undefined)
           .then(() => {
-            // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent on BullMQ 6: its run() returns at once for a closing worker, and `closed` implies every worker of the engine is closing (close() closes them in the same turn; createWorker refuses after it)
             if (closed || worker.closing) return;
             void worker.run().catch((error: unknown) => {
               if (worker.listenerCount('error') > 0) worker.emit('error', error as Error);
@@ -267,12 +266,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     await Promise.all([dispatcher.close(), ...workers.map((w) => w.close())]);
     await store.close();
     await queue.close();
-    await Promise.all(
-      ownedConnections.map((c) =>
-        // Stryker disable next-line ArrowFunction: equivalent: quit() rejects only on a connection already closed, which disconnect() leaves as it is
-        c.quit().catch(() => c.disconnect()),
-      ),
-    );
+    await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
     events.removeAllListeners();
   };
   return engine;

@@ -339,10 +339,14 @@ describe('14.2: a job-driven send, and a close during the executor (run N)', () 
       return notSent('no_worker_available');
     });
     const marker = h.engine.deferredStageKey(image);
+    const failed: unknown[] = [];
+    h.engine.on('failed', (e) => failed.push(e));
     const result = h.engine.dispatchStage(image, {});
     await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
     await h.engine.close();
     expect(await result).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
     expect(await h.redis.exists(marker)).toBe(0);
+    // interrupted, not failed: no failed event
+    expect(failed).toEqual([]);
   });
 });

@@ -45,7 +45,8 @@ interface Run {
  *                attempt, rollback and journal, then it adds the stage's next
  *                delayed job (its id names the stage and the step) on the same
  *                window ladder without jitter, and completes (removed on
- *                complete). What any BullMQ-based deferral pays per cycle.
+ *                complete). The floor of a new delayed job per deferral (the
+ *                plugin's design); re-delaying the same job costs less.
  * A tick that overruns starts the next one at once; the hour is wall time, so
  * a scheduler that cannot keep its pace makes fewer ticks (and fewer
  * commands) than 720.
@@ -98,7 +99,7 @@ export async function longBlock(ctx: BenchContext): Promise<ScenarioResult> {
   }
   const perCall = (v: Variant) => runs[v].commands / Math.max(1, runs[v].executorCalls);
   rows.push({
-    scenario: `long block, 1 h scaled 1/${SCALE}: the floor of a BullMQ delayed job per deferral`,
+    scenario: `long block, 1 h scaled 1/${SCALE}: the floor of a new BullMQ delayed job per deferral`,
     measure: `Redis commands per executor call: plugin (scheduler honours \`until\`) vs raw BullMQ re-adding a delayed job per stage on the same ladder (host's own 7 included; raw BullMQ ÷ naive over the hour: ${fmt(runs.naive.commands / runs.bullmq.commands, 2)})`,
     plugin: perCall('plugin'),
     baseline: perCall('bullmq'),
