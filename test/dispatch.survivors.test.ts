@@ -195,6 +195,20 @@ describe('14.2: what dispatchStage answers, field by field (run N)', () => {
   const dropLock = (h: ReturnType<typeof harness>) =>
     h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
 
+  /** A dispatch whose lock is deleted while its executor waits, which then answers `answer`. */
+  async function answerAfterLockDrop(answer: ExecutorResult) {
+    const gate = latch<void>();
+    const { h, ctxOf } = recording(async () => {
+      await gate.opened;
+      return answer;
+    });
+    const result = h.engine.dispatchStage(image, {});
+    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
+    await dropLock(h);
+    gate.open();
+    return { h, result };
+  }
+
   it('14.2: a sent stage: exactly dispatched, no reason, not retryable, the executor result, nothing else', async () => {
     const { h } = recording(async () => SENT);
     const times: number[] = [];
@@ -248,29 +262,13 @@ describe('14.2: what dispatchStage answers, field by field (run N)', () => {
   });
 
   it('14.2: a lock lost while the executor runs, then a capacity answer: lock lost, retryable, nothing deferred', async () => {
-    const gate = latch<void>();
-    const { h, ctxOf } = recording(async () => {
-      await gate.opened;
-      return notSent('no_worker_available');
-    });
-    const result = h.engine.dispatchStage(image, {});
-    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
-    await dropLock(h);
-    gate.open();
+    const { h, result } = await answerAfterLockDrop(notSent('no_worker_available'));
     expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
     expect(await h.engine.isStageDeferred(image)).toBe(false);
   });
 
   it('14.2: a lock lost while the executor runs, then a send: dispatched, flagged lockLost', async () => {
-    const gate = latch<void>();
-    const { h, ctxOf } = recording(async () => {
-      await gate.opened;
-      return SENT;
-    });
-    const result = h.engine.dispatchStage(image, {});
-    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
-    await dropLock(h);
-    gate.open();
+    const { result } = await answerAfterLockDrop(SENT);
     expect(await result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT, lockLost: true });
   });
 
@@ -298,15 +296,7 @@ describe('14.2: what dispatchStage answers, field by field (run N)', () => {
   });
 
   it('14.2: a lock lost unseen, then an answer that is not deferrable: the release finds it lost', async () => {
-    const gate = latch<void>();
-    const { h, ctxOf } = recording(async () => {
-      await gate.opened;
-      return notSent('send_failed', { retryable: false });
-    });
-    const result = h.engine.dispatchStage(image, {});
-    await waitFor(() => ctxOf(image) !== undefined, 'the executor to start');
-    await dropLock(h);
-    gate.open();
+    const { result } = await answerAfterLockDrop(notSent('send_failed', { retryable: false }));
     expect(await result).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
   });
 });

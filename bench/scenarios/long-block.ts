@@ -160,7 +160,6 @@ async function run(variant: Variant, prefix: string, stages: readonly StageRef[]
     );
     await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
     raw = { queue, worker };
-    tick = undefined;
   } else if (variant === 'naive') {
     const naive = new NaiveScheduler(host);
     tick = async (ref) => {
