@@ -40,13 +40,13 @@ interface Run {
  *                (the wake-ups re-dispatch).
  *   plugin-tick  the same engine, but the scheduler calls dispatchStage for
  *                every stage on every tick (suppressed while deferred).
- *   bullmq       no plugin: the floor of a durable wake-up in BullMQ itself.
+ *   bullmq       no plugin: the floor of a new delayed job per deferral.
  *                A Worker (concurrency 8) runs each stage's job: the same
  *                attempt, rollback and journal, then it adds the stage's next
  *                delayed job (its id names the stage and the step) on the same
  *                window ladder without jitter, and completes (removed on
- *                complete). The floor of a new delayed job per deferral (the
- *                plugin's design); re-delaying the same job costs less.
+ *                complete). The plugin's design costs at least this;
+ *                re-delaying the same job would cost less.
  * A tick that overruns starts the next one at once; the hour is wall time, so
  * a scheduler that cannot keep its pace makes fewer ticks (and fewer
  * commands) than 720.
@@ -140,7 +140,8 @@ async function run(variant: Variant, prefix: string, stages: readonly StageRef[]
   let t0 = 0;
   let e: DispatchEngine | undefined;
   let tick: ((ref: StageRef) => Promise<void>) | undefined;
-  let raw: { queue: Queue; worker: Worker } | undefined;
+  let raw:
+    { queue: Queue; worker: Worker; add: (i: number, step: number, delay: number) => Promise<unknown> } | undefined;
   if (variant === 'bullmq') {
     const queue = new Queue('q', { connection: bullConnection(), prefix });
     const add = (i: number, step: number, delay: number) =>
@@ -159,7 +160,7 @@ async function run(variant: Variant, prefix: string, stages: readonly StageRef[]
       { connection: bullConnection(), prefix, concurrency: 8 },
     );
     await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
-    raw = { queue, worker };
+    raw = { queue, worker, add };
   } else if (variant === 'naive') {
     const naive = new NaiveScheduler(host);
     tick = async (ref) => {
@@ -188,11 +189,7 @@ async function run(variant: Variant, prefix: string, stages: readonly StageRef[]
   t0 = Date.now();
   let ticks = 0;
   if (raw) {
-    await pool(stages, 50, (_ref, i) =>
-      raw.queue
-        .add('stage', { i, step: 0 }, { jobId: `s${i}-0`, removeOnComplete: true, removeOnFail: true })
-        .then(() => undefined),
-    );
+    await pool(stages, 50, (_ref, i) => raw.add(i, 0, 0));
     await sleep(t0 + HOUR_MS - Date.now());
   } else if (tick) {
     for (; Date.now() < t0 + HOUR_MS; ticks++) {
