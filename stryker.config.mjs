@@ -44,6 +44,7 @@ export const gateSuites = [
   // maxStartedAttempts (quick suites: seconds each)
   'processor.survivors',
   'engine.survivors',
+  'producer.survivors',
   'review/retry-completed',
   'review/started-attempts',
   'review4/unrecoverable-by-name',
