@@ -6,7 +6,7 @@
  *           a block would only make a syntax error)
  *   flip    one comparison is negated (`==`/`~=`, `<`/`>=`, `>`/`<=`),
  *           outside string literals and comments
- * and runs the core suites against each mutant in a sandbox copy of the
+ * and runs the core suites (after the script's own, `OWN`) against each mutant in a sandbox copy of the
  * project (src/ in the work tree is never written). A mutant is killed when a
  * suite fails, timed out when the run exceeds --timeout, survived otherwise.
  *
@@ -43,8 +43,21 @@ const CORE = [
   'test/crash-recovery.test.ts',
   'test/review/retry-completed.test.ts',
 ];
+/**
+ * Suites run before the core ones for a script's mutants: those that reach what the core
+ * suites do not (wakeDeferred, the start-up ACL check, the renewal, the CLI's read of a lock).
+ */
+const OWN: Record<string, string[]> = {
+  WAKE: ['test/wake-deferred.test.ts'],
+  PERMISSIONS: ['test/review2/permissions.test.ts', 'test/reliability/acl.test.ts'],
+  EXTEND: ['test/lock-renewal.test.ts', 'test/job-tied-lock.test.ts'],
+  LOCK_LIVE: ['test/cli/read.test.ts'],
+};
 const only = arg('tests')?.split(',');
-const TESTS = only ?? CORE;
+/** Every suite a mutant may run (the baseline runs them all). */
+const TESTS = only ?? [...new Set([...CORE, ...Object.values(OWN).flat()])];
+/** The suites a mutant of `script` runs: its own first, then the core ones. */
+const testsOf = (script: string): string[] => only ?? [...new Set([...(OWN[script] ?? []), ...CORE])];
 const REPORT = join(ROOT, 'reports/lua-mutation.json');
 
 interface Mutant {
@@ -157,11 +170,12 @@ function makeSandbox(): string {
     cpSync(join(ROOT, p), join(dir, p), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  // the suites run in the order of TESTS (fastest first), so --bail stops a killed mutant early
+  // the suites run in the order given (the script's own, then the core ones fastest first), so --bail
+  // stops a killed mutant early
   writeFileSync(
     join(dir, 'sequencer.js'),
     `const Sequencer = require('@jest/test-sequencer').default;
-const order = ${JSON.stringify(TESTS)};
+const order = JSON.parse(process.env.MUTATE_LUA_ORDER || '[]');
 const rank = (p) => order.findIndex((t) => p.endsWith(t));
 module.exports = class extends Sequencer {
   sort(tests) {
@@ -173,7 +187,11 @@ module.exports = class extends Sequencer {
   return dir;
 }
 
-function runJest(dir: string, timeoutMs: number): Promise<{ status: Result['status']; killedBy?: string; ms: number }> {
+function runJest(
+  dir: string,
+  timeoutMs: number,
+  tests: string[],
+): Promise<{ status: Result['status']; killedBy?: string; ms: number }> {
   const started = Date.now();
   const out = join(dir, 'jest-result.json');
   rmSync(out, { force: true });
@@ -190,9 +208,14 @@ function runJest(dir: string, timeoutMs: number): Promise<{ status: Result['stat
         `--testTimeout=${arg('test-timeout') ?? 15_000}`,
         '--json',
         `--outputFile=${out}`,
-        ...TESTS,
+        ...tests,
       ],
-      { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: process.env },
+      {
+        cwd: dir,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        detached: true,
+        env: { ...process.env, MUTATE_LUA_ORDER: JSON.stringify(tests) },
+      },
     );
     let stderr = '';
     child.stderr?.on('data', (b: Buffer) => {
@@ -281,7 +304,7 @@ async function main() {
       `${JSON.stringify({ source: SOURCE, tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
     );
   try {
-    const baseline = await runJest(dir, 600_000);
+    const baseline = await runJest(dir, 900_000, TESTS);
     console.log(`baseline: ${baseline.status} in ${(baseline.ms / 1000).toFixed(0)} s`);
     if (baseline.status !== 'Survived') throw new Error(`the suites fail without a mutant: ${baseline.killedBy}`);
     // a mutant that makes a suite wait out its deadlines counts as detected (Timeout), as in Stryker
@@ -298,7 +321,7 @@ async function main() {
       const mutated = [...lines];
       mutated[m.line - 1] = m.mutated;
       writeFileSync(target, mutated.join('\n'));
-      const r = await runJest(dir, timeoutMs);
+      const r = await runJest(dir, timeoutMs, testsOf(m.script));
       results.set(m.id, { ...m, ...r });
       save();
       console.log(
