@@ -90,8 +90,7 @@ class Running {
 
   abort(reason: Error): void {
     if (!this.listening) return;
-    // the first reason stands
-    // Stryker disable next-line ConditionalExpression: equivalent: a second abort changes no answer (the lock's state in Redis decides cancelled or lost; the signal keeps its first reason)
+    // the first reason stands (a cancel then a close() still records the cancelled deferral)
     if (this.reason !== undefined) return;
     this.reason = reason;
     this.controller?.abort(reason);
@@ -223,9 +222,10 @@ export class Dispatcher<P> {
     // unless this job failed for good and was retried by hand: then it starts afresh
     const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
     // a wake-up's id carries its chain; a job holding the licence while it retries keeps it on its hash
-    // (`begin` returns none for a job retried by hand; under a licence marked '!' it is always the fresh
-    // chain, written by attempts that began fresh; a parsed licence's chain wins over it)
-    const kept = parseChain(begun.keptChain);
+    // (`begin` returns none for a job retried by hand, and a parsed licence's chain wins over it). A
+    // licence marked '!' starts a fresh chain: it names a job id, and the hash of that id may be
+    // another stage's job by now (the first one removed by hand, its id reused)
+    const kept = begun.licence?.endsWith('!') ? null : parseChain(begun.keptChain);
     const base = lic?.chain ?? kept ?? FRESH_CHAIN;
     const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
     // a direct call goes on with the budget of the job whose chain it continues
@@ -293,10 +293,10 @@ export class Dispatcher<P> {
      */
     const unsent = async (reason: string, result: DispatchResult, error?: unknown): Promise<Attempt> => {
       running.shut();
-      // a job's real failure: it holds the stage's licence, and the chain it ran in, while it waits
-      // out its retry (in the same step as the release: no other attempt can act in between)
-      // Stryker disable next-line ConditionalExpression,LogicalOperator,StringLiteral: equivalent, the widenings: 'hold' for a direct call is ignored by the script (no job); for a cancelled or lost attempt it changes nothing; a closed job's attempt would hold the chain it runs again with anyway. (The narrowings, → false, are killed by lua.survivors; they share the line.)
-      const failing = own !== '' && abortedBy() === undefined;
+      // a real failure (nothing aborted the attempt): a job holds the stage's licence, and the chain
+      // it ran in, while it waits out its retry (in the same step as the release: no other attempt
+      // can act in between). The release's script holds nothing for a direct call (no job).
+      const failing = abortedBy() === undefined;
       const released = await store.release(sid, own, token, failing ? 'hold' : 'plain', chainText(chain));
       // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
       if (failing) await this.removeRevoked(released.revoked, job);
@@ -326,12 +326,7 @@ export class Dispatcher<P> {
       raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
       executorMs = performance.now() - started;
-      return unsent(
-        'executor_error',
-        // Stryker disable next-line StringLiteral,BooleanLiteral: equivalent: the answer of an attempt that threw is never read (a direct call rethrows the error, the processor throws it for BullMQ's retry)
-        { dispatched: false, reason: 'executor_error', retryable: true },
-        error,
-      );
+      return unsent('executor_error', { dispatched: false, reason: 'executor_error', retryable: true }, error);
     }
     executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
@@ -341,7 +336,6 @@ export class Dispatcher<P> {
       // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
       // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
       // A cancel or a lost lock this engine saw is still reported, by a release awaited.
-      // Stryker disable next-line BlockStatement: equivalent in what it answers: emptied, the send takes the awaited release below (the same answer and events, one request later; the bench counts requests)
       if (carry.lazyRelease && abortedBy() === undefined) {
         store.releaseLater(sid, own, token);
         if (opts.faultHook) await opts.faultHook('released', ref);
@@ -368,12 +362,7 @@ export class Dispatcher<P> {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
-      return unsent(
-        'rollback_error',
-        // Stryker disable next-line BooleanLiteral: equivalent: the answer of an attempt that threw is never read (as for the executor's throw above)
-        { dispatched: false, reason, retryable: true, result: raw },
-        error,
-      );
+      return unsent('rollback_error', { dispatched: false, reason, retryable: true, result: raw }, error);
     }
     running.shut();
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
@@ -407,19 +396,19 @@ export class Dispatcher<P> {
     const deferrals = chain[cls] + 1;
     const limit = cls === 'capacity' ? opts.limits.maxCapacityDeferrals : opts.limits.maxIdempotentDeferrals;
     if (deferrals > limit) {
-      // Bounded: the chain ends here, as done (idempotent) or as a terminal failure (capacity).
+      // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
+      // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      if (cls === 'idempotent') {
-        const released = await store.release(sid, job?.id ?? '', token, 'end');
-        await this.removeRevoked(released.revoked, job);
-        this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'completed' });
-        return { ...base, kind: 'done', result: { ...result, completed: true } };
-      }
-      const released = await store.release(sid, job?.id ?? '', token, 'plain');
+      const released = await store.release(sid, job?.id ?? '', token, cls === 'idempotent' ? 'end' : 'plain');
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
-      this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome: 'failed' });
+      await this.removeRevoked(released.revoked, job);
+      // a cancel that came first wins over the bound, as over any outcome
+      if (released.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
+      const outcome = cls === 'idempotent' ? 'completed' : 'failed';
+      this.events.emit('limit', { ref, class: cls, reason, deferrals: chain[cls], outcome });
+      if (cls === 'idempotent') return { ...base, kind: 'done', result: { ...result, completed: true } };
       return { ...base, kind: 'limit', result: { ...result, limitReached: true } };
     }
 
