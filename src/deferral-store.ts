@@ -302,11 +302,16 @@ export class DeferralStore {
     this.batch.later([this.keys.lock(sid)], ['r', sid, ownJobId, token, 'z', '', '']);
   }
 
-  /** A job failed for good: its licence member gets the mark `?` (see the FAIL script). */
-  async markFailed(sid: string, jobId: string): Promise<void> {
-    await this.tx.one('fail', (m) =>
-      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId), this.keys.base),
+  /**
+   * A job failed for good: its licence member gets the mark `?` (see the FAIL script). False
+   * when `bullToken` (the failing worker's) no longer holds BullMQ's lock of the job: nothing
+   * is written, the job was handed on (BullMQ would refuse that worker's failure).
+   */
+  async markFailed(sid: string, jobId: string, bullToken = ''): Promise<boolean> {
+    const r = await this.tx.one('fail', (m) =>
+      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId), this.keys.base, bullToken),
     );
+    return r !== 2;
   }
 
   /** A job added by hand completed: marked, so a retry by hand of it starts a fresh chain. */

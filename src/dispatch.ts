@@ -485,7 +485,7 @@ export class Dispatcher<P> {
   /** Revoked wake-ups are removed; the running job itself completes on its own; a failed job stays on record. */
   private async removeRevoked(revoked: string[], job: JobContext | undefined): Promise<void> {
     // the scripts' `revoke` never lists a failed job's record (`?`): those stay
-    // Stryker disable next-line ConditionalExpression: equivalent: removing the running job itself fails (BullMQ refuses to remove a locked job; removeJobs is best effort), so it completes on its own either way
+    // (not the running job itself: it completes on its own, and a stalled one, back in wait, runs again)
     const ids = revoked.map(jobIdOfLicence).filter((id) => id !== job?.id);
     await this.store.removeJobs(ids);
   }

@@ -120,7 +120,8 @@ export function createProcessor<P>(
       case 'interrupted':
         return later(0);
       case 'limit':
-        await store.markFailed(sid, id);
+        // a worker that no longer holds the job (it stalled: redelivered) ends nothing, quietly
+        if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
         // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
         throw terminal(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
@@ -135,7 +136,7 @@ export function createProcessor<P>(
           ?.maxStartedAttempts;
         const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
         if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) {
-          await store.markFailed(sid, id);
+          if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
           throw terminal(error);
         }
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
