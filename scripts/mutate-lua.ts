@@ -51,7 +51,16 @@ const CORE = [
 const OWN: Record<string, string[]> = {
   WAKE: ['test/wake-deferred.test.ts'],
   PERMISSIONS: ['test/review2/permissions.test.ts', 'test/reliability/acl.test.ts'],
-  EXTEND: ['test/lock-renewal.test.ts', 'test/job-tied-lock.test.ts'],
+  EXTEND: ['test/lock-renewal.test.ts', 'test/dispatch.survivors.test.ts', 'test/job-tied-lock.test.ts'],
+  DEFER: ['test/dispatch.survivors.test.ts', 'test/wake-deferred.test.ts', 'test/in-flight-retry.test.ts'],
+  CANCEL: ['test/wake-deferred.test.ts', 'test/dispatch.survivors.test.ts', 'test/review2/failed-records.test.ts'],
+  CLEAR: ['test/wake-deferred.test.ts'],
+  FAIL: [
+    'test/processor.survivors.test.ts',
+    'test/review2/failed-records.test.ts',
+    'test/engine.survivors.test.ts',
+    'test/reliability/terminal-failure.test.ts',
+  ],
 };
 const only = arg('tests')?.split(',');
 /** Every suite a mutant may run (the baseline runs them all). */

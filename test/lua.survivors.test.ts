@@ -1,6 +1,6 @@
 import { harness, notSent, SENT } from './helpers/engine';
 import { latch, watch } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { keysUnder, waitFor } from './helpers/redis';
 
 /**
  * Behaviours the Lua mutation run (scripts/mutate-lua.ts, docs/testing.md
@@ -140,4 +140,23 @@ describe('a dispatch cancelled from another host while its executor goes on', ()
     release.open();
     expect(await first).toMatchObject({ dispatched: true, cancelled: true });
   });
+});
+
+describe("11.1: a chain's end leaves nothing in the wait index (wakeDeferred's)", () => {
+  it.each(['cancel', 'clear'] as const)(
+    '11.1: a %s of a capacity-deferred stage removes it from its kind’s wait index',
+    async (how) => {
+      const h = harness();
+      h.executor.fallback = notSent('no_worker_available');
+      expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+      const waits = async () => {
+        const keys = (await keysUnder(h.redis, `${h.prefix}:${h.queueName}`)).filter((k) => k.includes(':sd:wq:'));
+        return (await Promise.all(keys.map((k) => h.redis.zcard(k)))).reduce((a, b) => a + b, 0);
+      };
+      expect(await waits()).toBe(1);
+      if (how === 'cancel') expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ hadDeferral: true });
+      else expect(await h.engine.clearDeferrals(image.scope)).toBe(1);
+      expect(await waits()).toBe(0);
+    },
+  );
 });
