@@ -309,7 +309,15 @@ export class DeferralStore {
    */
   async markFailed(sid: string, jobId: string, bullToken = ''): Promise<boolean> {
     const r = await this.tx.one('fail', (m) =>
-      m.sdFail!(this.keys.index, this.keys.job(jobId), sid, memberOf(sid, jobId), this.keys.base, bullToken),
+      m.sdFail!(
+        this.keys.index,
+        this.keys.job(jobId),
+        `${this.keys.job(jobId)}:lock`,
+        sid,
+        memberOf(sid, jobId),
+        this.keys.base,
+        bullToken,
+      ),
     );
     return r !== 2;
   }

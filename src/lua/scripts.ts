@@ -507,8 +507,8 @@ return cleared
  * failed-job member `<member>?` (its licence, if it held it, becomes that):
  * nothing of it counts as pending, and a cancel can still reach it. A stage
  * licensed to another job keeps that licence.
- * KEYS: 1 IDX, 2 J   ARGV: 1 stageId, 2 the failed job's licence member, 3 queue base,
- *   4 the failing worker's BullMQ token ('' none)
+ * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's licence
+ *   member, 3 queue base, 4 the failing worker's BullMQ token ('' none)
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
  */
@@ -516,7 +516,7 @@ export const FAIL = `
 ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-if ARGV[4] ~= '' and redis.call('GET', KEYS[2] .. ':lock') ~= ARGV[4] then return 2 end
+if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 markFinished(KEYS[2])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})

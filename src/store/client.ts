@@ -30,7 +30,7 @@ const COMMANDS = {
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
-  sdFail: { keys: 2, lua: lua.FAIL },
+  sdFail: { keys: 3, lua: lua.FAIL },
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
