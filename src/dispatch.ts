@@ -208,7 +208,7 @@ export class Dispatcher<P> {
         // redelivered): nothing began, nothing to undo
         return plain(
           'gone',
-          // Stryker disable next-line StringLiteral,BooleanLiteral: equivalent: a 'gone' attempt comes only from a job (it needs BullMQ's token); the processor throws DelayedError for it and reads nothing of the answer
+          // Stryker disable next-line StringLiteral,BooleanLiteral: equivalent: only a job's attempt is 'gone' (its worker no longer holds it, or its hash is gone or finished); the processor throws DelayedError for every 'gone' and reads nothing of the answer
           'dispatch_lock_lost',
           true,
         );

@@ -107,6 +107,14 @@ export function createProcessor<P>(
       if (dispatcher.closed) return later(opts.inFlightRetryMs);
       throw error;
     }
+    /**
+     * The job fails for good, recorded as such; a worker that no longer holds it (it stalled: the
+     * job was handed on, and BullMQ would refuse this failure) ends nothing, quietly.
+     */
+    const failForGood = async (error: Error): Promise<never> => {
+      if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
+      throw terminal(error);
+    };
     switch (attempt.kind) {
       case 'in_flight':
       case 'lost':
@@ -120,10 +128,8 @@ export function createProcessor<P>(
       case 'interrupted':
         return later(0);
       case 'limit':
-        // a worker that no longer holds the job (it stalled: redelivered) ends nothing, quietly
-        if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
         // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
-        throw terminal(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
+        return failForGood(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
       case 'failed': {
         const error =
           attempt.error instanceof Error
@@ -135,10 +141,7 @@ export function createProcessor<P>(
         const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
           ?.maxStartedAttempts;
         const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
-        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) {
-          if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
-          throw terminal(error);
-        }
+        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) return failForGood(error);
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
         // tick sees its failures
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
