@@ -42,6 +42,7 @@ const CORE = [
   'test/contract.operator-paths.test.ts',
   'test/crash-recovery.test.ts',
   'test/review/retry-completed.test.ts',
+  'test/reused-job-id.test.ts',
 ];
 /**
  * Suites run before the core ones for a script's mutants: those that reach what the core
@@ -52,7 +53,13 @@ const OWN: Record<string, string[]> = {
   WAKE: ['test/wake-deferred.test.ts'],
   PERMISSIONS: ['test/review2/permissions.test.ts', 'test/reliability/acl.test.ts'],
   EXTEND: ['test/lock-renewal.test.ts', 'test/dispatch.survivors.test.ts', 'test/job-tied-lock.test.ts'],
-  DEFER: ['test/dispatch.survivors.test.ts', 'test/wake-deferred.test.ts', 'test/in-flight-retry.test.ts'],
+  DEFER: [
+    'test/dispatch.survivors.test.ts',
+    'test/wake-deferred.test.ts',
+    'test/in-flight-retry.test.ts',
+    'test/reliability/replay.test.ts',
+    'test/job-tied-lock.test.ts',
+  ],
   CANCEL: ['test/wake-deferred.test.ts', 'test/dispatch.survivors.test.ts', 'test/review2/failed-records.test.ts'],
   CLEAR: ['test/wake-deferred.test.ts'],
   FAIL: [

@@ -1,4 +1,6 @@
+import { Job } from 'bullmq';
 import { DeferralStore } from '../src/deferral-store';
+import { FRESH_CHAIN, wakeUpJobId } from '../src/job-data';
 import { stageId } from '../src';
 import { harness, notSent } from './helpers/engine';
 import { fetchBy, heldExecutor, watch } from './helpers/jobs';
@@ -103,6 +105,45 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     await finish();
     expect((await store.probe(sid)).kind).toBe('none');
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: false });
+  });
+});
+
+/** The store's deferral of `sid` by the attempt holding `token` (a capacity deferral of 60 s, its chain's first). */
+async function deferBy(h: ReturnType<typeof harness>, store: DeferralStore, token: string, ownJobId: string) {
+  const until = Date.now() + 60_000;
+  const id = wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: 1 }, until);
+  const data = { v: 1, scope: image.scope, stage: image.stage, payload: {}, wakeUp: true };
+  const wakeUp = new Job(h.engine.queue, image.stage, data, { delay: 60_000 }, id);
+  return store.defer(sid, token, wakeUp, until, '', ownJobId, { cls: 'capacity', first: true, wakeSeq: '' });
+}
+
+describe('12: a deferral by an attempt whose lock is no longer its own records nothing', () => {
+  (onCluster ? it.skip : it)(
+    '12: a job’s attempt whose BullMQ job lock is gone and the job finished (its tied lock died)',
+    async () => {
+      const { h, id, store, finish } = await fetched();
+      const r = await begin(store, id, 'bull-1');
+      if (r.kind !== 'locked') throw new Error(r.kind);
+      await finish();
+      expect(await deferBy(h, store, r.token, id)).toMatchObject({ recorded: false, cancelled: false });
+      expect(await h.engine.isStageDeferred(image)).toBe(false);
+      expect(await h.engine.queue.getDelayedCount()).toBe(0);
+      expect(await h.redis.exists(store.keys.lock(sid))).toBe(0);
+    },
+  );
+
+  it('12: an attempt whose lock expired and was taken by another one leaves the other’s lock in place', async () => {
+    const h = harness();
+    const store = new DeferralStore(h.engine.queue);
+    const first = await store.begin({ sid, ownJobId: '', lockMs: 50, wakeUp: false, skewToleranceMs: 1000 });
+    if (first.kind !== 'locked') throw new Error(first.kind);
+    await waitFor(async () => (await h.redis.exists(store.keys.lock(sid))) === 0, 'the first lock expired');
+    const second = await begin(store, '');
+    if (second.kind !== 'locked') throw new Error(second.kind);
+    expect(await deferBy(h, store, first.token, '')).toMatchObject({ recorded: false, cancelled: false });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    expect(await h.redis.get(store.keys.lock(sid))).toBe(second.token);
+    expect((await store.probe(sid)).kind).toBe('in_flight');
   });
 });
 

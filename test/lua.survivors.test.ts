@@ -1,5 +1,7 @@
 import { harness, notSent, SENT } from './helpers/engine';
-import { latch, watch } from './helpers/jobs';
+import { fast, heldExecutor, latch, watch } from './helpers/jobs';
+import { stageId } from '../src/stage-ref';
+import { readyJobId } from '../src/job-data';
 import { keysUnder, waitFor } from './helpers/redis';
 
 /**
@@ -142,21 +144,172 @@ describe('a dispatch cancelled from another host while its executor goes on', ()
   });
 });
 
+/** How many stages wait in the queue's wait indexes (wakeDeferred's, one per stage kind). */
+async function waits(h: ReturnType<typeof harness>): Promise<number> {
+  const keys = (await keysUnder(h.redis, `${h.prefix}:${h.queueName}`)).filter((k) => k.includes(':sd:wq:'));
+  return (await Promise.all(keys.map((k) => h.redis.zcard(k)))).reduce((a, b) => a + b, 0);
+}
+const NO = notSent('no_worker_available');
+
 describe("11.1: a chain's end leaves nothing in the wait index (wakeDeferred's)", () => {
   it.each(['cancel', 'clear'] as const)(
     '11.1: a %s of a capacity-deferred stage removes it from its kind’s wait index',
     async (how) => {
       const h = harness();
-      h.executor.fallback = notSent('no_worker_available');
+      h.executor.fallback = NO;
       expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
-      const waits = async () => {
-        const keys = (await keysUnder(h.redis, `${h.prefix}:${h.queueName}`)).filter((k) => k.includes(':sd:wq:'));
-        return (await Promise.all(keys.map((k) => h.redis.zcard(k)))).reduce((a, b) => a + b, 0);
-      };
-      expect(await waits()).toBe(1);
+      expect(await waits(h)).toBe(1);
       if (how === 'cancel') expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ hadDeferral: true });
       else expect(await h.engine.clearDeferrals(image.scope)).toBe(1);
-      expect(await waits()).toBe(0);
+      expect(await waits(h)).toBe(0);
+    },
+  );
+
+  it('11.1: a wake-up that fails for good (its chain ends in a real failure) removes the stage from its kind’s wait index', async () => {
+    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, retry: { attempts: 1, backoff: fast } });
+    h.executor.script(image, NO, crash);
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+    expect(await waits(h)).toBe(1);
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'the wake-up failed for good');
+    expect(await waits(h)).toBe(0);
+  });
+});
+
+describe('11.1: a stage woken early that defers again (its chain goes on)', () => {
+  it('11.1: waits in the wait index again: a second wakeDeferred wakes it', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, NO, NO, SENT);
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+    expect((await h.engine.wakeDeferred()).woken).toEqual([image]);
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the woken wake-up ran (capacity again)');
+    expect(await h.engine.isStageDeferred(image)).toBe(true);
+    expect((await h.engine.listDeferred())[0]!.deferrals).toBe(2);
+    expect((await h.engine.wakeDeferred()).woken).toEqual([image]);
+    await waitFor(() => done.length === 2, 'the second woken wake-up ran');
+    expect(done[1]!.result).toMatchObject({ dispatched: true });
+  });
+});
+
+describe('11.1: a stage whose chain has no wait-index entry (it began before the per-kind wait index: an upgrade)', () => {
+  it('11.1: its next capacity deferral (the chain goes on) puts it back: wakeDeferred finds it', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, NO, NO);
+    const first = await h.engine.dispatchStage(image, {});
+    expect(first).toMatchObject({ until: expect.any(Number) });
+    await h.redis.zrem(`${h.prefix}:${h.queueName}:sd:wq:image`, stageId(image));
+    expect(await waits(h)).toBe(0);
+    // an operator promotes the wake-up (Bull Board's "promote"): it runs now, capacity again
+    const [d] = await h.engine.listDeferred();
+    await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the promoted wake-up ran');
+    expect((await h.engine.listDeferred())[0]!.deferrals).toBe(2);
+    expect(await waits(h)).toBe(1);
+    expect((await h.engine.wakeDeferred()).woken).toEqual([image]);
+  });
+});
+
+describe('a cancel while a job added by hand (kept when it completes) is in flight', () => {
+  it('7.cancel: marks that job, so a retry of it by hand after it completed does not dispatch the cancelled stage', async () => {
+    const h = harness();
+    const held = heldExecutor(SENT);
+    h.executor.script(image, held.executor);
+    await h.engine.queue.add('image', handData, { jobId: 'kept-1', removeOnComplete: false });
+    const { done } = watch(h.engine.createWorker());
+    await held.running;
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+    held.release();
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(done[0]!.result).toMatchObject({ dispatched: true, cancelled: true });
+    await (await h.engine.queue.getJob('kept-1'))!.retry('completed');
+    await waitFor(() => done.length === 2, 'the job retried by hand completed');
+    expect(done[1]!.result).toMatchObject({ dispatched: false });
+    expect(h.executor.calls).toHaveLength(1);
+  });
+});
+
+describe('a cancel while the enqueued job is in flight', () => {
+  it('7.cancel: frees the stage’s deduplication: a producer’s deduplicating add after it (BullMQ’s add, as the Python producer sends it) adds a new job, not absorbed by the cancelled one', async () => {
+    const h = harness();
+    const held = heldExecutor(SENT);
+    h.executor.script(image, held.executor, SENT);
+    try {
+      const first = await h.engine.enqueue(image, { p: 1 });
+      const { done } = watch(h.engine.createWorker());
+      await held.running;
+      expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+      const sid = stageId(image);
+      const id = readyJobId(sid);
+      await h.engine.queue.add(
+        'image',
+        { ...handData, payload: { p: 2 } },
+        {
+          jobId: id,
+          deduplication: { id: sid },
+          attempts: 3,
+        },
+      );
+      expect(id).not.toBe(first.jobId);
+      expect(await h.engine.queue.getJobState(id)).not.toBe('unknown');
+      held.release();
+      await waitFor(() => done.length === 2, 'both jobs completed');
+      expect(h.executor.calls.map((c) => c.payload)).toEqual([{ p: 1 }, { p: 2 }]);
+    } finally {
+      held.release();
+    }
+  });
+
+  it('7.cancel: leaves alone a job added by hand under its own id with the stage’s deduplication id (only the engine’s own jobs are removed)', async () => {
+    const h = harness();
+    await h.engine.queue.add('image', handData, {
+      jobId: 'mine-1',
+      delay: 60_000,
+      deduplication: { id: stageId(image) },
+    });
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ removedJobs: 0 });
+    expect(await h.engine.queue.getJobState('mine-1')).toBe('delayed');
+  });
+});
+
+describe('a job added by hand that fails for good', () => {
+  it.each([
+    ['true', true],
+    ['0', 0],
+    ['{ count: 0 }', { count: 0 }],
+  ] as const)(
+    '7.fail: with removeOnFail %s (BullMQ removes it as it fails) leaves no failed-job record',
+    async (_, rof) => {
+      const h = harness({ retry: { attempts: 1, backoff: fast } });
+      h.executor.script(image, crash);
+      await h.engine.queue.add('image', handData, { jobId: 'gone-1', attempts: 1, removeOnFail: rof });
+      const { failed } = watch(h.engine.createWorker());
+      await waitFor(() => failed.length === 1, 'the job failed for good');
+      expect(await h.engine.queue.getJob('gone-1')).toBeUndefined();
+      expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['5', 5],
+    ['{ age: 3600 }', { age: 3600 }],
+  ] as const)(
+    '7.cancel: with removeOnFail %s (kept a while) is recorded: a cancel reaches it, a retry of it by hand does not dispatch',
+    async (_, rof) => {
+      const h = harness({ retry: { attempts: 1, backoff: fast } });
+      h.executor.script(image, crash, SENT);
+      await h.engine.queue.add('image', handData, { jobId: 'kept-2', attempts: 1, removeOnFail: rof });
+      const { done, failed } = watch(h.engine.createWorker());
+      await waitFor(() => failed.length === 1, 'the job failed for good');
+      expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).toEqual([
+        `${stageId(image)}@j.kept-2?`,
+      ]);
+      await h.engine.cancelActiveDispatch(image);
+      await (await h.engine.queue.getJob('kept-2'))!.retry('failed');
+      await waitFor(() => done.length === 1, 'the job retried by hand completed');
+      expect(done[0]!.result).toMatchObject({ dispatched: false });
+      expect(h.executor.calls).toHaveLength(1);
     },
   );
 });

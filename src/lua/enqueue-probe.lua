@@ -26,7 +26,9 @@
     leading newline once cancelled.
 
     Writes: nothing, but one ZREM on KEYS[3] of a licence whose job no longer
-    exists (removed by hand). It reads job hashes and BullMQ's 'completed' and
+    exists (removed by hand), or of a member '<stageId>@j.<id>' whose job's hash
+    does not name the stage in its field 'sdi' (the job was removed and its id
+    reused). It reads job hashes and BullMQ's 'completed' and
     'failed' sets under <base>, in the queue's slot like BullMQ's own keys.
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
@@ -60,8 +62,15 @@ local members = redis.call('ZRANGEBYLEX', KEYS[3], '[' .. ARGV[1] .. '@', '[' ..
 local records = {}
 for _, member in ipairs(members) do
   local bare = string.gsub(member, '[!?]$', '')
-  local id = string.match(bare, '^[^@]*@j%.(.+)$') or bare
-  if string.sub(member, -1) == '?' then
+  local id = string.match(bare, '^[^@]*@j%.(.+)$')
+  -- '<stageId>@j.<id>' names a job by an id the engine did not make: the job under that id is the
+  -- stage's only while its hash names the stage ('sdi'); another one (the first removed, its id
+  -- reused by hand) counts as gone
+  local own = true
+  if id then own = redis.call('HGET', BASE .. id, 'sdi') == ARGV[1] else id = bare end
+  if not own then
+    redis.call('ZREM', KEYS[3], member)
+  elseif string.sub(member, -1) == '?' then
     records[#records + 1] = id
   elseif pending(id) then
     return {3, id}

@@ -31,6 +31,9 @@
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
+ *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
+ *        failed-job record): the member's job is the stage's only while its hash says so (an
+ *        operator may remove the job and add another stage's under the same id: `ownJob`)
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -79,6 +82,15 @@ local function jobOf(lic)
   if at and string.sub(lic, at + 1, at + 2) == 'j.' then return string.sub(lic, at + 3) end
   return lic
 end
+-- the job id of stage 'sid''s member 'm' while that job is the stage's own, else nil. A member
+-- '<sid>@j.<id>' names a job by an id the engine did not make: an operator may remove that job
+-- and add another stage's job under the same id, so it is the stage's only while its hash names
+-- the stage ('sdi', written when the job took the member). An engine id carries its stage id.
+local function ownJob(BASE, sid, m)
+  local id = jobOf(m)
+  if string.sub(m, #sid + 2, #sid + 3) == 'j.' and redis.call('HGET', BASE .. id, 'sdi') ~= sid then return nil end
+  return id
+end
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -113,19 +125,23 @@ local function split(members)
   end
   return live, failed
 end
--- revokes the stage's licence(s) in IDX (not the failed-job records) and marks their jobs
--- superseded, except job 'keep'; returns the members revoked
-local function revoke(IDX, BASE, members, keep)
-  local out = {}
+-- revokes stage 'sid''s licence(s) in IDX (not the failed-job records) and marks their jobs
+-- superseded, except job 'keep'; returns the members revoked whose jobs are the stage's own (the
+-- engine removes those jobs), and how many members it revoked
+local function revoke(IDX, BASE, sid, members, keep)
+  local out, n = {}, 0
   for _, m in ipairs(members) do
     if string.sub(m, -1) ~= '?' then
       redis.call('ZREM', IDX, m)
-      local id = jobOf(m)
-      if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
-      out[#out + 1] = m
+      n = n + 1
+      local id = ownJob(BASE, sid, m)
+      if id then
+        if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
+        out[#out + 1] = m
+      end
     end
   end
-  return out
+  return out, n
 end
 `;
 
@@ -236,7 +252,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
-    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0)
+    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
     redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
@@ -246,11 +262,15 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   elseif lic then
     -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash; another
     -- job holding it (one waiting out its backoff) passes on its failures and budget too
-    local h = redis.call('HMGET', BASE .. jobOf(lic), 'sdk', 'opts', 'atm', 'sdb', 'sdx')
-    kept = h[1] or ''
-    if jobOf(lic) ~= own then
-      carried = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0) + (tonumber(h[5]) or 0)
-      opts = h[2] or ''
+    -- (not a job another stage's job replaced under the licence's id: it carries nothing)
+    local id = ownJob(BASE, sid, lic)
+    if id then
+      local h = redis.call('HMGET', BASE .. id, 'sdk', 'opts', 'atm', 'sdb', 'sdx')
+      kept = h[1] or ''
+      if id ~= own then
+        carried = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0) + (tonumber(h[5]) or 0)
+        opts = h[2] or ''
+      end
     end
   end
   if m then redis.call('DEL', M) end
@@ -298,16 +318,16 @@ local function release(L, sid, own, token, mode, me, chain)
     local live = split(${licences('IDX', 'sid')})
     local old = {}
     if live ~= me and live ~= me .. '!' then
-      if live then old = revoke(IDX, BASE, {live}, own) end
+      if live then old = revoke(IDX, BASE, sid, {live}, own) end
       redis.call('ZADD', IDX, 0, me)
     end
-    redis.call('HSET', BASE .. own, 'sdk', chain)
+    redis.call('HSET', BASE .. own, 'sdk', chain, 'sdi', sid)
     return {cancelled, unpack(old)}
   end
   if mode ~= '1' then return {cancelled} end
   local members = ${licences('IDX', 'sid')}
-  local revoked = revoke(IDX, BASE, members, own)
-  if #revoked > 0 then
+  local revoked, n = revoke(IDX, BASE, sid, members, own)
+  if n > 0 then
     unwait(BASE, sid)
     -- the chain ended: a job added for the stage while its licence holder was pending (by a
     -- producer that skipped the enqueue probe, which would have answered 'pending') would
@@ -316,7 +336,10 @@ local function release(L, sid, own, token, mode, me, chain)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
   for _, m in ipairs(members) do
-    if string.sub(m, -1) == '?' and redis.call('EXISTS', BASE .. jobOf(m)) == 0 then redis.call('ZREM', IDX, m) end
+    if string.sub(m, -1) == '?' then
+      local id = ownJob(BASE, sid, m)
+      if not id or redis.call('EXISTS', BASE .. id) == 0 then redis.call('ZREM', IDX, m) end
+    end
   end
   return {cancelled, unpack(revoked)}
 end
@@ -373,7 +396,7 @@ end
 -- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
 if not liveLock(KEYS[1], true) then return {0, 0} end
 if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1]) ~= ARGV[10] then return {0, 2} end
-local old = revoke(KEYS[3], ARGV[7], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
+local old = revoke(KEYS[3], ARGV[7], ARGV[1], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs()))
 redis.call('DEL', KEYS[1])
@@ -439,10 +462,15 @@ local function mark(id)
 end
 local had = redis.call('DEL', KEYS[1])
 unwait(ARGV[2], ARGV[1])
-local old = ${licences('KEYS[3]', 'ARGV[1]')}
-for _, o in ipairs(old) do
+-- every member goes; only the stage's own jobs are marked and listed (the engine removes them)
+local old = {}
+for _, o in ipairs(${licences('KEYS[3]', 'ARGV[1]')}) do
   redis.call('ZREM', KEYS[3], o)
-  mark(jobOf(o))
+  local id = ownJob(ARGV[2], ARGV[1], o)
+  if id then
+    mark(id)
+    old[#old + 1] = o
+  end
 end
 local l = liveLock(KEYS[2], true)
 local inflight = 0
@@ -518,12 +546,16 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 markFinished(KEYS[2])
+-- the job is the stage's own under its record's id (see ownJob)
+redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
--- a job BullMQ removes once it fails (removeOnFail) leaves no record behind
+-- a job BullMQ removes as it fails leaves no record behind: removeOnFail true, 0 or { count: 0 }
+-- (a count or an age above 0 keeps the job a while: it is recorded, so a cancel still reaches it)
 local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[2], 'opts') or '{}')
-if ok and type(o) == 'table' and o.removeOnFail and o.removeOnFail ~= false then return 1 end
+local rof = ok and type(o) == 'table' and o.removeOnFail
+if rof == true or rof == 0 or (type(rof) == 'table' and rof.count == 0) then return 1 end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
 `;
