@@ -99,3 +99,27 @@ describe('design: a licence naming a job by an id an operator reused for another
     await runB();
   });
 });
+
+describe('design: a job added by hand is the stage’s own when its data names the stage, whatever its segments hold', () => {
+  it.each([
+    ['percent-encoded segments', { scope: ['bö ök/1', '50%', 'a@b'], stage: 'im age' }],
+    ['a segment that looks encoded', { scope: ['%41', 'ch'], stage: 'x%2Fy' }],
+  ])('%s: its licence still speaks for it (enqueue answers pending with it, a cancel removes it)', async (_, ref) => {
+    const h = harness();
+    h.executor.script(ref, crash);
+    await h.engine.queue.add('image', dataOf(ref), {
+      jobId: 'x-9',
+      attempts: 3,
+      backoff: { type: 'fixed', delay: 60_000 },
+    });
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'job x-9 failed once');
+    expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'x-9' });
+    // the same scope with another stage kind is another stage: its data does not name this one
+    const other = { scope: ref.scope, stage: 'other' };
+    expect(await h.engine.enqueue(other, {})).toMatchObject({ added: true });
+    // the scripts' twin of the probe's rule (CANCEL's ownJob) finds it the stage's own as well
+    expect(await h.engine.cancelActiveDispatch(ref)).toMatchObject({ removedJobs: 1 });
+    expect(await h.engine.queue.getJob('x-9')).toBeUndefined();
+  });
+});

@@ -25,10 +25,10 @@
     without 'finishedOn': BullMQ finishing the job ends it), either with a
     leading newline once cancelled.
 
-    Writes: nothing, but one ZREM on KEYS[3] of a licence whose job no longer
-    exists (removed by hand), or of a member '<stageId>@j.<id>' whose job's hash
-    does not name the stage in its field 'sdi' (the job was removed and its id
-    reused). It reads job hashes and BullMQ's 'completed' and
+    Writes: nothing, but ZREMs on KEYS[3]: of a licence whose job no longer
+    exists (removed by hand), and of a member '<stageId>@j.<id>' (a job added by
+    hand) whose job's data no longer names the stage (the job was removed and
+    its id reused for another stage's job). It reads job hashes and BullMQ's 'completed' and
     'failed' sets under <base>, in the queue's slot like BullMQ's own keys.
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
@@ -55,6 +55,22 @@ local function pending(id)
     and not redis.call('ZSCORE', BASE .. 'completed', id)
     and not redis.call('ZSCORE', BASE .. 'failed', id)
 end
+-- whether job <id>'s data names this stage: its scope and stage are the stage id's segments,
+-- percent-decoded (docs/producers.md, "Stage ids"). The engine's scripts apply the same rule
+-- (`names` in src/lua/scripts.ts; test/reused-job-id.test.ts walks both)
+local function names(id)
+  local ok, o = pcall(cjson.decode, redis.call('HGET', BASE .. id, 'data') or '')
+  if not ok or type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
+  local parts = {}
+  for seg in string.gmatch(ARGV[1], '[^/]+') do
+    parts[#parts + 1] = (string.gsub(seg, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
+  end
+  if #parts ~= #o.scope + 1 or o.stage ~= parts[#parts] then return false end
+  for i = 1, #o.scope do
+    if o.scope[i] ~= parts[i] then return false end
+  end
+  return true
+end
 -- the stage's members sort under '<stageId>@': its licence (at most one, maybe marked '!')
 -- and records of jobs that failed for good (marked '?'). The job id of a member: its mark
 -- dropped, and '<stageId>@j.<id>' (a job whose id is not the engine's) unwrapped.
@@ -64,10 +80,10 @@ for _, member in ipairs(members) do
   local bare = string.gsub(member, '[!?]$', '')
   local id = string.match(bare, '^[^@]*@j%.(.+)$')
   -- '<stageId>@j.<id>' names a job by an id the engine did not make: the job under that id is the
-  -- stage's only while its hash names the stage ('sdi'); another one (the first removed, its id
-  -- reused by hand) counts as gone
+  -- stage's only while its data names the stage; another one (the first removed, its id reused
+  -- by hand for another stage's job) counts as gone
   local own = true
-  if id then own = redis.call('HGET', BASE .. id, 'sdi') == ARGV[1] else id = bare end
+  if id then own = names(id) else id = bare end
   if not own then
     redis.call('ZREM', KEYS[3], member)
   elseif string.sub(member, -1) == '?' then

@@ -31,9 +31,6 @@
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
- *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
- *        failed-job record): the member's job is the stage's only while its hash says so (an
- *        operator may remove the job and add another stage's under the same id: `ownJob`)
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -82,13 +79,28 @@ local function jobOf(lic)
   if at and string.sub(lic, at + 1, at + 2) == 'j.' then return string.sub(lic, at + 3) end
   return lic
 end
+-- whether the data of job hash J names stage 'sid': its scope and stage are the id's segments,
+-- percent-decoded (a stage id is its segments through encodeURIComponent, joined by '/')
+local function names(J, sid)
+  local ok, o = pcall(cjson.decode, redis.call('HGET', J, 'data') or '')
+  if not ok or type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
+  local parts = {}
+  for seg in string.gmatch(sid, '[^/]+') do
+    parts[#parts + 1] = (string.gsub(seg, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
+  end
+  if #parts ~= #o.scope + 1 or o.stage ~= parts[#parts] then return false end
+  for i = 1, #o.scope do
+    if o.scope[i] ~= parts[i] then return false end
+  end
+  return true
+end
 -- the job id of stage 'sid''s member 'm' while that job is the stage's own, else nil. A member
 -- '<sid>@j.<id>' names a job by an id the engine did not make: an operator may remove that job
--- and add another stage's job under the same id, so it is the stage's only while its hash names
--- the stage ('sdi', written when the job took the member). An engine id carries its stage id.
+-- and add another stage's job under the same id, so it is the stage's only while the job's data
+-- names the stage (read only for such members: jobs added by hand). An engine id carries its stage id.
 local function ownJob(BASE, sid, m)
   local id = jobOf(m)
-  if string.sub(m, #sid + 2, #sid + 3) == 'j.' and redis.call('HGET', BASE .. id, 'sdi') ~= sid then return nil end
+  if string.sub(m, #sid + 2, #sid + 3) == 'j.' and not names(BASE .. id, sid) then return nil end
   return id
 end
 local function nowMs()
@@ -252,7 +264,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
-    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
+    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0)
     redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
@@ -321,7 +333,7 @@ local function release(L, sid, own, token, mode, me, chain)
       if live then old = revoke(IDX, BASE, sid, {live}, own) end
       redis.call('ZADD', IDX, 0, me)
     end
-    redis.call('HSET', BASE .. own, 'sdk', chain, 'sdi', sid)
+    redis.call('HSET', BASE .. own, 'sdk', chain)
     return {cancelled, unpack(old)}
   end
   if mode ~= '1' then return {cancelled} end
@@ -546,16 +558,17 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 markFinished(KEYS[2])
--- the job is the stage's own under its record's id (see ownJob)
-redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
--- a job BullMQ removes as it fails leaves no record behind: removeOnFail true, 0 or { count: 0 }
--- (a count or an age above 0 keeps the job a while: it is recorded, so a cancel still reaches it)
+-- a job BullMQ removes as it fails leaves no record behind: removeOnFail true, 0, or { count: 0 }
+-- or { age: 0 or less } (a count or an age above 0 keeps the job a while: it is recorded, so a
+-- cancel still reaches it). A Worker's own removeOnFail is not seen here: its record stays until
+-- the chain's end drops records whose jobs are gone
 local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[2], 'opts') or '{}')
 local rof = ok and type(o) == 'table' and o.removeOnFail
-if rof == true or rof == 0 or (type(rof) == 'table' and rof.count == 0) then return 1 end
+if rof == true or rof == 0 then return 1 end
+if type(rof) == 'table' and (rof.count == 0 or (type(rof.age) == 'number' and rof.age <= 0)) then return 1 end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
 `;
@@ -718,6 +731,22 @@ for _, p in ipairs(picked) do
   redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
   out[#out + 1] = p[1]
   out[#out + 1] = p[2]
+end
+return out
+`;
+
+/**
+ * own members: the stage's licence and failed-job records whose jobs are the
+ * stage's own (`ownJob`: a member naming a job added by hand counts while the
+ * job's data names the stage); writes nothing. Read-only callers (the CLI's
+ * `show`) read a stage's members through it, by the rule every script applies.
+ * KEYS: 1 IDX   ARGV: 1 stage id, 2 queue base
+ */
+export const OWN_MEMBERS = `
+${HELPERS}
+local out = {}
+for _, m in ipairs(${licences('KEYS[1]', 'ARGV[1]')}) do
+  if ownJob(ARGV[2], ARGV[1], m) then out[#out + 1] = m end
 end
 return out
 `;

@@ -76,6 +76,7 @@ describe('the Lua scripts', () => {
       'FAIL',
       'FINISHED',
       'LOCK_LIVE',
+      'OWN_MEMBERS',
       'PERMISSIONS',
       'PROBE',
       'RETRIED',
