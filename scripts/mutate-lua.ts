@@ -43,6 +43,7 @@ const CORE = [
   'test/crash-recovery.test.ts',
   'test/review/retry-completed.test.ts',
   'test/reused-job-id.test.ts',
+  'test/review9/hand-ids.test.ts',
 ];
 /**
  * Suites run before the core ones for a script's mutants: those that reach what the core
