@@ -3,8 +3,8 @@ import type { DispatchContext, ExecutorResult, StageRef } from '../src';
 import { stageId } from '../src';
 import { DeferralStore } from '../src/deferral-store';
 import { harness, notSent, SENT } from './helpers/engine';
-import { fast, latch, watch } from './helpers/jobs';
-import { keysUnder, waitFor } from './helpers/redis';
+import { fast, fetchBy, latch, watch } from './helpers/jobs';
+import { keysUnder, onCluster, waitFor } from './helpers/redis';
 
 /**
  * Behaviours of src/dispatch.ts that Stryker's mutants showed unguarded
@@ -616,5 +616,44 @@ describe('14.2: the deferral, run B (lines 370-502)', () => {
     expect(again.until).toEqual(expect.any(Number));
     // longest-waiting first: b, whose chain began before a's new one
     expect((await h.engine.wakeDeferred({ limit: 1 })).woken).toEqual([b]);
+  });
+});
+
+(onCluster ? describe.skip : describe)('14.2: a worker that stalled while its job deferred (run B8’s gap)', () => {
+  it('14.2: does not remove its own job (the licence it revoked), which BullMQ handed back to wait: the job runs again and dispatches nothing', async () => {
+    const held = latch<void>();
+    let calls = 0;
+    const h = harness({
+      windows: { capacitySeconds: 60, jitter: 0 },
+      executor: async () => {
+        calls += 1;
+        if (calls === 2) await held.opened;
+        return notSent('no_worker_available');
+      },
+    });
+    // a deferral; its wake-up is woken (due now): it holds the stage's licence
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+    expect((await h.engine.wakeDeferred({})).woken).toHaveLength(1);
+    const job = await fetchBy(h, 'bull-1');
+    const id = job.id as string;
+    const a = (h.engine.processor(job, 'bull-1') as Promise<unknown>).catch((e: unknown) => e);
+    await waitFor(() => calls === 2, 'the wake-up’s executor to start');
+    // the worker freezes past BullMQ's lockDuration: its lock of the job lapses, the stalled
+    // check moves the job back to wait (as BullMQ's moveStalledJobsToWait does)
+    const base = `${h.prefix}:${h.queueName}:`;
+    await h.redis.del(`${base}${id}:lock`);
+    await h.redis.lrem(`${base}active`, 0, id);
+    await h.redis.lpush(`${base}wait`, id);
+    // it wakes: its capacity answer is recorded (its stage lock, tied to the unfinished job, lives
+    // on), which revokes the licence the job held: its own
+    held.open();
+    expect(await a).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+    expect(await h.engine.isStageDeferred(image)).toBe(true);
+    // the job itself is still there, handed back to wait; run again, it dispatches nothing
+    expect(await h.engine.queue.getJobState(id)).toBe('waiting');
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.some((d) => d.id === id), 'the redelivered job ran');
+    expect(done.find((d) => d.id === id)!.result).toMatchObject({ dispatched: false });
+    expect(calls).toBe(2);
   });
 });
