@@ -47,8 +47,9 @@ const CORE = [
 ];
 /**
  * Suites run before the core ones for a script's mutants: those that reach what the core
- * suites do not (wakeDeferred, the start-up ACL check, the renewal). (The CLI's suites, which read a lock with LOCK_LIVE, run the
- * built CLI, dist/cli.js, which the sandbox does not build: they are left out.)
+ * suites do not (wakeDeferred, the start-up ACL check, the renewal, the job-tied lock). The CLI's
+ * suites in test/cli run the built CLI, dist/cli.js, which the sandbox does not build: they are left
+ * out; review6/cli-show and review9/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
  */
 const OWN: Record<string, string[]> = {
   WAKE: ['test/wake-deferred.test.ts'],
@@ -69,6 +70,26 @@ const OWN: Record<string, string[]> = {
     'test/engine.survivors.test.ts',
     'test/reliability/terminal-failure.test.ts',
   ],
+  // the shared helpers (liveLock, the tied lock's rules) and the hot path reach every suite above
+  HELPERS: [
+    'test/job-tied-lock.test.ts',
+    'test/dispatch.survivors.test.ts',
+    'test/processor.survivors.test.ts',
+    'test/wake-deferred.test.ts',
+    'test/lock-renewal.test.ts',
+  ],
+  BATCH: [
+    'test/job-tied-lock.test.ts',
+    'test/dispatch.survivors.test.ts',
+    'test/processor.survivors.test.ts',
+    'test/in-flight-retry.test.ts',
+    'test/wake-deferred.test.ts',
+    'test/review2/failed-records.test.ts',
+    'test/engine.survivors.test.ts',
+  ],
+  // the CLI's show reads through these (src/cli/read.ts, run from the source)
+  LOCK_LIVE: ['test/review6/cli-show.test.ts', 'test/review9/hand-ids.test.ts'],
+  OWN_MEMBERS: ['test/review9/hand-ids.test.ts', 'test/review6/cli-show.test.ts'],
 };
 const only = arg('tests')?.split(',');
 /** Every suite a mutant may run (the baseline runs them all). */
