@@ -96,6 +96,25 @@ describe('a job whose licence another attempt revoked, and that was not removed'
   });
 });
 
+describe('a job added by hand whose licence another attempt revoked, and that was not removed', () => {
+  it('14.2: does not dispatch the stage again when it runs after the wake-up dispatched (it was marked superseded; no deduplication key speaks for it)', async () => {
+    const h = dropsAfterFirstDeferral(1_500);
+    h.executor.script(image, crash, notSent('no_worker_available'));
+    await h.engine.queue.add('image', handData, {
+      jobId: 'hand-9',
+      attempts: 3,
+      backoff: { type: 'fixed', delay: 1_500 },
+    });
+    const { done, failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'the job added by hand failed once');
+    await expect(h.engine.dispatchStage(image, { p: 1 })).rejects.toThrow(/connection closed/);
+    expect(await h.engine.queue.getJobState('hand-9')).toBe('delayed');
+    await waitFor(() => done.length === 2, 'the wake-up and the retried job completed', 20_000);
+    expect(h.executor.calls.filter((c) => c.result === SENT)).toHaveLength(1);
+    expect(done.find((d) => d.id === 'hand-9')?.result).toMatchObject({ dispatched: false, reason: 'superseded' });
+  });
+});
+
 describe('an enqueued job that deferred, then threw (it is retried)', () => {
   it('14.2: gave up its deduplication: an enqueue after the deferral ended adds a new job', async () => {
     const h = dropsAfterFirstDeferral(60_000);
@@ -172,6 +191,18 @@ describe("11.1: a chain's end leaves nothing in the wait index (wakeDeferred's)"
     expect(await waits(h)).toBe(1);
     const { failed } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'the wake-up failed for good');
+    expect(await waits(h)).toBe(0);
+  });
+});
+
+describe("11.1: a chain's end by a success leaves nothing in the wait index", () => {
+  it('11.1: a success of a capacity-deferred stage (its deferral ended by hand, its wake-up still licensed) removes it from its kind’s wait index', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, NO, SENT);
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+    expect(await waits(h)).toBe(1);
+    await h.redis.del(h.engine.deferredStageKey(image));
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
     expect(await waits(h)).toBe(0);
   });
 });
@@ -312,4 +343,27 @@ describe('a job added by hand that fails for good', () => {
       expect(h.executor.calls).toHaveLength(1);
     },
   );
+});
+
+describe('10.clock: a host whose clock runs ahead of Redis records its lead on every batch (sd:lead, PX 60 s)', () => {
+  it('10.clock: its start-up record gone (its TTL ran out), a batch writes it again; a larger lead of the fleet is kept', async () => {
+    const h = harness();
+    await h.engine.waitUntilReady();
+    const lead = `${h.prefix}:${h.queueName}:sd:lead`;
+    const real = Date.now.bind(Date);
+    const spy = jest.spyOn(Date, 'now').mockImplementation(() => real() + 6000);
+    try {
+      await h.redis.del(lead);
+      expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+      // about 6 s (the host's lead, less the time a request takes)
+      expect(Number(await h.redis.get(lead))).toBeGreaterThan(5000);
+      expect(await h.redis.pttl(lead)).toBeGreaterThan(0);
+      // another host's larger lead stands
+      await h.redis.set(lead, 9000, 'PX', 60_000);
+      expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+      expect(await h.redis.get(lead)).toBe('9000');
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });

@@ -123,3 +123,28 @@ describe('design: a job added by hand is the stage’s own when its data names t
     expect(await h.engine.queue.getJob('x-9')).toBeUndefined();
   });
 });
+
+describe('design: a job under a reused id whose data does not name the stage', () => {
+  it.each([
+    ['another stage kind in the same scope', { v: 1, scope: ['book-r', 'ch-1'], stage: 'video', payload: {} }],
+    ['a scope one segment longer', { v: 1, scope: ['book-r', 'ch-1', 'image'], stage: 'image', payload: {} }],
+    ['a scope one segment shorter', { v: 1, scope: ['book-r'], stage: 'image', payload: {} }],
+    ['a job that is no dispatch job at all (no scope)', { foo: 1 }],
+    ['a job whose data is not an object', 'plain text'],
+  ])('%s: is not the stage’s: a cancel of the stage leaves it in place', async (_, data) => {
+    const h = harness();
+    h.executor.script(A, crash);
+    await h.engine.queue.add('image', dataOf(A), {
+      jobId: 'x-1',
+      attempts: 3,
+      backoff: { type: 'fixed', delay: 60_000 },
+    });
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'job x-1 of stage A failed once');
+    await (await h.engine.queue.getJob('x-1'))!.remove();
+    await h.engine.queue.add('image', data, { jobId: 'x-1', attempts: 3, delay: 60_000 });
+    expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 0 });
+    expect(await h.engine.queue.getJobState('x-1')).toBe('delayed');
+    expect(await h.redis.hget(`${h.prefix}:${h.queueName}:x-1`, 'sdc')).toBeNull();
+  });
+});
