@@ -44,6 +44,8 @@ const CORE = [
   'test/review/retry-completed.test.ts',
   'test/reused-job-id.test.ts',
   'test/review9/hand-ids.test.ts',
+  'test/review10/names.test.ts',
+  'test/review10/cost.test.ts',
 ];
 /**
  * Suites run before the core ones for a script's mutants: those that reach what the core

@@ -186,7 +186,9 @@ export interface JobIdentity {
  * with no `ttl`, `extend` or `replace` (its key must hold while the job waits:
  * a cancel reaches a waiting job through it, and a second add meets it), and retry options the engine applies (`attempts` a positive integer,
  * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none. No id
- * has a newline (the stage lock's value holds the id before one).
+ * has a newline (the stage lock's value holds the id before one), ends in `!`
+ * or `?`, or is `<sid>@j.…` (the licence index's marks and its name for a job
+ * added by hand).
  * Throws `InvalidJobOptionsError`.
  */
 export function checkJobOptions(job: JobIdentity, sid: string): void {
@@ -196,9 +198,13 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   // the stage lock holds the job id before a newline (`<job id>\n<fence>[\n<BullMQ token>]`):
   // an id with one would make its lock read as another job's, dead, and the stage free to take
   if (job.id.includes('\n')) fail('has a newline in its id: a dispatch job id never has one');
+  // the licence index marks a member with a last `!` or `?`, and names a job added by hand
+  // `<stageId>@j.<id>`: such an id would read as another job's member
+  if (/[!?]$/.test(job.id)) fail('ends in `!` or `?`: a dispatch job id never does (the engine marks its records so)');
   const at = job.id.indexOf('@');
   if (at < 0) return;
   const named = job.id.slice(0, at);
+  if (job.id.startsWith('j.', at + 1)) fail("has the engine's form for naming a job added by hand (`<stageId>@j.…`)");
   if (named !== sid) {
     fail(
       `names stage id ${JSON.stringify(named)}, but its data's scope and stage encode to ${JSON.stringify(sid)}: ` +

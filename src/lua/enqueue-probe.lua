@@ -55,12 +55,20 @@ local function pending(id)
     and not redis.call('ZSCORE', BASE .. 'completed', id)
     and not redis.call('ZSCORE', BASE .. 'failed', id)
 end
--- whether job <id>'s data names this stage: its scope and stage are the stage id's segments,
--- percent-decoded (docs/producers.md, "Stage ids"). The engine's scripts apply the same rule
--- (`names` in src/lua/scripts.ts; test/reused-job-id.test.ts walks both)
+-- whether job <id> is this stage's: its hash says so ('sdi'), or its data names the stage (its
+-- scope and stage are the stage id's segments, percent-decoded: docs/producers.md, "Stage
+-- ids"). The engine's scripts apply the same rule (`ownJob` in src/lua/scripts.ts;
+-- test/reused-job-id.test.ts walks both)
 local function names(id)
-  local ok, o = pcall(cjson.decode, redis.call('HGET', BASE .. id, 'data') or '')
-  if not ok or type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
+  -- the engine records the stage on a job that took a member, or whose data it read ('sdi')
+  local s = redis.call('HGET', BASE .. id, 'sdi')
+  if s then return s == ARGV[1] end
+  local d = redis.call('HGET', BASE .. id, 'data')
+  if not d then return true end
+  -- data cjson cannot decode (nesting past 1000) cannot tell: the job counts as the stage's
+  local ok, o = pcall(cjson.decode, d)
+  if not ok then return true end
+  if type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
   local parts = {}
   for seg in string.gmatch(ARGV[1], '[^/]+') do
     parts[#parts + 1] = (string.gsub(seg, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
@@ -80,8 +88,8 @@ for _, member in ipairs(members) do
   local bare = string.gsub(member, '[!?]$', '')
   local id = string.match(bare, '^[^@]*@j%.(.+)$')
   -- '<stageId>@j.<id>' names a job by an id the engine did not make: the job under that id is the
-  -- stage's only while its data names the stage; another one (the first removed, its id reused
-  -- by hand for another stage's job) counts as gone
+  -- stage's only while `names` says so; another one (the first removed, its id reused by hand
+  -- for another stage's job) counts as gone
   local own = true
   if id then own = names(id) else id = bare end
   if not own then

@@ -31,6 +31,8 @@
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
+ *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
+ *        failed-job record) or once its data was found to name the stage: see `ownJob`
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -80,10 +82,14 @@ local function jobOf(lic)
   return lic
 end
 -- whether the data of job hash J names stage 'sid': its scope and stage are the id's segments,
--- percent-decoded (a stage id is its segments through encodeURIComponent, joined by '/')
+-- percent-decoded (a stage id is its segments through encodeURIComponent, joined by '/'); nil when
+-- it cannot tell (no data: the job is gone; or data cjson cannot decode, such as nesting past 1000)
 local function names(J, sid)
-  local ok, o = pcall(cjson.decode, redis.call('HGET', J, 'data') or '')
-  if not ok or type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
+  local d = redis.call('HGET', J, 'data')
+  if not d then return nil end
+  local ok, o = pcall(cjson.decode, d)
+  if not ok then return nil end
+  if type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
   local parts = {}
   for seg in string.gmatch(sid, '[^/]+') do
     parts[#parts + 1] = (string.gsub(seg, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
@@ -96,11 +102,23 @@ local function names(J, sid)
 end
 -- the job id of stage 'sid''s member 'm' while that job is the stage's own, else nil. A member
 -- '<sid>@j.<id>' names a job by an id the engine did not make: an operator may remove that job
--- and add another stage's job under the same id, so it is the stage's only while the job's data
--- names the stage (read only for such members: jobs added by hand). An engine id carries its stage id.
-local function ownJob(BASE, sid, m)
+-- and add another stage's job under the same id. So such a job is the stage's while its hash says
+-- so ('sdi', written when it takes a member, or once its data was read), else while its data
+-- names the stage (decoded once, then 'sdi' is written, unless 'readOnly'); a job whose data
+-- cannot tell counts as the stage's (as every member did before this check). An engine id
+-- carries its stage id.
+local function ownJob(BASE, sid, m, readOnly)
   local id = jobOf(m)
-  if string.sub(m, #sid + 2, #sid + 3) == 'j.' and not names(BASE .. id, sid) then return nil end
+  if string.sub(m, #sid + 2, #sid + 3) ~= 'j.' then return id end
+  local J = BASE .. id
+  local s = redis.call('HGET', J, 'sdi')
+  if s then
+    if s == sid then return id end
+    return nil
+  end
+  local n = names(J, sid)
+  if n == false then return nil end
+  if n and not readOnly then redis.call('HSET', J, 'sdi', sid) end
   return id
 end
 local function nowMs()
@@ -264,7 +282,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
-    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0)
+    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
     redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
@@ -333,7 +351,7 @@ local function release(L, sid, own, token, mode, me, chain)
       if live then old = revoke(IDX, BASE, sid, {live}, own) end
       redis.call('ZADD', IDX, 0, me)
     end
-    redis.call('HSET', BASE .. own, 'sdk', chain)
+    redis.call('HSET', BASE .. own, 'sdk', chain, 'sdi', sid)
     return {cancelled, unpack(old)}
   end
   if mode ~= '1' then return {cancelled} end
@@ -558,6 +576,8 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 markFinished(KEYS[2])
+-- the job is the stage's own under its record (see ownJob)
+redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
@@ -738,7 +758,7 @@ return out
 /**
  * own members: the stage's licence and failed-job records whose jobs are the
  * stage's own (`ownJob`: a member naming a job added by hand counts while the
- * job's data names the stage); writes nothing. Read-only callers (the CLI's
+ * job's hash, `sdi`, or else its data names the stage); writes nothing. Read-only callers (the CLI's
  * `show`) read a stage's members through it, by the rule every script applies.
  * KEYS: 1 IDX   ARGV: 1 stage id, 2 queue base
  */
@@ -746,7 +766,7 @@ export const OWN_MEMBERS = `
 ${HELPERS}
 local out = {}
 for _, m in ipairs(${licences('KEYS[1]', 'ARGV[1]')}) do
-  if ownJob(ARGV[2], ARGV[1], m) then out[#out + 1] = m end
+  if ownJob(ARGV[2], ARGV[1], m, true) then out[#out + 1] = m end
 end
 return out
 `;

@@ -1,0 +1,35 @@
+import { stageId } from '../../src/stage-ref';
+import { harness } from '../helpers/engine';
+import { watch } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+
+/**
+ * Review 10, cost: `ownJob` (and the probe's `names`) decoded the whole data of every
+ * `<stageId>@j.<id>` member of the stage on each probe, begin, release and cancel: a stage
+ * with hand-added jobs of large payloads blocked Redis for tens of ms an enqueue. Now a job
+ * that takes a member records its stage (`sdi`), and the check reads that field; the data is
+ * decoded only for a member without it (written by an earlier version, or a job re-added by
+ * hand), once. Shown without a clock: once `sdi` is recorded, the data is not read at all (it
+ * is replaced here by data that cannot be decoded, and the job still counts as the stage's).
+ */
+const A = { scope: ['book-r10c', 'ch-1'], stage: 'image' };
+
+it('review10: cost: a member whose job recorded its stage is judged without decoding the job’s data', async () => {
+  const h = harness();
+  const base = `${h.prefix}:${h.queueName}:`;
+  h.executor.script(A, new Error('crash'));
+  await h.engine.queue.add(
+    'image',
+    { v: 1, scope: A.scope, stage: A.stage, payload: {} },
+    { jobId: 'h-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+  );
+  const w = watch(h.engine.createWorker());
+  await waitFor(() => w.failed.length === 1, 'h-1 failed once (it waits out its retry, holding the licence)');
+  expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([`${stageId(A)}@j.h-1`]);
+  expect(await h.redis.hget(`${base}h-1`, 'sdi')).toBe(stageId(A));
+  // data no decoder reads: only `sdi` can say whose the job is
+  await h.redis.hset(`${base}h-1`, 'data', '{not json');
+  // the probe counts it pending, and a cancel reaches it
+  expect(await h.engine.enqueue(A, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'h-1' });
+  expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 1 });
+});
