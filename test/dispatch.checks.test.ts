@@ -54,6 +54,7 @@ describe('INVALID_PAYLOAD: checkPayload refuses, naming what and where', () => {
     ['a value in an array, by its index', { a: [0, NaN] }, said('NaN', 'a[1]')],
     ['a function', () => 1, said('function')],
     ['a symbol', { s: Symbol('s') }, said('symbol', 's')],
+    // eslint-disable-next-line no-sparse-arrays -- the hole is what is refused
     ['an array with a hole', { a: [1, , 3] }, said('an array with holes or named properties', 'a')],
     ['undefined in an array', [1, undefined], said('undefined in an array')],
     ['a Date', { when: new Date(0) }, said('a Date', 'when')],
