@@ -1,7 +1,7 @@
 import { harness, notSent, SENT } from './helpers/engine';
 import { fast, heldExecutor, latch, watch } from './helpers/jobs';
 import { stageId } from '../src/stage-ref';
-import { readyJobId } from '../src/job-data';
+import { parseLicence, readyJobId } from '../src/job-data';
 import { keysUnder, waitFor } from './helpers/redis';
 
 /**
@@ -365,5 +365,41 @@ describe('10.clock: a host whose clock runs ahead of Redis records its lead on e
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe('a job (not a wake-up) that holds the licence after a real failure keeps the chain it ran in', () => {
+  it('14.2: its retry’s capacity deferral goes on with that chain (the deferrals before the failure count)', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 }, retry: { attempts: 3, backoff: fast } });
+    h.executor.script(image, NO, crash, NO);
+    const wakeUps: string[] = [];
+    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
+    // a deferral: its wake-up holds the licence (a chain of one capacity deferral)
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
+    await h.redis.del(h.engine.deferredStageKey(image));
+    // a job added by hand runs in that chain, fails (it takes the licence), and its retry defers
+    await h.engine.queue.add('image', handData, { jobId: 'chain-1', attempts: 3, backoff: fast });
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => wakeUps.length === 2, 'the retry deferred');
+    expect(failed).toHaveLength(1);
+    expect(parseLicence(wakeUps[1]!)!.chain).toEqual({ capacity: 2, idempotent: 0, failures: 1 });
+  });
+});
+
+describe('a job retried by hand after failing for good', () => {
+  it('14.2: gets one fresh budget, not one per attempt: it fails for good again after its attempts', async () => {
+    const h = harness({ retry: { attempts: 2, backoff: fast } });
+    h.executor.script(image, crash, crash, crash, crash, crash, crash);
+    await h.engine.queue.add('image', handData, { jobId: 'again-1', attempts: 2, backoff: fast });
+    const { failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 2, 'failed for good (2 attempts)');
+    expect(await h.engine.queue.getJobState('again-1')).toBe('failed');
+    await (await h.engine.queue.getJob('again-1'))!.retry('failed');
+    // (BullMQ's attempts are spent: the engine retries the second of the two itself, quietly)
+    await waitFor(
+      async () => h.executor.calls.length >= 4 && (await h.engine.queue.getJobState('again-1')) === 'failed',
+      'failed for good again after 2 more attempts',
+    );
+    expect(h.executor.calls).toHaveLength(4);
   });
 });
