@@ -38,6 +38,7 @@ export const gateSuites = [
   // tests written for surviving mutants, and two quick review suites that reach lines the core ones do not
   'dispatch.survivors',
   'dispatch.checks',
+  'dispatch.results',
   'lua.survivors',
   'review2/hold-chain',
   'review/clock-skew',
