@@ -610,7 +610,8 @@ function checkExecutorResult(value: unknown): ExecutorResult {
               : r.notSent !== undefined && !(r.notSent instanceof Map)
                 ? '`notSent` to be a Map'
                 : r.retryAfterMs !== undefined &&
-                    (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
+                    // (Number.isFinite is false for anything but a finite number: no typeof needed)
+                    (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
                   ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
                   : null;
   if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
@@ -639,7 +640,8 @@ export function windowFor(
     return Math.round(Math.min(maxMs, hinted * (1 + windows.jitter * random())));
   }
   const base = cls === 'capacity' ? windows.capacitySeconds : windows.idempotentSeconds;
-  const stepMs = cls === 'capacity' ? Math.min(maxMs, 1000 * base * 2 ** Math.min(deferrals - 1, 40)) : 1000 * base;
+  // (an idempotent class's maximum is its base, so its step is the base for every n >= 1)
+  const stepMs = Math.min(maxMs, 1000 * base * 2 ** Math.min(deferrals - 1, 40));
   return Math.max(1, Math.round(stepMs * (1 - windows.jitter * random())));
 }
 
@@ -653,7 +655,8 @@ function chainText(chain: ChainState): string {
   return `${chain.capacity}.${chain.idempotent}.${chain.failures}`;
 }
 
-function parseChain(text: string): ChainState | null {
+/** A chain kept on a job's hash (`sdk`, as `chainText` writes it); null when there is none. */
+export function parseChain(text: string): ChainState | null {
   const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(text);
   return m ? { capacity: Number(m[1]), idempotent: Number(m[2]), failures: Number(m[3]) } : null;
 }
