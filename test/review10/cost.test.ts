@@ -33,3 +33,52 @@ it('review10: cost: a member whose job recorded its stage is judged without deco
   expect(await h.engine.enqueue(A, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'h-1' });
   expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 1 });
 });
+
+describe('review10: what decides when the data cannot, and the record of a decoded verdict', () => {
+  /** Job h-1 of stage A failed once and holds the licence; `sdi` and `data` then set as given. */
+  async function holder(sdi: string | null, data: string) {
+    const h = harness();
+    const base = `${h.prefix}:${h.queueName}:`;
+    h.executor.script(A, new Error('crash'));
+    await h.engine.queue.add(
+      'image',
+      { v: 1, scope: A.scope, stage: A.stage, payload: {} },
+      { jobId: 'h-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+    );
+    const w = watch(h.engine.createWorker());
+    await waitFor(() => w.failed.length === 1, 'h-1 failed once');
+    if (sdi === null) await h.redis.hdel(`${base}h-1`, 'sdi');
+    else await h.redis.hset(`${base}h-1`, 'sdi', sdi);
+    await h.redis.hset(`${base}h-1`, 'data', data);
+    return { h, base };
+  }
+
+  it('review10: no recorded stage and data cjson cannot decode: the job counts as the stage’s (as before the check)', async () => {
+    const { h } = await holder(null, '{not json');
+    expect(await h.engine.enqueue(A, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'h-1' });
+    expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 1 });
+  });
+
+  it('review10: another stage recorded: the job is not the stage’s, whatever its data', async () => {
+    const { h } = await holder('book-other/ch-9/image', '{not json');
+    expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 0 });
+    expect(await h.engine.queue.getJobState('h-1')).toBe('delayed');
+  });
+
+  it('review10: no recorded stage: the first script that reads the member decodes the data once and records the stage', async () => {
+    const h = harness();
+    const base = `${h.prefix}:${h.queueName}:`;
+    h.executor.script(A, new Error('crash'));
+    await h.engine.queue.add(
+      'image',
+      { v: 1, scope: A.scope, stage: A.stage, payload: {} },
+      { jobId: 'h-2', attempts: 1 },
+    );
+    const w = watch(h.engine.createWorker());
+    await waitFor(() => w.failed.length === 1, 'h-2 failed for good (its record stays)');
+    await h.redis.hdel(`${base}h-2`, 'sdi');
+    // a cancel reads the record's member: it decodes h-2's data, finds it the stage's, marks it and records the stage
+    await h.engine.cancelActiveDispatch(A);
+    expect(await h.redis.hmget(`${base}h-2`, 'sdi', 'sdc')).toEqual([stageId(A), '1']);
+  });
+});
