@@ -14,7 +14,8 @@ import { waitFor } from '../helpers/redis';
  */
 const A = { scope: ['book-r10c', 'ch-1'], stage: 'image' };
 
-it('review10: cost: a member whose job recorded its stage is judged without decoding the job’s data', async () => {
+/** Job h-1 of stage A, added by hand, failed once: it waits out its retry, holding the licence. */
+async function failedOnce() {
   const h = harness();
   const base = `${h.prefix}:${h.queueName}:`;
   h.executor.script(A, new Error('crash'));
@@ -25,6 +26,11 @@ it('review10: cost: a member whose job recorded its stage is judged without deco
   );
   const w = watch(h.engine.createWorker());
   await waitFor(() => w.failed.length === 1, 'h-1 failed once (it waits out its retry, holding the licence)');
+  return { h, base };
+}
+
+it('review10: cost: a member whose job recorded its stage is judged without decoding the job’s data', async () => {
+  const { h, base } = await failedOnce();
   expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([`${stageId(A)}@j.h-1`]);
   expect(await h.redis.hget(`${base}h-1`, 'sdi')).toBe(stageId(A));
   // data no decoder reads: only `sdi` can say whose the job is
@@ -37,16 +43,7 @@ it('review10: cost: a member whose job recorded its stage is judged without deco
 describe('review10: what decides when the data cannot, and the record of a decoded verdict', () => {
   /** Job h-1 of stage A failed once and holds the licence; `sdi` and `data` then set as given. */
   async function holder(sdi: string | null, data: string) {
-    const h = harness();
-    const base = `${h.prefix}:${h.queueName}:`;
-    h.executor.script(A, new Error('crash'));
-    await h.engine.queue.add(
-      'image',
-      { v: 1, scope: A.scope, stage: A.stage, payload: {} },
-      { jobId: 'h-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
-    );
-    const w = watch(h.engine.createWorker());
-    await waitFor(() => w.failed.length === 1, 'h-1 failed once');
+    const { h, base } = await failedOnce();
     if (sdi === null) await h.redis.hdel(`${base}h-1`, 'sdi');
     else await h.redis.hset(`${base}h-1`, 'sdi', sdi);
     await h.redis.hset(`${base}h-1`, 'data', data);
