@@ -132,6 +132,23 @@ describe('12: a deferral by an attempt whose lock is no longer its own records n
     },
   );
 
+  (onCluster ? it.skip : it)(
+    '12: a real failure’s release by an attempt whose job BullMQ finished meanwhile (its tied lock dead) is lost and takes no licence',
+    async () => {
+      const { h, id, store, finish } = await fetched();
+      const r = await begin(store, id, 'bull-1');
+      if (r.kind !== 'locked') throw new Error(r.kind);
+      await finish();
+      expect(await store.release(sid, id, r.token, 'hold', '0.0.1')).toEqual({
+        cancelled: false,
+        lost: true,
+        revoked: [],
+      });
+      expect(await h.redis.zcard(store.keys.index)).toBe(0);
+      expect(await h.redis.hget(store.keys.job(id), 'sdk')).toBeNull();
+    },
+  );
+
   it('12: an attempt whose lock expired and was taken by another one leaves the other’s lock in place', async () => {
     const h = harness();
     const store = new DeferralStore(h.engine.queue);

@@ -403,3 +403,28 @@ describe('a job retried by hand after failing for good', () => {
     expect(h.executor.calls).toHaveLength(4);
   });
 });
+
+describe('a job added for the stage under its deduplication id while a wake-up held the stage (a producer that skipped the probe)', () => {
+  it('14.2: is marked superseded when the wake-up dispatches the stage, and does not dispatch it again', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(image, NO, SENT);
+    const wakeUps: string[] = [];
+    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false });
+    // the probe would answer 'pending'; this producer adds the job anyway (its deduplication key is free)
+    const late = await h.engine.queue.add('image', handData, {
+      jobId: readyJobId(stageId(image)),
+      deduplication: { id: stageId(image) },
+      attempts: 3,
+      delay: 120_000,
+    });
+    expect(await h.engine.queue.getJobState(late.id!)).toBe('delayed');
+    const { done } = watch(h.engine.createWorker());
+    await (await h.engine.queue.getJob(wakeUps[0]!))!.promote();
+    await waitFor(() => done.length === 1, 'the wake-up dispatched the stage');
+    await (await h.engine.queue.getJob(late.id!))!.promote();
+    await waitFor(() => done.length === 2, 'the late job ran');
+    expect(done[1]).toMatchObject({ id: late.id, result: { dispatched: false, reason: 'superseded' } });
+    expect(h.executor.calls.filter((c) => c.result === SENT)).toHaveLength(1);
+  });
+});

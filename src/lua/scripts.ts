@@ -271,12 +271,9 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
   end
-  local l = liveLock(L, true)
-  if l then
-    local x = '\\n' .. own .. '\\n'
-    if own ~= '' and string.sub(l, 1, #x) == x then return {4} end
-    return {2}
-  end
+  -- a live lock is another attempt's, or this job's own, cancelled: CANCEL marked that job
+  -- ('sdc', read above), so it never gets here
+  if liveLock(L, true) then return {2} end
   local lic, failed = split(members)
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
   local carried, opts, kept = 0, '', ''

@@ -17,24 +17,43 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
+/** A job kept after completion that needed one retry to succeed (BullMQ's `atm` 2, attempts 2), and the operator's re-run of it in Bull Board. */
+async function completedAfterOneFailure() {
+  const h = harness({ retry: { attempts: 2, backoff: fast } });
+  h.executor.script(image, new Error('down'), SENT);
+  const job = await h.engine.queue.add(
+    'image',
+    { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+    { attempts: 2, backoff: fast, removeOnComplete: false },
+  );
+  const { done, failed } = watch(h.engine.createWorker());
+  await waitFor(() => done.length === 1, 'completed after one failure');
+  expect(done[0]!.result).toMatchObject({ dispatched: true });
+  const retry = async () => (await h.engine.queue.getJob(job.id!))!.retry('completed');
+  return { h, id: job.id!, done, failed, retry };
+}
+
 describe("review: job.retry('completed') of a kept job", () => {
   it('gets a fresh budget: its first real failure after the retry is not final', async () => {
-    const h = harness({ retry: { attempts: 2, backoff: fast } });
-    h.executor.script(image, new Error('down'), SENT);
-    const job = await h.engine.queue.add(
-      'image',
-      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-      { attempts: 2, backoff: fast, removeOnComplete: false },
-    );
-    const { done, failed } = watch(h.engine.createWorker());
-    await waitFor(() => done.length === 1, 'completed after one failure');
-    expect(done[0]!.result).toMatchObject({ dispatched: true });
-    // the operator re-runs the completed job in Bull Board
+    const { h, done, failed, retry } = await completedAfterOneFailure();
     h.executor.script(image, new Error('down again'), SENT);
-    await (await h.engine.queue.getJob(job.id!))!.retry('completed');
+    await retry();
     await waitFor(() => done.length === 2 || failed.length === 2, 'the retried job settled');
     expect(failed.map((f) => f.error.name)).not.toContain('UnrecoverableError');
     expect(done[1]?.result).toMatchObject({ dispatched: true });
+  });
+
+  it('14.2: gets one fresh budget, not one per attempt: it fails for good after its attempts (2 more executor calls)', async () => {
+    const { h, id, failed, retry } = await completedAfterOneFailure();
+    const down = new Error('down for good');
+    h.executor.script(image, down, down, down, down, SENT);
+    await retry();
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(id)) === 'failed',
+      'failed for good after its fresh budget',
+    );
+    expect(h.executor.calls).toHaveLength(4);
+    expect(failed.at(-1)!.error.message).toBe('down for good');
   });
 });
 
