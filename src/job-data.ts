@@ -251,6 +251,19 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
 const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
 
 /**
+ * Whether BullMQ keeps a job it finishes under the job's `removeOnComplete` or
+ * `removeOnFail`: not when it is `true`, `0`, `{ count: 0 }` or `{ age: 0 or
+ * less }` (a count or an age above 0 keeps it a while). The same rule as the
+ * `FAIL` script's; a Worker's own option is not seen.
+ */
+export function keptWhenFinished(remove: unknown): boolean {
+  if (remove === true || remove === 0) return false;
+  if (typeof remove !== 'object' || remove === null) return true;
+  const { count, age } = remove as { count?: unknown; age?: unknown };
+  return count !== 0 && !(typeof age === 'number' && age <= 0);
+}
+
+/**
  * A licence is a wake-up id, maybe with a mark: `!` cleared by the user,
  * `?` its job failed for good (a retry by hand may run it, with a fresh chain).
  */

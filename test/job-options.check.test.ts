@@ -7,7 +7,14 @@
  */
 import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from '../src/errors';
 import { encodeStageKind } from '../src/stage-ref';
-import { checkJobOptions, dispatchJobData, parseJobData, wakeUpJobId, type JobIdentity } from '../src/job-data';
+import {
+  checkJobOptions,
+  dispatchJobData,
+  keptWhenFinished,
+  parseJobData,
+  wakeUpJobId,
+  type JobIdentity,
+} from '../src/job-data';
 import { thrown } from './helpers/thrown';
 
 const sid = 'book-1/ch-2/image';
@@ -154,5 +161,26 @@ describe('13.3: encodeStageKind, the last segment of a stage id', () => {
     for (const bad of ['', 7, null])
       expect(() => encodeStageKind(bad)).toThrow(expect.objectContaining({ code: 'INVALID_STAGE_REF' }));
     expect(() => encodeStageKind('')).toThrow('Expected `stage` to be non-empty');
+  });
+});
+
+describe('keptWhenFinished: whether BullMQ keeps a job it finishes (removeOnComplete / removeOnFail)', () => {
+  it.each([
+    [true, false],
+    [0, false],
+    [{ count: 0 }, false],
+    [{ age: 0 }, false],
+    [{ age: -1 }, false],
+    [{ age: 0, count: 5 }, false],
+    [undefined, true],
+    [false, true],
+    [10, true],
+    [{ count: 10 }, true],
+    [{ age: 3600 }, true],
+    [{ age: '0' }, true],
+    [{}, true],
+    [null, true],
+  ])('14.2: %j -> kept %s', (remove, kept) => {
+    expect(keptWhenFinished(remove)).toBe(kept);
   });
 });

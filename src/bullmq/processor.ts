@@ -8,7 +8,7 @@ import {
   InvalidOptionsError,
   isStageDeferralError,
 } from '../errors';
-import { checkJobOptions, isWakeUpId, parseJobData, refOf } from '../job-data';
+import { checkJobOptions, isWakeUpId, keptWhenFinished, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
 import type { DispatchResult } from '../types';
@@ -152,9 +152,10 @@ export function createProcessor<P>(
         return later(backoffMs(ctx.backoff, spent));
       }
       default:
-        // a job added by hand may be kept once completed: a retry by hand of it then starts afresh
-        // Stryker disable next-line ConditionalExpression,LogicalOperator,MethodExpression: equivalent where they widen which jobs are marked: the engine's own jobs (ids `<stage id>@…`) and removeOnComplete: true jobs are removed once completed, so the mark is never read (the narrowing ones, killed by review/retry-completed, go with them)
-        if (!id.startsWith(`${sid}@`) && job.opts.removeOnComplete !== true) await store.markFinished(id);
+        // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`
+        // with its own removeOnComplete): a retry by hand of it then starts afresh. The engine's
+        // own jobs are removed on completion (`removeOnComplete: true`): no mark, no request
+        if (keptWhenFinished(job.opts.removeOnComplete)) await store.markFinished(id);
         return attempt.result;
     }
   };

@@ -1,6 +1,8 @@
 import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
-import type { StageRef } from '../../src';
+import type { JobsOptions } from 'bullmq';
+import { stageId, type StageRef } from '../../src';
+import { readyJobId } from '../../src/job-data';
 import { fast, watch } from './util';
 
 /**
@@ -18,13 +20,13 @@ afterEach(async () => {
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 /** A job kept after completion that needed one retry to succeed (BullMQ's `atm` 2, attempts 2), and the operator's re-run of it in Bull Board. */
-async function completedAfterOneFailure() {
+async function completedAfterOneFailure(opts: JobsOptions = { removeOnComplete: false }) {
   const h = harness({ retry: { attempts: 2, backoff: fast } });
   h.executor.script(image, new Error('down'), SENT);
   const job = await h.engine.queue.add(
     'image',
     { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-    { attempts: 2, backoff: fast, removeOnComplete: false },
+    { attempts: 2, backoff: fast, ...opts },
   );
   const { done, failed } = watch(h.engine.createWorker());
   await waitFor(() => done.length === 1, 'completed after one failure');
@@ -42,6 +44,29 @@ describe("review: job.retry('completed') of a kept job", () => {
     expect(failed.map((f) => f.error.name)).not.toContain('UnrecoverableError');
     expect(done[1]?.result).toMatchObject({ dispatched: true });
   });
+
+  it.each([
+    ['removeOnComplete: false', { removeOnComplete: false }],
+    ['removeOnComplete: { count: 10 }', { removeOnComplete: { count: 10 } }],
+    ['removeOnComplete: { age: 3600 }', { removeOnComplete: { age: 3600 } }],
+  ])(
+    '14.2: a producer’s job (`<stage id>@r.…`, deduplicated) kept with %s gets a fresh budget too',
+    async (_n, keep) => {
+      const sid = stageId(image);
+      const { h, done, failed, retry } = await completedAfterOneFailure({
+        jobId: readyJobId(sid),
+        deduplication: { id: sid },
+        ...keep,
+      });
+      h.executor.script(image, new Error('down again'), SENT);
+      await retry();
+      await waitFor(() => done.length === 2 || failed.length === 2, 'the retried job settled');
+      // (its second failure is the engine's own quiet retry: BullMQ's attempts are spent)
+      expect(failed.map((f) => f.error.name)).toEqual(['Error']);
+      expect(done[1]?.result).toMatchObject({ dispatched: true });
+      expect(h.executor.calls).toHaveLength(4);
+    },
+  );
 
   it('14.2: gets one fresh budget, not one per attempt: it fails for good after its attempts (2 more executor calls)', async () => {
     const { h, id, failed, retry } = await completedAfterOneFailure();
