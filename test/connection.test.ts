@@ -50,6 +50,9 @@ describe('connections', () => {
       ['cancelActiveDispatch', () => engine.cancelActiveDispatch(ref)],
       ['clearDeferrals', () => engine.clearDeferrals(['b'])],
       ['listDeferred', () => engine.listDeferred()],
+      ['listDeferred (a page)', () => engine.listDeferred(['b'], { limit: 1 })],
+      ['wakeDeferred', () => engine.wakeDeferred({ stage: 's' })],
+      ['waitUntilReady', () => engine.waitUntilReady()],
       ['createWorker', async () => engine.createWorker()],
     ];
     for (const [name, call] of calls) {

@@ -1,4 +1,10 @@
-import { createDispatchEngine, InvalidOptionsError, type DispatchEngineOptions } from '../src';
+import {
+  createDispatchEngine,
+  DEFERRED_IDEMPOTENT_TTL_S,
+  DEFERRED_STAGE_TTL_S,
+  InvalidOptionsError,
+  type DispatchEngineOptions,
+} from '../src';
 import { nearestKey, resolveOptions } from '../src/options';
 
 /**
@@ -98,5 +104,20 @@ describe('13.4: nearestKey', () => {
   it('13.4: three edits or more is no near miss', () => {
     expect(nearestKey('lck', known)).toBeUndefined();
     expect(nearestKey('concurrency', known)).toBeUndefined();
+  });
+});
+
+describe('14: the documented defaults (README, "Options")', () => {
+  it('14: windows default to 30 s capacity, 300 s idempotent, jitter 0.2, the adaptive maximum the capacity window (no backoff); the exported constants say the same', () => {
+    expect(DEFERRED_STAGE_TTL_S).toBe(30);
+    expect(DEFERRED_IDEMPOTENT_TTL_S).toBe(300);
+    const expected = { capacitySeconds: 30, capacityMaxSeconds: 30, idempotentSeconds: 300, jitter: 0.2 };
+    expect(resolveOptions(base).windows).toEqual(expected);
+    // a windows object that gives one field gets the others' defaults
+    expect(resolveOptions({ ...base, windows: { capacitySeconds: 5 } }).windows).toEqual({
+      ...expected,
+      capacitySeconds: 5,
+      capacityMaxSeconds: 5,
+    });
   });
 });

@@ -1,13 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createDispatchEngine } from '../../src';
 import { harness, notSent, teardown, SENT } from '../helpers/engine';
-import { waitFor } from '../helpers/redis';
-import { freePort } from '../helpers/private-redis';
+import { isolated, waitFor } from '../helpers/redis';
+import { PrivateRedis } from '../helpers/private-redis';
 import type { StageRef } from '../../src';
-import { members, sleep, watch, queued } from './util';
+import { members, watch, queued } from './util';
 
 /** Paths that held up under this review (these pass). */
 afterEach(async () => {
@@ -93,31 +89,28 @@ describe('review2 (held up)', () => {
   });
 
   it('waitUntilReady while Redis is down resolves once it is up (the failure is not cached)', async () => {
-    const port = await freePort();
+    // a private server, stopped: its port is known and nothing answers on it until the restart
+    const server = await PrivateRedis.start();
+    await server.kill9();
+    // not the harness: this engine's connection must point at the stopped server
     const engine = createDispatchEngine({
-      connection: { host: '127.0.0.1', port },
-      prefix: 'rv2',
-      queueName: 'q',
+      connection: { host: '127.0.0.1', port: server.port },
+      ...isolated(),
       executor: async () => SENT,
     });
-    engine.queue.on('error', () => undefined);
+    let refused = 0;
+    engine.queue.on('error', () => (refused += 1));
     let ready = false;
     const p = engine.waitUntilReady().then(() => (ready = true));
-    await sleep(1500);
-    expect(ready).toBe(false);
-    const dir = mkdtempSync(join(tmpdir(), 'rv2-'));
-    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir], {
-      stdio: 'ignore',
-    });
     try {
-      await Promise.race([p, sleep(10_000)]);
+      await waitFor(() => refused >= 2, 'the engine tried to connect and was refused twice');
+      expect(ready).toBe(false);
+      await server.restart();
+      await p;
       expect(ready).toBe(true);
     } finally {
       await engine.close();
-      const exited = new Promise((r) => server.once('exit', r));
-      server.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
+      await server.stop();
     }
   });
 });
