@@ -25,11 +25,14 @@
  * the survivors are run again.
  *
  * Results: reports/lua-mutation.json (committed), one row per mutant.
+ * The suites run against a private redis-server the run starts (and restarts when a mutant's
+ * endless script leaves it busy), never the shared one.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { PrivateRedis, waitForPong } from '../test/helpers/private-redis';
 
 const ROOT = resolve(__dirname, '..');
 const SOURCE = 'src/lua/scripts.ts';
@@ -313,7 +316,19 @@ async function main() {
     console.log(`${mutants.length} mutants`);
     return;
   }
-  if (!process.env.REDIS_URL) throw new Error('REDIS_URL is not set: run through `npm run test:mutation:lua`');
+  // the mutants run against a redis-server of the run's own, never a shared one: a mutant that makes
+  // a script loop after it wrote leaves Redis BUSY until SHUTDOWN NOSAVE (SCRIPT KILL refuses), and
+  // every later client would see BUSY. After each mutant the server must answer PING, or it is
+  // killed and started again (empty: the suites make their own keys)
+  const redis = await PrivateRedis.start();
+  process.env.REDIS_URL = redis.url;
+  const fresh = async () => {
+    const ok = await waitForPong(redis.port, 2_000).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) await redis.restart();
+  };
 
   const testsHash = hashOf(TESTS);
   const previous: { testsHash?: string; results?: Result[] } = existsSync(REPORT)
@@ -362,6 +377,7 @@ async function main() {
       mutated[m.line - 1] = m.mutated;
       writeFileSync(target, mutated.join('\n'));
       const r = await runJest(dir, timeoutMs, testsOf(m.script));
+      await fresh();
       results.set(m.id, { ...m, ...r });
       save();
       console.log(
@@ -372,6 +388,7 @@ async function main() {
   } finally {
     writeFileSync(target, source);
     rmSync(dir, { recursive: true, force: true });
+    await redis.stop();
   }
   save();
   const run = mutants.map((m) => results.get(m.id) as Result);
