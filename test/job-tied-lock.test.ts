@@ -92,6 +92,16 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
     if (first.kind === 'locked') expect(await store.extend(sid, first.token, 30_000)).toBe('held');
   });
 
+  it('12: the lock lives while BullMQ’s lock of the job holds its token, also with the job’s hash gone (a moveToCompleted by hand with token "0" removes the hash and leaves BullMQ’s lock): no second dispatch', async () => {
+    const { h, id, store } = await fetched();
+    const r = await begin(store, id, 'bull-1');
+    expect(r.kind).toBe('locked');
+    await h.redis.del(store.keys.job(id));
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'dispatch_in_flight' });
+    expect(h.executor.calls).toHaveLength(0);
+  });
+
   it('12: a cancel marks a tied lock (a leading newline), which stays live until BullMQ finishes the job', async () => {
     const { h, id, store, finish } = await fetched();
     const r = await begin(store, id, 'bull-1');
