@@ -242,6 +242,21 @@ describe('11.1: a stage whose chain has no wait-index entry (it began before the
   });
 });
 
+describe('11.1: a queue upgraded from the version with a queue-wide wait index (sd:wq) and no set of kinds (sd:wqk)', () => {
+  it('11.1: wakeDeferred without a stage kind moves the kinds in, wakes their stages, and deletes the queue-wide index', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.fallback = NO;
+    const video = { scope: image.scope, stage: 'video' };
+    for (const s of [image, video]) await h.engine.dispatchStage(s, {});
+    // what that version left: the per-kind indexes, the queue-wide one, no set of kinds
+    const base = `${h.prefix}:${h.queueName}:`;
+    await h.redis.del(`${base}sd:wqk`);
+    await h.redis.zadd(`${base}sd:wq`, 1, stageId(image), 2, stageId(video));
+    expect((await h.engine.wakeDeferred({ limit: 10 })).woken).toEqual([image, video]);
+    expect(await h.redis.exists(`${base}sd:wq`)).toBe(0);
+  });
+});
+
 describe('a cancel while a job added by hand (kept when it completes) is in flight', () => {
   it('7.cancel: marks that job, so a retry of it by hand after it completed does not dispatch the cancelled stage', async () => {
     const h = harness();

@@ -32,6 +32,36 @@ describe('11.1: wakeDeferred', () => {
     expect(await h.engine.isStageDeferred(b)).toBe(true);
   });
 
+  it.each([
+    ['across stage kinds (no filter: the kinds’ indexes merged)', [] as string[], 'a'],
+    ['under a scope prefix (the licence index’s range, sorted)', ['s'], 's'],
+  ])('11.1: %s: the longest-waiting chain first, ties by stage id', async (_n, scope, book) => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    // four stages of two kinds; b and c tie, and their stage ids order them against their kinds' order
+    const at = (n: string, stage: string): StageRef =>
+      book === 's' ? { scope: ['s', n], stage } : { scope: [n, 'ch'], stage };
+    const [a, b, c, d] = [at('a', 'video'), at('b', 'video'), at('c', 'image'), at('d', 'image')];
+    for (const s of [a, b, c, d]) await h.engine.dispatchStage(s, {});
+    // the chains' start times, set by hand in the kinds' wait indexes: d waits longest, a least
+    const started: [StageRef, number][] = [
+      [a, 3000],
+      [b, 2000],
+      [c, 2000],
+      [d, 1000],
+    ];
+    for (const [s, ms] of started) {
+      const key = `${h.prefix}:${h.queueName}:sd:wq:${s.stage}`;
+      expect(await h.redis.zadd(key, 'XX', 'CH', ms, `${s.scope.join('/')}/${s.stage}`)).toBe(1);
+    }
+    expect((await h.engine.wakeDeferred({ limit: 4, ...(scope.length > 0 ? { scope } : {}) })).woken).toEqual([
+      d,
+      b,
+      c,
+      a,
+    ]);
+  });
+
   it('limit, scope and stage filters combine with AND; idempotent deferrals are never woken', async () => {
     const h = harness(long);
     const stages = [ref('a'), ref('a', 'video'), ref('b'), ref('b', 'video'), ref('c')];

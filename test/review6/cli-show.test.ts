@@ -3,7 +3,7 @@ import { readStage } from '../../src/cli/read';
 import { DeferralStore } from '../../src/deferral-store';
 import { ioReader, QueueKeys } from '../../src/store/reader';
 import { harness } from '../helpers/engine';
-import { onCluster } from '../helpers/redis';
+import { onCluster, waitFor } from '../helpers/redis';
 import { bullLock, fetchBy } from './util';
 
 /**
@@ -43,5 +43,26 @@ const sid = stageId(ref);
     expect((await store.probe(sid)).kind).toBe('none');
     // the CLI: the same
     expect((await readStage(reader, keys, sid)).state).not.toBe('in_flight');
+  });
+});
+
+describe('14.2: show finds a stage’s job through its licence index (OWN_MEMBERS)', () => {
+  it('14.2: a job added by hand that failed for good (no deduplication key names it) shows as failed, with its id and reason', async () => {
+    const h = harness();
+    h.executor.script(ref, new Error('render farm down'));
+    await h.engine.queue.add(
+      'image',
+      { v: 1, scope: ref.scope, stage: ref.stage, payload: {} },
+      { jobId: 'by-hand-7', attempts: 1 },
+    );
+    h.engine.createWorker();
+    const keys = new QueueKeys(h.prefix, h.queueName);
+    await waitFor(async () => (await readStage(ioReader(h.redis), keys, sid)).state === 'failed', 'show says failed');
+    expect(await readStage(ioReader(h.redis), keys, sid)).toEqual({
+      state: 'failed',
+      jobId: 'by-hand-7',
+      jobState: 'failed',
+      failedReason: 'render farm down',
+    });
   });
 });
