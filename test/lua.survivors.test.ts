@@ -257,6 +257,23 @@ describe('11.1: a queue upgraded from the version with a queue-wide wait index (
   });
 });
 
+describe('11.1: the set of stage kinds with a wait index (sd:wqk)', () => {
+  it('11.1: a kind whose chains all ended leaves it at the next wakeDeferred without a kind; a kind still waiting stays', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.fallback = NO;
+    const video = { scope: image.scope, stage: 'video' };
+    for (const s of [image, video]) await h.engine.dispatchStage(s, {});
+    const kinds = `${h.prefix}:${h.queueName}:sd:wqk`;
+    expect((await h.redis.smembers(kinds)).sort()).toEqual(['image', 'video']);
+    await h.engine.cancelActiveDispatch(image);
+    expect((await h.engine.wakeDeferred({ stage: 'nothing-of-that-kind' })).woken).toEqual([]);
+    expect((await h.redis.smembers(kinds)).sort()).toEqual(['image', 'video']);
+    expect((await h.engine.wakeDeferred({ scope: ['elsewhere'] })).woken).toEqual([]);
+    expect((await h.engine.wakeDeferred({ limit: 1 })).woken).toEqual([video]);
+    expect(await h.redis.smembers(kinds)).toEqual(['video']);
+  });
+});
+
 describe('a cancel while a job added by hand (kept when it completes) is in flight', () => {
   it('7.cancel: marks that job, so a retry of it by hand after it completed does not dispatch the cancelled stage', async () => {
     const h = harness();

@@ -62,6 +62,16 @@ describe('11.1: wakeDeferred', () => {
     ]);
   });
 
+  it('11.1: a kind’s wait index is read 200 entries at a time: the 201st waiting stage is woken too', async () => {
+    const h = harness(long);
+    h.executor.fallback = NO;
+    const stages = Array.from({ length: 201 }, (_, i) => ref(`p${String(i).padStart(3, '0')}`));
+    for (const s of stages) await h.engine.dispatchStage(s, {});
+    const { woken } = await h.engine.wakeDeferred({ limit: 300 });
+    expect(woken).toHaveLength(201);
+    expect(new Set(woken.map((s) => s.scope[0])).size).toBe(201);
+  });
+
   it('limit, scope and stage filters combine with AND; idempotent deferrals are never woken', async () => {
     const h = harness(long);
     const stages = [ref('a'), ref('a', 'video'), ref('b'), ref('b', 'video'), ref('c')];

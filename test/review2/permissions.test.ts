@@ -75,6 +75,41 @@ describe('review2: the start-up permission probe', () => {
     });
   });
 
+  it.each([
+    'time',
+    'persist',
+    'set',
+    'get',
+    'pttl',
+    'pexpire',
+    'exists',
+    'incrby',
+    'zadd',
+    'zscore',
+    'zrangebylex',
+    'zremrangebyrank',
+    'zrem',
+    'hset',
+    'hget',
+    'hmget',
+    'hincrby',
+    'hdel',
+    'rpush',
+    'sadd',
+    'smembers',
+    'srem',
+  ])('14.2: a user without %s is refused at start-up, the command named', async (command) => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const engine = engineOn(await userWith(prefix, [`-${command}`]), prefix, queueName);
+    const refused = await engine.waitUntilReady().then(
+      () => null,
+      (e: { code?: string; commands?: string[] }) => e,
+    );
+    expect(refused).toMatchObject({ code: 'MISSING_PERMISSION' });
+    expect(refused!.commands).toContain(command);
+  });
+
   it('a user without DEL is refused, and the probe leaves nothing behind', async () => {
     const { prefix, queueName } = isolated();
     prefixes.push(prefix);
