@@ -335,21 +335,37 @@ async function main() {
     ? JSON.parse(readFileSync(REPORT, 'utf8'))
     : {};
   // an earlier result is matched by script, operator and line text: line numbers drift
-  const same = (m: Mutant) => `${m.script}\n${m.id.split(':')[2]}\n${m.original}\n${m.mutated}`;
+  // (a line whose text recurs in its script, e.g. the permission probe's `try('DEL', K)`, is told
+  // apart by its rank among those lines, in line order)
+  const text = (m: Mutant) => `${m.script}\n${m.id.split(':')[2]}\n${m.original}\n${m.mutated}`;
+  const ranked = (ms: Mutant[]) => {
+    const out = new Map<string, number>();
+    const seen = new Map<string, number>();
+    for (const m of [...ms].sort((a, b) => a.line - b.line)) {
+      const n = seen.get(text(m)) ?? 0;
+      seen.set(text(m), n + 1);
+      out.set(m.id, n);
+    }
+    return out;
+  };
+  const all = mutantsOf(source);
+  const now = ranked(all);
+  const before = ranked(previous.results ?? []);
+  const key = (m: Mutant, r: Map<string, number>) => `${text(m)}\n${r.get(m.id) ?? 0}`;
   const reuse = new Map<string, Result>();
   if (flag('resume')) {
     for (const r of previous.results ?? []) {
-      if (previous.testsHash === testsHash || r.status !== 'Survived') reuse.set(same(r), r);
+      if (previous.testsHash === testsHash || r.status !== 'Survived') reuse.set(key(r, before), r);
     }
   }
   const dir = makeSandbox();
   const target = join(dir, SOURCE);
   const started = Date.now();
   // the report keeps the rows of every mutant that still exists (by its current id)
-  const current = new Map(mutantsOf(source).map((m) => [same(m), m]));
+  const current = new Map(all.map((m) => [key(m, now), m]));
   const results = new Map<string, Result>();
   for (const r of previous.results ?? []) {
-    const m = current.get(same(r));
+    const m = current.get(key(r, before));
     if (m) results.set(m.id, { ...r, ...m });
   }
   const save = () =>
@@ -368,7 +384,7 @@ async function main() {
     let i = 0;
     for (const m of mutants) {
       i++;
-      const old = reuse.get(same(m));
+      const old = reuse.get(key(m, now));
       if (old) {
         results.set(m.id, { ...old, ...m });
         continue;
