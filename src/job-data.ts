@@ -253,14 +253,18 @@ const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
 /**
  * Whether BullMQ keeps a job it finishes under the job's `removeOnComplete` or
  * `removeOnFail`: not when it is `true`, `0`, `{ count: 0 }` or `{ age: 0 or
- * less }` (a count or an age above 0 keeps it a while). The same rule as the
- * `FAIL` script's; a Worker's own option is not seen.
+ * less }` unless with `limit: 0` (a count or an age above 0 keeps it a
+ * while). The same rule as the `FAIL` script's; a Worker's own option is not
+ * seen (it applies only to a job without its own: then one request is spent
+ * on a job BullMQ removes).
  */
 export function keptWhenFinished(remove: unknown): boolean {
   if (remove === true || remove === 0) return false;
   if (typeof remove !== 'object' || remove === null) return true;
-  const { count, age } = remove as { count?: unknown; age?: unknown };
-  return count !== 0 && !(typeof age === 'number' && age <= 0);
+  const { count, age, limit } = remove as { count?: unknown; age?: unknown; limit?: unknown };
+  // BullMQ's script reads the age as a number (a numeric string too), and removes at most `limit` jobs (0: none)
+  const maxAge = typeof age === 'number' || (typeof age === 'string' && age.trim() !== '') ? Number(age) : NaN;
+  return count !== 0 && !(maxAge <= 0 && limit !== 0);
 }
 
 /**

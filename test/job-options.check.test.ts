@@ -177,7 +177,10 @@ describe('keptWhenFinished: whether BullMQ keeps a job it finishes (removeOnComp
     [10, true],
     [{ count: 10 }, true],
     [{ age: 3600 }, true],
-    [{ age: '0' }, true],
+    [{ age: '0' }, false],
+    [{ age: 0, limit: 0 }, true],
+    [{ age: 0, limit: 5 }, false],
+    [{ age: '' }, true],
     [{}, true],
     [null, true],
   ])('14.2: %j -> kept %s', (remove, kept) => {

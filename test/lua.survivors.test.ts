@@ -341,6 +341,7 @@ describe('a job added by hand that fails for good', () => {
     ['true', true],
     ['0', 0],
     ['{ count: 0 }', { count: 0 }],
+    ['{ age: 0 }', { age: 0 }],
   ] as const)(
     '7.fail: with removeOnFail %s (BullMQ removes it as it fails) leaves no failed-job record',
     async (_, rof) => {
@@ -357,6 +358,7 @@ describe('a job added by hand that fails for good', () => {
   it.each([
     ['5', 5],
     ['{ age: 3600 }', { age: 3600 }],
+    ['{ age: 0, limit: 0 } (BullMQ removes none)', { age: 0, limit: 0 }],
   ] as const)(
     '7.cancel: with removeOnFail %s (kept a while) is recorded: a cancel reaches it, a retry of it by hand does not dispatch',
     async (_, rof) => {

@@ -155,7 +155,9 @@ export function createProcessor<P>(
         // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`
         // with its own removeOnComplete): a retry by hand of it then starts afresh. The engine's
         // own jobs are removed on completion (`removeOnComplete: true`): no mark, no request
-        if (keptWhenFinished(job.opts.removeOnComplete)) await store.markFinished(id);
+        // The mark is best effort: the stage was dispatched, and a throw here would have BullMQ retry
+        // the job and dispatch it again; a mark lost costs only the fresh budget of a later retry by hand
+        if (keptWhenFinished(job.opts.removeOnComplete)) await store.markFinished(id).catch(() => undefined);
         return attempt.result;
     }
   };

@@ -579,13 +579,17 @@ unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
 -- a job BullMQ removes as it fails leaves no record behind: removeOnFail true, 0, or { count: 0 }
--- or { age: 0 or less } (a count or an age above 0 keeps the job a while: it is recorded, so a
+-- or { age: 0 or less } without limit 0 (a count or an age above 0 keeps the job a while: it is recorded, so a
 -- cancel still reaches it). A Worker's own removeOnFail is not seen here: its record stays until
 -- the chain's end drops records whose jobs are gone
 local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[2], 'opts') or '{}')
 local rof = ok and type(o) == 'table' and o.removeOnFail
 if rof == true or rof == 0 then return 1 end
-if type(rof) == 'table' and (rof.count == 0 or (type(rof.age) == 'number' and rof.age <= 0)) then return 1 end
+if type(rof) == 'table' then
+  -- BullMQ reads the age as a number (a numeric string too) and removes at most \`limit\` jobs (0: none)
+  local age = tonumber(rof.age)
+  if rof.count == 0 or (age and age <= 0 and rof.limit ~= 0) then return 1 end
+end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
 `;

@@ -2,6 +2,7 @@ import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import type { JobsOptions } from 'bullmq';
 import { stageId, type StageRef } from '../../src';
+import { DeferralStore } from '../../src/deferral-store';
 import { readyJobId } from '../../src/job-data';
 import { fast, watch } from './util';
 
@@ -98,5 +99,26 @@ describe("review: job.retry('completed') of a kept job that once deferred", () =
     await (await h.engine.queue.getJob(job.id!))!.retry('completed');
     await waitFor(() => done.length === 3, 'the retried job completed');
     expect(done[2]!.result).toMatchObject({ dispatched: true });
+  });
+});
+
+describe('a kept job whose finished mark cannot be written', () => {
+  it('14.2: completes as dispatched (the mark is best effort): no failure, no second dispatch', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: fast } });
+    const mark = jest
+      .spyOn(DeferralStore.prototype, 'markFinished')
+      .mockRejectedValueOnce(new Error('Command timed out'));
+    h.executor.script(image, SENT, SENT);
+    await h.engine.queue.add(
+      'image',
+      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+      { attempts: 3, backoff: fast, removeOnComplete: false },
+    );
+    const { done, failed } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1 || failed.length === 1, 'the job settled');
+    expect(mark).toHaveBeenCalledTimes(1);
+    expect(failed).toEqual([]);
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.calls).toHaveLength(1);
   });
 });
