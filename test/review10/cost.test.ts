@@ -14,18 +14,18 @@ import { waitFor } from '../helpers/redis';
  */
 const A = { scope: ['book-r10c', 'ch-1'], stage: 'image' };
 
-/** Job h-1 of stage A, added by hand, failed once: it waits out its retry, holding the licence. */
-async function failedOnce() {
+/** Job `jobId` of stage A, added by hand with `attempts`, failed once: with attempts left it waits out its retry, holding the licence; with 1 it failed for good (its record stays). */
+async function failedOnce(jobId = 'h-1', attempts = 3) {
   const h = harness();
   const base = `${h.prefix}:${h.queueName}:`;
   h.executor.script(A, new Error('crash'));
   await h.engine.queue.add(
     'image',
     { v: 1, scope: A.scope, stage: A.stage, payload: {} },
-    { jobId: 'h-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+    { jobId, attempts, backoff: { type: 'fixed', delay: 60_000 } },
   );
   const w = watch(h.engine.createWorker());
-  await waitFor(() => w.failed.length === 1, 'h-1 failed once (it waits out its retry, holding the licence)');
+  await waitFor(() => w.failed.length === 1, `${jobId} failed once`);
   return { h, base };
 }
 
@@ -63,16 +63,7 @@ describe('review10: what decides when the data cannot, and the record of a decod
   });
 
   it('review10: no recorded stage: the first script that reads the member decodes the data once and records the stage', async () => {
-    const h = harness();
-    const base = `${h.prefix}:${h.queueName}:`;
-    h.executor.script(A, new Error('crash'));
-    await h.engine.queue.add(
-      'image',
-      { v: 1, scope: A.scope, stage: A.stage, payload: {} },
-      { jobId: 'h-2', attempts: 1 },
-    );
-    const w = watch(h.engine.createWorker());
-    await waitFor(() => w.failed.length === 1, 'h-2 failed for good (its record stays)');
+    const { h, base } = await failedOnce('h-2', 1);
     await h.redis.hdel(`${base}h-2`, 'sdi');
     // a cancel reads the record's member: it decodes h-2's data, finds it the stage's, marks it and records the stage
     await h.engine.cancelActiveDispatch(A);
