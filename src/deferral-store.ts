@@ -305,9 +305,10 @@ export class DeferralStore {
   /**
    * A job failed for good: its licence member gets the mark `?` (see the FAIL script). False
    * when `bullToken` (the failing worker's) no longer holds BullMQ's lock of the job: nothing
-   * is written, the job was handed on (BullMQ would refuse that worker's failure).
+   * is written, the job was handed on (BullMQ would refuse that worker's failure). `kept`: BullMQ keeps
+   * the job as it fails (`keptWhenFinished(removeOnFail)`); a job it removes leaves no record.
    */
-  async markFailed(sid: string, jobId: string, bullToken = ''): Promise<boolean> {
+  async markFailed(sid: string, jobId: string, kept: boolean, bullToken = ''): Promise<boolean> {
     const r = await this.tx.one('fail', (m) =>
       m.sdFail!(
         this.keys.index,
@@ -317,6 +318,7 @@ export class DeferralStore {
         memberOf(sid, jobId),
         this.keys.base,
         bullToken,
+        kept ? '1' : '0',
       ),
     );
     return r !== 2;

@@ -3,6 +3,7 @@ import { DeferralStore } from './deferral-store';
 import { checkCall, checkPayload, Dispatcher } from './dispatch';
 import { EngineClosedError, InvalidOptionsError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
+import { keptWhenFinished } from './job-data';
 import { createProcessor } from './bullmq/processor';
 import { checkConnection, checkQueue } from './bullmq/adapter';
 import { enqueueStage } from './bullmq/producer';
@@ -233,7 +234,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
         const data = job.data as { scope?: string[]; stage?: string } | undefined;
         try {
           const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id).catch(() => undefined);
+          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
         } catch {
           // not a dispatch job's data: nothing of the engine's to record
         }

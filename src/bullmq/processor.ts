@@ -112,7 +112,8 @@ export function createProcessor<P>(
      * job was handed on, and BullMQ would refuse this failure) ends nothing, quietly.
      */
     const failForGood = async (error: Error): Promise<never> => {
-      if (!(await store.markFailed(sid, id, ctx.bullToken))) throw new DelayedError();
+      if (!(await store.markFailed(sid, id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)))
+        throw new DelayedError();
       throw terminal(error);
     };
     switch (attempt.kind) {

@@ -563,7 +563,8 @@ return cleared
  * nothing of it counts as pending, and a cancel can still reach it. A stage
  * licensed to another job keeps that licence.
  * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's licence
- *   member, 3 queue base, 4 the failing worker's BullMQ token ('' none)
+ *   member, 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
+ *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
  */
@@ -578,18 +579,10 @@ redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 unwait(ARGV[3], ARGV[1])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
--- a job BullMQ removes as it fails leaves no record behind: removeOnFail true, 0, or { count: 0 }
--- or { age: 0 or less } without limit 0 (a count or an age above 0 keeps the job a while: it is recorded, so a
--- cancel still reaches it). A Worker's own removeOnFail is not seen here: its record stays until
--- the chain's end drops records whose jobs are gone
-local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[2], 'opts') or '{}')
-local rof = ok and type(o) == 'table' and o.removeOnFail
-if rof == true or rof == 0 then return 1 end
-if type(rof) == 'table' then
-  -- BullMQ reads the age as a number (a numeric string too) and removes at most \`limit\` jobs (0: none)
-  local age = tonumber(rof.age)
-  if rof.count == 0 or (age and age <= 0 and rof.limit ~= 0) then return 1 end
-end
+-- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
+-- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
+-- removeOnFail is not seen: its record stays until the chain's end drops records whose jobs are gone
+if ARGV[5] == '0' then return 1 end
 redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
 return 1
 `;
