@@ -75,7 +75,9 @@ describe("review: job.retry('completed') of a kept job", () => {
     h.executor.script(image, down, down, down, down, SENT);
     await retry();
     await waitFor(
-      async () => (await h.engine.queue.getJobState(id)) === 'failed',
+      // (BullMQ's failed event reaches the worker after the state: wait for both)
+      async () =>
+        failed.at(-1)?.error.message === 'down for good' && (await h.engine.queue.getJobState(id)) === 'failed',
       'failed for good after its fresh budget',
     );
     expect(h.executor.calls).toHaveLength(4);
