@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq';
-import type { DeferralStore } from './deferral-store';
+import type { BeginOutcome, DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
 import { EngineClosedError, InvalidExecutorResultError, InvalidPayloadError } from './errors';
 import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
@@ -64,9 +64,10 @@ interface Carry {
   budget: RetryBudget | undefined;
   /** The wake sequence seen at begin. */
   wakeSeq: string;
-  /** A success may release lazily (see `BeginOutcome`). */
-  lazyRelease: boolean;
 }
+
+/** A begin that took the lock. */
+type Locked = Extract<BeginOutcome, { kind: 'locked' }>;
 
 /**
  * An attempt holding a lock. Its executor's `AbortController` is made only
@@ -75,8 +76,15 @@ interface Carry {
  */
 class Running {
   constructor(
+    readonly ref: StageRef,
     readonly sid: string,
     readonly token: string,
+    /** The job being processed; none for a direct call. */
+    readonly job: JobContext | undefined,
+    /** The chain the attempt runs in. */
+    readonly chain: ChainState,
+    /** Real failures the running job has spent in its chain. */
+    readonly ownFailures: number,
   ) {}
 
   private controller: AbortController | undefined;
@@ -129,8 +137,11 @@ export class Dispatcher<P> {
 
   /** Attempts holding a lock: renewed while they run, aborted on close or cancel. */
   private readonly running = new Set<Running>();
-  /** Every attempt not finished yet (begun or not); `close()` waits for them. */
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** How many attempts have not finished yet (begun or not); `close()` waits for none to be left. */
+  private pending = 0;
+  /** Resolves `idle` when `pending` drops to 0 (made by `close()` only). */
+  private drained: (() => void) | undefined;
+  private idle: Promise<void> | undefined;
   private readonly ticker: NodeJS.Timeout;
   private closing = false;
 
@@ -146,7 +157,7 @@ export class Dispatcher<P> {
   async close(): Promise<void> {
     this.closing = true;
     for (const r of this.running) r.abort(new EngineClosedError());
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    if (this.pending > 0) await (this.idle ??= new Promise<void>((resolve) => (this.drained = resolve)));
     clearInterval(this.ticker);
   }
 
@@ -158,11 +169,7 @@ export class Dispatcher<P> {
   attempt(ref: StageRef, sid: string, payload: P, call: { buildId?: string; force?: boolean }, job?: JobContext) {
     // Stryker disable next-line ConditionalExpression: equivalent, a second line: both callers check `closed` synchronously before this call (the engine's open(), the processor's first line)
     if (this.closing) return Promise.reject(new EngineClosedError());
-    const p = this.run(ref, sid, payload, call, job);
-    this.inFlight.add(p);
-    const done = () => this.inFlight.delete(p);
-    p.then(done, done);
-    return p;
+    return this.run(ref, sid, payload, call, job);
   }
 
   private async run(
@@ -172,21 +179,38 @@ export class Dispatcher<P> {
     call: { buildId?: string; force?: boolean },
     job?: JobContext,
   ): Promise<Attempt> {
-    const { store, opts } = this;
-    const begun = await store.begin({
-      sid,
-      ownJobId: job?.id ?? '',
-      lockMs: opts.lockMs,
-      wakeUp: job?.isWakeUp ?? false,
-      skewToleranceMs: opts.maxClockSkewMs,
-      bullToken: job?.bullToken,
-    });
-    const plain = (kind: Attempt['kind'], reason: string, retryable: boolean, extra: Partial<DispatchResult> = {}) => ({
-      kind,
-      chain: FRESH_CHAIN,
-      ownFailures: 0,
-      result: { dispatched: false, reason, retryable, ...extra },
-    });
+    // counted at once (an async function runs to its first await synchronously): close() waits for it
+    this.pending++;
+    try {
+      const { store, opts } = this;
+      const begun = await store.begin({
+        sid,
+        ownJobId: job?.id ?? '',
+        lockMs: opts.lockMs,
+        wakeUp: job?.isWakeUp ?? false,
+        skewToleranceMs: opts.maxClockSkewMs,
+        bullToken: job?.bullToken,
+      });
+      if (begun.kind !== 'locked') return this.notBegun(ref, begun);
+      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures);
+      this.running.add(running);
+      try {
+        return await this.locked(running, payload, call, begun);
+      } catch (error) {
+        // nothing may leave the lock behind: release it (a no-op once a deferral took it)
+        // Stryker disable next-line StringLiteral,ArrowFunction: equivalent: every mode but 'end' and 'hold' is the plain release, and the catch's value is dropped
+        await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
+        throw error;
+      } finally {
+        this.running.delete(running);
+      }
+    } finally {
+      if (--this.pending === 0) this.drained?.();
+    }
+  }
+
+  /** The answer of an attempt whose begin took no lock. */
+  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>): Attempt {
     switch (begun.kind) {
       case 'deferred': {
         const lic = parseLicence(begun.wakeUpJobId);
@@ -218,57 +242,16 @@ export class Dispatcher<P> {
         return { ...early, waitMs: begun.remainingMs };
       }
     }
-    // the chain goes on from the stage's licence (plus the failures its job has spent since),
-    // unless this job failed for good and was retried by hand: then it starts afresh
-    const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
-    // a wake-up's id carries its chain; a job holding the licence while it retries keeps it on its hash
-    // (`begin` returns none for a job retried by hand, and a parsed licence's chain wins over it). A
-    // licence marked '!' starts a fresh chain: it names a job id, and the hash of that id may be
-    // another stage's job by now (the first one removed by hand, its id reused)
-    const kept = begun.licence?.endsWith('!') ? null : parseChain(begun.keptChain);
-    const base = lic?.chain ?? kept ?? FRESH_CHAIN;
-    const chain: ChainState = { ...base, failures: base.failures + begun.licenceFailures };
-    // a direct call goes on with the budget of the job whose chain it continues
-    const retryFrom: RetryBudget | undefined =
-      job ??
-      (begun.licenceRetry?.attempts !== undefined
-        ? {
-            attempts: begun.licenceRetry.attempts,
-            backoff: (begun.licenceRetry.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
-          }
-        : undefined);
-    const running = new Running(sid, begun.token);
-    this.running.add(running);
-    try {
-      return await this.locked(ref, sid, payload, call, job, chain, begun.ownFailures, running, begun.fencingToken, {
-        budget: retryFrom,
-        wakeSeq: begun.wakeSeq,
-        lazyRelease: begun.lazyRelease,
-      });
-    } catch (error) {
-      // nothing may leave the lock behind: release it (a no-op once a deferral took it)
-      // Stryker disable next-line StringLiteral,ArrowFunction: equivalent: every mode but 'end' and 'hold' is the plain release, and the catch's value is dropped
-      await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
-      throw error;
-    } finally {
-      this.running.delete(running);
-    }
   }
 
-  private async locked(
-    ref: StageRef,
-    sid: string,
-    payload: P,
-    call: { buildId?: string; force?: boolean },
-    job: JobContext | undefined,
-    chain: ChainState,
-    ownFailures: number,
-    running: Running,
-    fencingToken: number,
-    carry: Carry,
-  ): Promise<Attempt> {
-    const { store, opts } = this;
-    const token = running.token;
+  /**
+   * The attempt holding the lock: the executor, then the dispatched answer. Kept
+   * small (an async function's frame is as large as its body needs): the other
+   * answers are `sent` (a release awaited), `unsent` and `notSent`.
+   */
+  private async locked(running: Running, payload: P, call: { buildId?: string; force?: boolean }, begun: Locked) {
+    const { opts } = this;
+    const { ref, job } = running;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
     if (this.closing) running.abort(new EngineClosedError());
@@ -278,91 +261,114 @@ export class Dispatcher<P> {
       get signal() {
         return running.signal;
       },
-      fencingToken,
+      fencingToken: begun.fencingToken,
     };
-    const base = { chain, ownFailures };
-
-    // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
-    const own = job?.id ?? '';
-    const abortedBy = () => running.abortedBy;
-    /**
-     * An attempt that sent nothing ends here, released: cancelled (a cancel
-     * marked the lock), lost (the lock expired: another attempt may hold the
-     * stage; a job tries again later, spending nothing), interrupted (close()
-     * aborted it: the job runs again on the next worker), or a real failure.
-     */
-    const unsent = async (reason: string, result: DispatchResult, error?: unknown): Promise<Attempt> => {
-      running.shut();
-      // a real failure (nothing aborted the attempt): a job holds the stage's licence, and the chain
-      // it ran in, while it waits out its retry (in the same step as the release: no other attempt
-      // can act in between). The release's script holds nothing for a direct call (no job).
-      const failing = abortedBy() === undefined;
-      const released = await store.release(sid, own, token, failing ? 'hold' : 'plain', chainText(chain));
-      // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
-      if (failing) await this.removeRevoked(released.revoked, job);
-      // Stryker disable next-line ConditionalExpression: equivalent: `{ error: undefined }` and `{}` read the same to every caller (and JSON)
-      const withError = error === undefined ? {} : { error };
-      if (released.cancelled)
-        return { ...base, ...withError, kind: 'cancelled', result: { ...result, cancelled: true } };
-      if (released.lost || abortedBy() === 'lock_lost') {
-        return {
-          ...base,
-          ...withError,
-          kind: 'lost',
-          result: { ...result, reason: 'dispatch_lock_lost', retryable: true },
-        };
-      }
-      if (abortedBy() === 'close') return { ...base, ...withError, kind: 'interrupted', result };
-      if (error !== undefined && reason === 'rollback_error')
-        this.events.emit('hookFailed', { ref, hook: 'rollback', error });
-      this.events.emit('failed', { ref, reason, ...withError, executorMs: executorMs ?? 0 });
-      return { ...base, ...withError, kind: 'failed', result };
-    };
-
     let raw: ExecutorResult;
-    let executorMs: number | undefined;
     const started = performance.now();
     try {
       raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
     } catch (error) {
-      executorMs = performance.now() - started;
-      return unsent('executor_error', { dispatched: false, reason: 'executor_error', retryable: true }, error);
+      const result = { dispatched: false, reason: 'executor_error', retryable: true };
+      return this.unsent(running, 'executor_error', result, performance.now() - started, error);
     }
-    executorMs = performance.now() - started;
+    const executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
+    if (!raw.dispatched) return this.notSent(running, payload, call, ctx, raw, executorMs, begun);
+    running.shut();
+    // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
+    // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
+    // A cancel or a lost lock this engine saw is still reported, by a release awaited.
+    if (!begun.lazyRelease || running.abortedBy !== undefined) return this.sent(running, raw, executorMs);
+    this.store.releaseLater(running.sid, job?.id ?? '', running.token);
+    if (opts.faultHook) await opts.faultHook('released', ref);
+    this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
+    const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
+    return { kind: 'dispatched' as const, chain: running.chain, ownFailures: running.ownFailures, result };
+  }
 
-    if (raw.dispatched) {
-      running.shut();
-      // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
-      // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
-      // A cancel or a lost lock this engine saw is still reported, by a release awaited.
-      if (carry.lazyRelease && abortedBy() === undefined) {
-        store.releaseLater(sid, own, token);
-        if (opts.faultHook) await opts.faultHook('released', ref);
-        this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
-        return {
-          ...base,
-          kind: 'dispatched',
-          result: { dispatched: true, reason: null, retryable: false, result: raw },
-        };
-      }
-      const released = await store.release(sid, own, token, 'end');
-      await this.removeRevoked(released.revoked, job);
-      if (opts.faultHook) await opts.faultHook('released', ref);
-      this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
-      const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
-      if (released.cancelled) result.cancelled = true;
-      // sent, but by an attempt whose lock had expired: whatever another attempt recorded since stands
-      if (released.lost) result.lockLost = true;
-      return { ...base, kind: 'dispatched', result };
+  /** A dispatched attempt whose release is awaited: it may revoke licences, or report a cancel or a lost lock. */
+  private async sent(running: Running, raw: ExecutorResult, executorMs: number): Promise<Attempt> {
+    const { ref, job } = running;
+    // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
+    const released = await this.store.release(running.sid, job?.id ?? '', running.token, 'end');
+    await this.removeRevoked(released.revoked, job);
+    if (this.opts.faultHook) await this.opts.faultHook('released', ref);
+    this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
+    const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
+    if (released.cancelled) result.cancelled = true;
+    // sent, but by an attempt whose lock had expired: whatever another attempt recorded since stands
+    if (released.lost) result.lockLost = true;
+    return { kind: 'dispatched', chain: running.chain, ownFailures: running.ownFailures, result };
+  }
+
+  /**
+   * An attempt that sent nothing ends here, released: cancelled (a cancel
+   * marked the lock), lost (the lock expired: another attempt may hold the
+   * stage; a job tries again later, spending nothing), interrupted (close()
+   * aborted it: the job runs again on the next worker), or a real failure.
+   */
+  private async unsent(
+    running: Running,
+    reason: string,
+    result: DispatchResult,
+    executorMs: number,
+    error?: unknown,
+  ): Promise<Attempt> {
+    const { ref, job, chain } = running;
+    const base = { chain, ownFailures: running.ownFailures };
+    running.shut();
+    // a real failure (nothing aborted the attempt): a job holds the stage's licence, and the chain
+    // it ran in, while it waits out its retry (in the same step as the release: no other attempt
+    // can act in between). The release's script holds nothing for a direct call (no job).
+    const failing = running.abortedBy === undefined;
+    // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
+    const own = job?.id ?? '';
+    const released = await this.store.release(
+      running.sid,
+      own,
+      running.token,
+      failing ? 'hold' : 'plain',
+      chainText(chain),
+    );
+    // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
+    if (failing) await this.removeRevoked(released.revoked, job);
+    // Stryker disable next-line ConditionalExpression: equivalent: `{ error: undefined }` and `{}` read the same to every caller (and JSON)
+    const withError = error === undefined ? {} : { error };
+    if (released.cancelled) return { ...base, ...withError, kind: 'cancelled', result: { ...result, cancelled: true } };
+    if (released.lost || running.abortedBy === 'lock_lost') {
+      return {
+        ...base,
+        ...withError,
+        kind: 'lost',
+        result: { ...result, reason: 'dispatch_lock_lost', retryable: true },
+      };
     }
+    if (running.abortedBy === 'close') return { ...base, ...withError, kind: 'interrupted', result };
+    if (error !== undefined && reason === 'rollback_error')
+      this.events.emit('hookFailed', { ref, hook: 'rollback', error });
+    this.events.emit('failed', { ref, reason, ...withError, executorMs });
+    return { ...base, ...withError, kind: 'failed', result };
+  }
 
+  /** The executor sent nothing: the rollback, then the outcome's deferral (or a failure). */
+  private async notSent(
+    running: Running,
+    payload: P,
+    call: { buildId?: string },
+    ctx: DispatchContext,
+    raw: ExecutorResult,
+    executorMs: number,
+    begun: Locked,
+  ): Promise<Attempt> {
+    const { opts } = this;
+    const { ref } = running;
     const reason = reportedReason(raw);
     try {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
     } catch (error) {
-      return unsent('rollback_error', { dispatched: false, reason, retryable: true, result: raw }, error);
+      const result = { dispatched: false, reason, retryable: true, result: raw };
+      return this.unsent(running, 'rollback_error', result, executorMs, error);
     }
     running.shut();
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
@@ -370,9 +376,13 @@ export class Dispatcher<P> {
     const cls = outcomeClass(reason);
     // a shutdown is not an outcome: nothing is recorded, the job runs again (a lost lock neither:
     // the deferral's script finds it gone and records nothing)
-    if (!cls || abortedBy() === 'close') {
-      return unsent(reason, { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw });
+    if (!cls || running.abortedBy === 'close') {
+      const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
+      return this.unsent(running, reason, result, executorMs);
     }
+    // a direct call goes on with the budget of the job whose chain it continues
+    const carry: Carry = { budget: running.job ?? licenceBudget(begun, opts.retry.backoff), wakeSeq: begun.wakeSeq };
+    const { sid, token, job, chain, ownFailures } = running;
     return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, carry);
   }
 
@@ -584,6 +594,36 @@ export function checkCall(call: { buildId?: unknown; force?: unknown } | undefin
  * reason when all are deferrable, else its most frequent non-deferrable one
  * (a real failure wins); without, the executor's `reason`.
  */
+/**
+ * The chain an attempt runs in: it goes on from the stage's licence (plus the failures its job
+ * has spent since), unless this job failed for good and was retried by hand: then it starts afresh.
+ * A wake-up's id carries its chain; a job holding the licence while it retries keeps it on its
+ * hash (`begin` returns none for a job retried by hand, and a parsed licence's chain wins over
+ * it). A licence marked '!' starts a fresh chain: it names a job id, and the hash of that id may
+ * be another stage's job by now (the first one removed by hand, its id reused).
+ */
+function chainOf(begun: Locked): ChainState {
+  const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
+  const kept = begun.licence?.endsWith('!') ? null : parseChain(begun.keptChain);
+  const base = lic?.chain ?? kept ?? FRESH_CHAIN;
+  return { ...base, failures: base.failures + begun.licenceFailures };
+}
+
+/** The retry budget of the job holding the licence, which a direct call goes on with; none when it has no `attempts`. */
+function licenceBudget(begun: Locked, backoff: RetryBudget['backoff']): RetryBudget | undefined {
+  const retry = begun.licenceRetry;
+  if (retry?.attempts === undefined) return undefined;
+  return {
+    attempts: retry.attempts,
+    backoff: (retry.backoff as JobContext['backoff'] | undefined) ?? backoff,
+  };
+}
+
+/** The answer of an attempt that took no lock (or ended without running the executor). */
+function plain(kind: Attempt['kind'], reason: string, retryable: boolean, extra?: Partial<DispatchResult>): Attempt {
+  return { kind, chain: FRESH_CHAIN, ownFailures: 0, result: { dispatched: false, reason, retryable, ...extra } };
+}
+
 function reportedReason(raw: ExecutorResult): string {
   const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
   if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';

@@ -77,6 +77,7 @@ export class EngineEmitter {
   }
 
   emit<E extends EngineEventName>(name: E, event: EngineEvents[E]): void {
+    if (this.emitter.listenerCount(name) === 0) return;
     // rawListeners: a `once` listener comes wrapped, and calling the wrapper removes it
     for (const listener of this.emitter.rawListeners(name)) {
       try {

@@ -42,8 +42,9 @@ export function stageId(ref: StageRef): string {
   if (typeof ref !== 'object' || ref === null) {
     throw new InvalidStageRefError('Expected a stage ref `{ scope: string[], stage: string }`');
   }
-  const parts = [...scopePath(ref.scope, 'scope', 1), checkSegment(ref.stage, '`stage`')];
-  const id = parts.join('/');
+  let id = '';
+  for (const segment of scopePath(ref.scope, 'scope', 1)) id += `${segment}/`;
+  id += checkSegment(ref.stage, '`stage`');
   if (id.length > MAX_STAGE_ID_LENGTH) {
     throw new InvalidStageRefError(
       `Expected the encoded stage id to be at most ${MAX_STAGE_ID_LENGTH} characters, got ${id.length}`,

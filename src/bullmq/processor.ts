@@ -11,7 +11,7 @@ import {
 import { checkJobOptions, isWakeUpId, keptWhenFinished, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
-import type { DispatchResult } from '../types';
+import type { DispatchResult, StageRef } from '../types';
 
 /**
  * BullMQ's own test (`err instanceof UnrecoverableError || err.name == 'UnrecoverableError'`):
@@ -28,6 +28,22 @@ function terminal(error: Error): Error {
   const e = new UnrecoverableError(error.message);
   (e as Error & { cause?: unknown }).cause = error;
   return e;
+}
+
+/** Delays the job by `ms` without spending an attempt (BullMQ's DelayedError). */
+async function later(job: Job, token: string | undefined, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
+}
+
+/**
+ * The job fails for good, recorded as such; a worker that no longer holds it (it stalled: the
+ * job was handed on, and BullMQ would refuse this failure) ends nothing, quietly.
+ */
+async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: JobContext, error: Error): Promise<never> {
+  if (!(await store.markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)))
+    throw new DelayedError();
+  throw terminal(error);
 }
 
 /** BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the built-in strategies. */
@@ -63,13 +79,9 @@ export function createProcessor<P>(
 ): Processor {
   return async (job: Job, token?: string): Promise<DispatchResult> => {
     const id = job.id as string;
-    const later = async (ms: number): Promise<never> => {
-      await job.moveToDelayed(Date.now() + ms, token);
-      throw new DelayedError();
-    };
     // closed: refuse new jobs without spending an attempt (a user's own Worker may still be
     // fetching); they run on the next worker
-    if (dispatcher.closed) return later(opts.inFlightRetryMs);
+    if (dispatcher.closed) return later(job, token, opts.inFlightRetryMs);
     const from = (job as { queueQualifiedName?: string }).queueQualifiedName;
     // Stryker disable next-line ConditionalExpression: equivalent for BullMQ's jobs: every Job BullMQ makes has queueQualifiedName (only a hand-made object lacks it)
     if (from !== undefined && from !== store.queue.qualifiedName) {
@@ -82,55 +94,53 @@ export function createProcessor<P>(
       );
     }
     let data;
+    let ref: StageRef;
     let sid: string;
     try {
       data = parseJobData(job.data, id);
-      sid = stageId(refOf(data));
+      ref = refOf(data);
+      sid = stageId(ref);
       checkJobOptions(job as Job & { id: string }, sid);
     } catch (error) {
       throw terminal(error as Error);
     }
-    const ref = refOf(data);
     const ctx: JobContext = {
       id,
       isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
-      // BullMQ's token '0' means "no lock" (its scripts then check none)
-      ...(token && token !== '0' ? { bullToken: token } : {}),
     };
+    // BullMQ's token '0' means "no lock" (its scripts then check none)
+    if (token && token !== '0') ctx.bullToken = token;
     let attempt;
     try {
       attempt = await dispatcher.attempt(ref, sid, data.payload as P, { buildId: data.buildId, force: false }, ctx);
     } catch (error) {
       // Stryker disable next-line ConditionalExpression: not reachable by a test: the closed check above runs first, and close() waits for running attempts before it closes their connection, so an attempt does not fail because of the close; kept as a guard
-      if (dispatcher.closed) return later(opts.inFlightRetryMs);
+      if (dispatcher.closed) return later(job, token, opts.inFlightRetryMs);
       throw error;
     }
-    /**
-     * The job fails for good, recorded as such; a worker that no longer holds it (it stalled: the
-     * job was handed on, and BullMQ would refuse this failure) ends nothing, quietly.
-     */
-    const failForGood = async (error: Error): Promise<never> => {
-      if (!(await store.markFailed(sid, id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)))
-        throw new DelayedError();
-      throw terminal(error);
-    };
     switch (attempt.kind) {
       case 'in_flight':
       case 'lost':
-        return later(opts.inFlightRetryMs);
+        return later(job, token, opts.inFlightRetryMs);
       case 'gone':
         // this worker no longer holds the job: BullMQ would refuse any move of it, and its stalled
         // check hands the job on (DelayedError: BullMQ's Worker leaves the job where it is, quietly)
         throw new DelayedError();
       case 'early':
-        return later(attempt.waitMs ?? 0);
+        return later(job, token, attempt.waitMs ?? 0);
       case 'interrupted':
-        return later(0);
+        return later(job, token, 0);
       case 'limit':
         // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
-        return failForGood(new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity));
+        return failForGood(
+          store,
+          job,
+          sid,
+          ctx,
+          new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity),
+        );
       case 'failed': {
         const error =
           attempt.error instanceof Error
@@ -142,7 +152,8 @@ export function createProcessor<P>(
         const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
           ?.maxStartedAttempts;
         const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
-        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft) return failForGood(error);
+        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft)
+          return failForGood(store, job, sid, ctx, error);
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
         // tick sees its failures
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
@@ -150,7 +161,7 @@ export function createProcessor<P>(
         await store.countRetried(id);
         // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
         await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
-        return later(backoffMs(ctx.backoff, spent));
+        return later(job, token, backoffMs(ctx.backoff, spent));
       }
       default:
         // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`

@@ -5,6 +5,8 @@ import type { StoreKeys } from './keys';
 const MAX_BATCH = 256;
 /** How long a lazy release waits for a batch to ride in, ms. */
 const LAZY_MS = 100;
+/** A lazy operation's reply and error both go unheard. */
+const ignore = (): undefined => undefined;
 
 interface Op {
   keys: string[];
@@ -43,7 +45,6 @@ export class Batcher {
 
   /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
   later(keys: string[], args: (string | number)[]): void {
-    const ignore = () => undefined;
     this.lazy.push({ keys, args, resolve: ignore, reject: ignore });
     if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
       this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
