@@ -173,19 +173,15 @@ export class DeferralStore {
 
   async begin(req: BeginRequest): Promise<BeginOutcome> {
     const { sid, ownJobId } = req;
-    const r = (await this.batch.run(
-      [this.keys.marker(sid), this.keys.lock(sid), ownJobId ? this.keys.job(ownJobId) : this.keys.marker(sid)],
-      [
-        'b',
-        sid,
-        ownJobId,
-        ownJobId ? memberOf(sid, ownJobId) : '',
-        req.lockMs,
-        req.wakeUp ? 'w' : '',
-        req.skewToleranceMs,
-        ownJobId ? (req.bullToken ?? '') : '',
-      ],
-    )) as [number, ...unknown[]];
+    const r = (await this.batch.run([
+      'b',
+      sid,
+      ownJobId,
+      req.lockMs,
+      req.wakeUp ? 'w' : '',
+      req.skewToleranceMs,
+      ownJobId ? (req.bullToken ?? '') : '',
+    ])) as [number, ...unknown[]];
     switch (r[0]) {
       case 1:
         return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -282,11 +278,7 @@ export class DeferralStore {
     chain = '',
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
     const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
-    const member = ownJobId ? memberOf(sid, ownJobId) : '';
-    const r = (await this.batch.run([this.keys.lock(sid)], ['r', sid, ownJobId, token, flag, member, chain])) as [
-      number,
-      ...string[],
-    ];
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }
 
@@ -298,8 +290,8 @@ export class DeferralStore {
    * attempt's job is still active. It deletes the lock only if it is still
    * this attempt's; an error is ignored (the dead lock expires after `lockMs`).
    */
-  releaseLater(sid: string, ownJobId: string, token: string): void {
-    this.batch.later([this.keys.lock(sid)], ['r', sid, ownJobId, token, 'z', '', '']);
+  releaseLater(sid: string, token: string): void {
+    this.batch.later(['z', sid, token]);
   }
 
   /**

@@ -279,7 +279,7 @@ export class Dispatcher<P> {
     // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
     // A cancel or a lost lock this engine saw is still reported, by a release awaited.
     if (!begun.lazyRelease || running.abortedBy !== undefined) return this.sent(running, raw, executorMs);
-    this.store.releaseLater(running.sid, job?.id ?? '', running.token);
+    this.store.releaseLater(running.sid, running.token);
     if (opts.faultHook) await opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };

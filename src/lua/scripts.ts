@@ -178,15 +178,17 @@ end
 /**
  * batch: the hot path. Runs, in order, the begin and release operations the
  * engine queued during one turn of the event loop (one command for many
- * attempts). KEYS: 1 IDX, 2 F, then per operation: begin -> M, L, J; release -> L
+ * attempts). KEYS: 1 IDX, 2 F. An operation's keys are built from the queue base
+ * and its stage id (marker, lock) or job id (the job's hash), in the queue's slot
+ * like every key of the queue, and a job's licence member from both (see memberOf).
  * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
- *   'b', stageId, own job id ('' for a direct call), own licence member, lockMs,
- *        kind ('w' a wake-up, '' anything else), skew tolerance ms (how far ahead of Redis'
- *        clock a worker may run: the largest lead measured in the fleet is added to it),
- *        the job's BullMQ lock token ('' for none: a plain lock)
+ *   'b', stageId, own job id ('' for a direct call), lockMs, kind ('w' a wake-up, ''
+ *        anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
+ *        run: the largest lead measured in the fleet is added to it), the job's BullMQ
+ *        lock token ('' for none: a plain lock)
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, 'z' the lazy release of a success that had nothing else to
- *        do, '' otherwise), own licence member, the chain it ran in
+ *        holds the licence, '' otherwise), the chain it ran in
+ *   'z', stageId, token: the lazy release of a success that had nothing else to do
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -317,6 +319,14 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, allSeq() .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0'), kept, tied and 1 or 0, #failed}
 end
 
+-- the licence member of job 'own' of stage 'sid' (the job-data.ts memberOf): the job id itself
+-- when the engine named it ('<stage id>@…'), else '<stage id>@j.<job id>'; '' for a direct call
+local function memberOf(sid, own)
+  if own == '' then return '' end
+  if string.sub(own, 1, #sid + 1) == sid .. '@' then return own end
+  return sid .. '@j.' .. own
+end
+
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
 -- bound): revoke the licence and drop the records of failed jobs that are gone. mode 'h'
 -- (a job's real failure; it will be retried or failed for good): in the same step, while
@@ -372,15 +382,23 @@ local function release(L, sid, own, token, mode, me, chain)
 end
 
 local out = {}
-local k, a = 3, 4
+local a = 4
 local n = tonumber(ARGV[2])
 for i = 1, n do
-  if ARGV[a] == 'b' then
-    out[i] = begin(KEYS[k], KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6]), ARGV[a + 7])
-    k, a = k + 3, a + 8
+  local op, sid = ARGV[a], ARGV[a + 1]
+  local L = BASE .. 'sd:inflight:' .. sid
+  if op == 'b' then
+    local own = ARGV[a + 2]
+    local M = BASE .. 'sd:deferred:' .. sid
+    local J = BASE .. own
+    out[i] = begin(M, L, J, sid, own, memberOf(sid, own), ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
+    a = a + 7
+  elseif op == 'r' then
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], memberOf(sid, ARGV[a + 2]), ARGV[a + 5])
+    a = a + 6
   else
-    out[i] = release(KEYS[k], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
-    k, a = k + 1, a + 7
+    out[i] = release(L, sid, '', ARGV[a + 2], 'z', '', '')
+    a = a + 3
   end
 end
 out[n + 1] = NOW

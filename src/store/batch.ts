@@ -9,7 +9,6 @@ const LAZY_MS = 100;
 const ignore = (): undefined => undefined;
 
 interface Op {
-  keys: string[];
   args: (string | number)[];
   resolve(reply: unknown): void;
   reject(error: unknown): void;
@@ -35,17 +34,17 @@ export class Batcher {
     private readonly onClock: (redisMs: number) => void,
   ) {}
 
-  /** Queues one operation (its keys and arguments, see `BATCH`); resolves with its reply. */
-  run(keys: string[], args: (string | number)[]): Promise<unknown> {
+  /** Queues one operation (its arguments, see `BATCH`); resolves with its reply. */
+  run(args: (string | number)[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.queued.push({ keys, args, resolve, reject });
+      this.queued.push({ args, resolve, reject });
       if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
     });
   }
 
   /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
-  later(keys: string[], args: (string | number)[]): void {
-    this.lazy.push({ keys, args, resolve: ignore, reject: ignore });
+  later(args: (string | number)[]): void {
+    this.lazy.push({ args, resolve: ignore, reject: ignore });
     if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
       this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
       this.lazyTimer.unref();
@@ -66,15 +65,11 @@ export class Batcher {
     this.flushImmediate = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
-      const keys = [this.keys.index, this.keys.fence];
-      const args: (string | number)[] = [this.keys.base, chunk.length, Date.now()];
-      for (const op of chunk) {
-        for (const k of op.keys) keys.push(k);
-        for (const a of op.args) args.push(a);
-      }
+      const args: (string | number)[] = [this.keys.index, this.keys.fence, this.keys.base, chunk.length, Date.now()];
+      for (const op of chunk) for (const a of op.args) args.push(a);
       try {
         const c = await this.client();
-        const replies = (await c.sdBatch!(keys.length, ...keys, ...args)) as unknown[];
+        const replies = (await c.sdBatch!(...args)) as unknown[];
         this.onClock(Number(replies[chunk.length]));
         chunk.forEach((op, j) => op.resolve(replies[j]));
       } catch (error) {

@@ -24,13 +24,13 @@ export type Multi = Record<string, (...args: unknown[]) => Multi> & {
 };
 
 const COMMANDS = {
-  // variable key count: the first argument is the number of keys
-  sdBatch: { keys: undefined, lua: lua.BATCH },
+  sdBatch: { keys: 2, lua: lua.BATCH },
   sdDefer: { keys: 6, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
   sdFail: { keys: 3, lua: lua.FAIL },
+  // variable key count: the first argument is the number of keys
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
