@@ -171,50 +171,18 @@ export class DeferralStore {
     await c?.quit?.().catch(() => c.disconnect?.());
   }
 
-  async begin(req: BeginRequest): Promise<BeginOutcome> {
-    const { sid, ownJobId } = req;
-    const r = (await this.batch.run([
+  begin(req: BeginRequest): Promise<BeginOutcome> {
+    const { sid, ownJobId, bullToken } = req;
+    const op = [
       'b',
       sid,
       ownJobId,
       req.lockMs,
       req.wakeUp ? 'w' : '',
       req.skewToleranceMs,
-      ownJobId ? (req.bullToken ?? '') : '',
-    ])) as [number, ...unknown[]];
-    switch (r[0]) {
-      case 1:
-        return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
-      case 2:
-        return { kind: 'in_flight' };
-      case 3:
-        return { kind: 'stale' };
-      case 4:
-        return { kind: 'cancelled' };
-      case 5:
-        return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
-      case 6:
-        return { kind: 'superseded' };
-      case 7:
-        return { kind: 'gone' };
-      default: {
-        const fencingToken = Number(r[2]);
-        const tied = r[9] === 1;
-        return {
-          kind: 'locked',
-          licence: r[1] ? (r[1] as string) : null,
-          token: tied ? `${ownJobId}\n${r[2] as string}\n${req.bullToken!}` : `${ownJobId}\n${r[2] as string}`,
-          fencingToken,
-          ownFailures: Math.max(0, Number(r[3])),
-          licenceFailures: Math.max(0, Number(r[4])),
-          retriedByHand: r[5] === 1,
-          ...(r[6] ? { licenceRetry: retryOf(r[6] as string) } : {}),
-          wakeSeq: String(r[7] ?? ''),
-          keptChain: String(r[8] ?? ''),
-          lazyRelease: tied && !r[1] && r[10] === 0,
-        };
-      }
-    }
+      ownJobId ? (bullToken ?? '') : '',
+    ];
+    return this.batch.run(op).then((r) => beginOutcome(r as BeginReply, ownJobId, bullToken));
   }
 
   /**
@@ -509,5 +477,45 @@ function retryOf(json: string): { attempts?: number; backoff?: unknown } | undef
     return { attempts: typeof o.attempts === 'number' ? o.attempts : undefined, backoff: o.backoff };
   } catch {
     return undefined;
+  }
+}
+
+/** `BATCH`'s reply to a begin (see the script). */
+type BeginReply = [number, ...unknown[]];
+
+/** What a begin's reply says; a plain function, so the awaiting frame stays small. */
+function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undefined): BeginOutcome {
+  switch (r[0]) {
+    case 1:
+      return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
+    case 2:
+      return { kind: 'in_flight' };
+    case 3:
+      return { kind: 'stale' };
+    case 4:
+      return { kind: 'cancelled' };
+    case 5:
+      return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
+    case 6:
+      return { kind: 'superseded' };
+    case 7:
+      return { kind: 'gone' };
+    default: {
+      const fencingToken = Number(r[2]);
+      const tied = r[9] === 1;
+      return {
+        kind: 'locked',
+        licence: r[1] ? (r[1] as string) : null,
+        token: tied ? `${ownJobId}\n${r[2] as string}\n${bullToken!}` : `${ownJobId}\n${r[2] as string}`,
+        fencingToken,
+        ownFailures: Math.max(0, Number(r[3])),
+        licenceFailures: Math.max(0, Number(r[4])),
+        retriedByHand: r[5] === 1,
+        licenceRetry: r[6] ? retryOf(r[6] as string) : undefined,
+        wakeSeq: String(r[7] ?? ''),
+        keptChain: String(r[8] ?? ''),
+        lazyRelease: tied && !r[1] && r[10] === 0,
+      };
+    }
   }
 }
