@@ -84,6 +84,7 @@ const OWN: Record<string, string[]> = {
     'test/lock-renewal.test.ts',
   ],
   BATCH: [
+    'test/batch.test.ts',
     'test/job-tied-lock.test.ts',
     'test/dispatch.survivors.test.ts',
     'test/processor.survivors.test.ts',

@@ -4,7 +4,7 @@ import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence, memberOf } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { Batcher } from './store/batch';
-import { checkPermissions, defineCommands, type Client } from './store/client';
+import { checkPermissions, CMD, defineCommands, type Client } from './store/client';
 import { StoreKeys } from './store/keys';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
@@ -204,7 +204,7 @@ export class DeferralStore {
   ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; revoked: string[] }> {
     const k = this.keys;
     const results = await this.tx.run('defer', async (m) => {
-      m.sdDefer!(
+      m[CMD.sdDefer]!(
         k.lock(sid),
         k.marker(sid),
         k.index,
@@ -270,7 +270,7 @@ export class DeferralStore {
    */
   async markFailed(sid: string, jobId: string, kept: boolean, bullToken = ''): Promise<boolean> {
     const r = await this.tx.one('fail', (m) =>
-      m.sdFail!(
+      m[CMD.sdFail]!(
         this.keys.index,
         this.keys.job(jobId),
         `${this.keys.job(jobId)}:lock`,
@@ -287,19 +287,19 @@ export class DeferralStore {
   /** A job added by hand completed: marked, so a retry by hand of it starts a fresh chain. */
   async markFinished(jobId: string): Promise<void> {
     const c = await this.client();
-    await c.sdFinished!(this.keys.job(jobId));
+    await c[CMD.sdFinished]!(this.keys.job(jobId));
   }
 
   /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */
   async countRetried(jobId: string): Promise<void> {
     const c = await this.client();
-    await c.sdRetried!(this.keys.job(jobId));
+    await c[CMD.sdRetried]!(this.keys.job(jobId));
   }
 
   /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */
   async extend(sid: string, token: string, lockMs: number): Promise<'held' | 'cancelled' | 'lost'> {
     const c = await this.renewClient();
-    const r = await c.sdExtend!(this.keys.lock(sid), token, lockMs);
+    const r = await c[CMD.sdExtend]!(this.keys.lock(sid), token, lockMs);
     return r === 1 ? 'held' : r === 2 ? 'cancelled' : 'lost';
   }
 
@@ -317,14 +317,14 @@ export class DeferralStore {
     let connection: string | undefined;
     if (this.replicas?.active) {
       const replies = await withRedirects(c, async () => {
-        const out = (await c.pipeline().sdProbe!(...keys).client!('INFO').exec()) ?? [];
+        const out = (await c.pipeline()[CMD.sdProbe]!(...keys).client!('INFO').exec()) ?? [];
         for (const [err] of out) if (err) throw err;
         return out;
       });
       r = replies[0]![1] as [number, ...unknown[]];
       connection = connectionOf(replies[1]![1]);
     } else {
-      r = (await c.sdProbe!(...keys)) as [number, ...unknown[]];
+      r = (await c[CMD.sdProbe]!(...keys)) as [number, ...unknown[]];
     }
     const outcome: ProbeOutcome =
       r[0] === 1
@@ -345,7 +345,7 @@ export class DeferralStore {
   async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
     const k = this.keys;
     const r = (await this.tx.one('cancel', (m) =>
-      m.sdCancel!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
+      m[CMD.sdCancel]!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
     )) as [number, number, string, ...string[]];
     // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops);
     // one already retried by hand and waiting is removed like any pending job
@@ -396,7 +396,7 @@ export class DeferralStore {
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
       const ids = (await this.tx.one('clear', (m) =>
-        m.sdClear!(keys.length, ...keys, this.keys.base, ...promoted),
+        m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
       )) as string[];
       cleared.push(...ids);
     }
@@ -415,7 +415,7 @@ export class DeferralStore {
   async wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
     const k = this.keys;
     const r = (await this.tx.one('wake', (m) =>
-      m.sdWake!(
+      m[CMD.sdWake]!(
         k.index,
         `${k.base}sd:wqk`,
         kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,

@@ -590,11 +590,6 @@ export function checkCall(call: { buildId?: unknown; force?: unknown } | undefin
 }
 
 /**
- * The reason an attempt reports: with a non-empty `notSent`, its dominant
- * reason when all are deferrable, else its most frequent non-deferrable one
- * (a real failure wins); without, the executor's `reason`.
- */
-/**
  * The chain an attempt runs in: it goes on from the stage's licence (plus the failures its job
  * has spent since), unless this job failed for good and was retried by hand: then it starts afresh.
  * A wake-up's id carries its chain; a job holding the licence while it retries keeps it on its
@@ -624,6 +619,11 @@ function plain(kind: Attempt['kind'], reason: string, retryable: boolean, extra?
   return { kind, chain: FRESH_CHAIN, ownFailures: 0, result: { dispatched: false, reason, retryable, ...extra } };
 }
 
+/**
+ * The reason an attempt reports: with a non-empty `notSent`, its dominant
+ * reason when all are deferrable, else its most frequent non-deferrable one
+ * (a real failure wins); without, the executor's `reason`.
+ */
 function reportedReason(raw: ExecutorResult): string {
   const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
   if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';

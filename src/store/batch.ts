@@ -1,4 +1,4 @@
-import type { Client } from './client';
+import { CMD, type Client } from './client';
 import type { StoreKeys } from './keys';
 
 /** How many begin/release operations one batch script call handles. */
@@ -69,7 +69,7 @@ export class Batcher {
       for (const op of chunk) for (const a of op.args) args.push(a);
       try {
         const c = await this.client();
-        const replies = (await c.sdBatch!(...args)) as unknown[];
+        const replies = (await c[CMD.sdBatch]!(...args)) as unknown[];
         this.onClock(Number(replies[chunk.length]));
         chunk.forEach((op, j) => op.resolve(replies[j]));
       } catch (error) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as lua from '../lua/scripts';
 import { InvalidOptionsError, MissingPermissionError } from '../errors';
 import type { StoreKeys } from './keys';
@@ -23,7 +24,7 @@ export type Multi = Record<string, (...args: unknown[]) => Multi> & {
   exec(): Promise<[Error | null, unknown][] | null>;
 };
 
-const COMMANDS = {
+const SCRIPTS = {
   sdBatch: { keys: 2, lua: lua.BATCH },
   sdDefer: { keys: 6, lua: lua.DEFER },
   sdExtend: { keys: 1, lua: lua.EXTEND },
@@ -38,9 +39,23 @@ const COMMANDS = {
   sdWake: { keys: 3, lua: lua.WAKE },
 } as const;
 
+/**
+ * The command each script is defined as: its name and a digest of its source. A name the client
+ * already has is not defined again, so two copies of the library of different versions sharing
+ * one ioredis client (an app and a module each with its own copy) each run their own scripts,
+ * not whichever were defined first.
+ */
+export const CMD = Object.fromEntries(
+  Object.entries(SCRIPTS).map(([name, def]) => [
+    name,
+    `${name}_${createHash('sha1').update(def.lua).digest('hex').slice(0, 10)}`,
+  ]),
+) as Record<keyof typeof SCRIPTS, string>;
+
 export function defineCommands(client: Client): Client {
-  for (const [name, def] of Object.entries(COMMANDS)) {
-    if (typeof client[name] !== 'function') client.defineCommand(name, { numberOfKeys: def.keys, lua: def.lua });
+  for (const [name, def] of Object.entries(SCRIPTS)) {
+    const command = CMD[name as keyof typeof SCRIPTS];
+    if (typeof client[command] !== 'function') client.defineCommand(command, { numberOfKeys: def.keys, lua: def.lua });
   }
   return client;
 }
@@ -70,7 +85,7 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
       return undefined;
     }
   };
-  const probe = () => c.sdPermissions!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
+  const probe = () => c[CMD.sdPermissions]!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
   // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
   for (let i = 0; i < 2; i++) {
     for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) {

@@ -1,0 +1,67 @@
+import { DeferralStore } from '../src/deferral-store';
+import { stageId } from '../src';
+import { harness, SENT } from './helpers/engine';
+import { connect } from './helpers/redis';
+
+/**
+ * docs/design.md, "begin and release share one script (`BATCH`)": the begins
+ * and releases of one event-loop turn go to Redis as one call and run in
+ * order. Each operation carries a different number of arguments (begin 7, a
+ * release 6, a lazy release 3); each must get its own reply.
+ */
+const refs = ['a', 'b', 'c'].map((s) => ({ scope: ['book-b', s], stage: 'image' }));
+const [A, B, C] = refs.map(stageId) as [string, string, string];
+
+function setUp() {
+  const h = harness();
+  const store = new DeferralStore(h.engine.queue);
+  const lock = (sid: string) => `${h.prefix}:${h.queueName}:sd:inflight:${sid}`;
+  const begin = (sid: string) =>
+    store.begin({ sid, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 });
+  const token = async (sid: string) => {
+    const b = await begin(sid);
+    if (b.kind !== 'locked') throw new Error(`${sid} not locked: ${b.kind}`);
+    return b.token;
+  };
+  return { h, store, lock, begin, token };
+}
+
+describe('BATCH: the operations of one turn, in one call', () => {
+  it('a release, then a begin: the release ends its stage, the begin takes its own', async () => {
+    const { h, store, lock, begin, token } = setUp();
+    const a = await token(A);
+    // queued in the same turn: one BATCH call runs both, the release first
+    const [released, b] = await Promise.all([store.release(A, '', a, 'end'), begin(B)]);
+    expect(released).toEqual({ cancelled: false, lost: false, revoked: [] });
+    expect(b.kind).toBe('locked');
+    expect(await h.redis.exists(lock(A))).toBe(0);
+    expect(await h.redis.get(lock(B))).toBe(b.kind === 'locked' ? b.token : null);
+  });
+
+  it('a lazy release, a release and a begin: each acts on its own stage', async () => {
+    const { h, store, lock, begin, token } = setUp();
+    const [a, b] = [await token(A), await token(B)];
+    store.releaseLater(A, a);
+    const [released, c] = await Promise.all([store.release(B, '', b, 'plain'), begin(C)]);
+    expect(released).toEqual({ cancelled: false, lost: false, revoked: [] });
+    expect(c.kind).toBe('locked');
+    expect(await h.redis.exists(lock(A))).toBe(0);
+    expect(await h.redis.exists(lock(B))).toBe(0);
+    expect(await h.redis.exists(lock(C))).toBe(1);
+  });
+});
+
+describe('the scripts on a shared ioredis client', () => {
+  it('another copy of the library (another version) that defined its scripts on the same client does not change the ones this copy runs', async () => {
+    const shared = connect({ maxRetriesPerRequest: null });
+    // what an older copy leaves on the client: its own scripts under the names it uses
+    // (this library's names before they carried a digest of the script)
+    for (const name of ['sdBatch', 'sdDefer', 'sdProbe', 'sdPermissions'])
+      shared.defineCommand(name, { numberOfKeys: 0, lua: "return redis.error_reply('the other copy')" });
+    const h = harness({ connection: shared });
+    h.executor.script(refs[0]!, SENT);
+    await h.engine.waitUntilReady();
+    await expect(h.engine.dispatchStage(refs[0]!, {})).resolves.toMatchObject({ dispatched: true });
+    expect(h.executor.calls).toHaveLength(1);
+  });
+});
