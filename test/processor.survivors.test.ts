@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { promote } from '../src/bullmq/adapter';
+import { DeferralStore } from '../src/deferral-store';
 import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
 import { fast, fetchBy, heldExecutor, latch, watch } from './helpers/jobs';
 import { onCluster, waitFor } from './helpers/redis';
@@ -271,3 +272,31 @@ describe('line 72: a closed engine refuses every job without spending an attempt
     );
   },
 );
+
+describe('the finished mark of a completed job', () => {
+  it('a job BullMQ removes on completion (every job the engine adds) costs no mark request: only a job it keeps is marked', async () => {
+    const h = harness();
+    const marks: string[] = [];
+    const spy = jest.spyOn(DeferralStore.prototype, 'markFinished').mockImplementation(async function (id: string) {
+      marks.push(id);
+    });
+    try {
+      h.executor.script(image, SENT, SENT);
+      const removed = await h.engine.enqueue(image, {});
+      const worker = h.engine.createWorker();
+      const { done } = watch(worker);
+      await waitFor(() => done.length === 1, 'the engine’s job completed');
+      expect(removed.jobId).toBeDefined();
+      // a job added by hand and kept once completed is marked (the same worker, the same path)
+      await h.engine.queue.add(
+        'image',
+        { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+        { jobId: 'kept-1' },
+      );
+      await waitFor(() => done.length === 2, 'the kept job completed');
+      expect(marks).toEqual(['kept-1']);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});

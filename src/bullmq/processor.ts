@@ -133,12 +133,12 @@ export function createProcessor<P>(
       case 'interrupted':
         return later(job, token, 0);
       case 'limit':
-        // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
         return failForGood(
           store,
           job,
           sid,
           ctx,
+          // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
           new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity),
         );
       case 'failed': {
