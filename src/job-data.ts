@@ -254,7 +254,8 @@ const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
  * Whether BullMQ keeps a job it finishes under the job's `removeOnComplete` or
  * `removeOnFail`: not when it is `true`, `0`, `{ count: 0 }` or `{ age: 0 or
  * less }` unless with `limit: 0` (a count or an age above 0 keeps it a
- * while). The same rule as the `FAIL` script's; a Worker's own option is not
+ * while). The one place the rule lives: the processor and the engine's
+ * `failed` listener pass its verdict to the `FAIL` script. A Worker's own option is not
  * seen (it applies only to a job without its own: then one request is spent
  * on a job BullMQ removes).
  */

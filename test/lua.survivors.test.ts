@@ -242,12 +242,18 @@ describe('11.1: a stage whose chain has no wait-index entry (it began before the
   });
 });
 
+/** An `image` and a `video` stage of one scene, each capacity-deferred for 60 s. */
+async function twoKindsDeferred() {
+  const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+  h.executor.fallback = NO;
+  const video = { scope: image.scope, stage: 'video' };
+  for (const s of [image, video]) await h.engine.dispatchStage(s, {});
+  return { h, video };
+}
+
 describe('11.1: a queue upgraded from the version with a queue-wide wait index (sd:wq) and no set of kinds (sd:wqk)', () => {
   it('11.1: wakeDeferred without a stage kind moves the kinds in, wakes their stages, and deletes the queue-wide index', async () => {
-    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
-    h.executor.fallback = NO;
-    const video = { scope: image.scope, stage: 'video' };
-    for (const s of [image, video]) await h.engine.dispatchStage(s, {});
+    const { h, video } = await twoKindsDeferred();
     // what that version left: the per-kind indexes, the queue-wide one, no set of kinds
     const base = `${h.prefix}:${h.queueName}:`;
     await h.redis.del(`${base}sd:wqk`);
@@ -259,10 +265,7 @@ describe('11.1: a queue upgraded from the version with a queue-wide wait index (
 
 describe('11.1: the set of stage kinds with a wait index (sd:wqk)', () => {
   it('11.1: a kind whose chains all ended leaves it at the next wakeDeferred without a kind; a kind still waiting stays', async () => {
-    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
-    h.executor.fallback = NO;
-    const video = { scope: image.scope, stage: 'video' };
-    for (const s of [image, video]) await h.engine.dispatchStage(s, {});
+    const { h, video } = await twoKindsDeferred();
     const kinds = `${h.prefix}:${h.queueName}:sd:wqk`;
     expect((await h.redis.smembers(kinds)).sort()).toEqual(['image', 'video']);
     await h.engine.cancelActiveDispatch(image);
