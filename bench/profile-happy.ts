@@ -5,6 +5,8 @@
  * profile (`.cpuprofile`, opens in Chrome DevTools). Only the drain is profiled
  * (not the `addBulk` before it). Prints jobs/s and the CPU time Node and Redis
  * spent per job (Redis' `used_cpu_user` + `used_cpu_sys`, server-wide).
+ * `NOPROF=1` runs the same drain without the profiler (for A/B runs of two
+ * checkouts, interleaved with `raw`), and writes no profile.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -29,8 +31,10 @@ async function main(): Promise<void> {
   try {
     const rate = await drain(variant as Variant, prefix, Number(concurrency), Number(jobs), 0, {
       async started() {
-        await session.post('Profiler.enable');
-        await session.post('Profiler.start');
+        if (!process.env.NOPROF) {
+          await session.post('Profiler.enable');
+          await session.post('Profiler.start');
+        }
         redis0 = await redisCpu();
         cpu0 = process.cpuUsage();
       },
@@ -38,13 +42,15 @@ async function main(): Promise<void> {
         const c = process.cpuUsage(cpu0);
         nodeUs = c.user + c.system;
         redisS = (await redisCpu()) - redis0;
-        const { profile } = await session.post('Profiler.stop');
-        writeFileSync(out, JSON.stringify(profile));
+        if (!process.env.NOPROF) {
+          const { profile } = await session.post('Profiler.stop');
+          writeFileSync(out, JSON.stringify(profile));
+        }
       },
     });
     const n = Number(jobs);
     console.log(
-      `${variant} c=${concurrency}: ${rate.toFixed(0)} jobs/s; CPU per job: Node ${(nodeUs / n).toFixed(1)} µs, Redis ${((redisS * 1e6) / n).toFixed(1)} µs; profile ${out}`,
+      `${variant} c=${concurrency}: ${rate.toFixed(0)} jobs/s; CPU per job: Node ${(nodeUs / n).toFixed(1)} µs, Redis ${((redisS * 1e6) / n).toFixed(1)} µs${process.env.NOPROF ? '' : `; profile ${out}`}`,
     );
   } finally {
     session.disconnect();

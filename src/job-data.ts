@@ -162,8 +162,13 @@ export function readyJobId(sid: string): string {
   return `${sid}@r.${Date.now().toString(36)}${nonce()}`;
 }
 
-/** The suffix of an id `readyJobId` makes. */
-const READY_SUFFIX = /^r\.[0-9a-z]+$/;
+/** The suffix of an id `readyJobId` makes, matched from its `lastIndex` (the character after the `@`) on. */
+const READY_SUFFIX = /r\.[0-9a-z]+$/y;
+
+/** `checkJobOptions`' error for `job`. */
+function fail(job: JobIdentity, what: string): never {
+  throw new InvalidJobOptionsError(`Dispatch job ${job.id} ${what} (docs/producers.md, "Job options")`, job.id);
+}
 
 /** What of a job's id and options `checkJobOptions` reads (a BullMQ job has them). */
 export interface JobIdentity {
@@ -192,41 +197,48 @@ export interface JobIdentity {
  * Throws `InvalidJobOptionsError`.
  */
 export function checkJobOptions(job: JobIdentity, sid: string): void {
-  const fail = (what: string) => {
-    throw new InvalidJobOptionsError(`Dispatch job ${job.id} ${what} (docs/producers.md, "Job options")`, job.id);
-  };
   // the stage lock holds the job id before a newline (`<job id>\n<fence>[\n<BullMQ token>]`):
   // an id with one would make its lock read as another job's, dead, and the stage free to take
-  if (job.id.includes('\n')) fail('has a newline in its id: a dispatch job id never has one');
+  if (job.id.includes('\n')) fail(job, 'has a newline in its id: a dispatch job id never has one');
   // the licence index marks a member with a last `!` or `?`, and names a job added by hand
   // `<stageId>@j.<id>`: such an id would read as another job's member
-  if (/[!?]$/.test(job.id)) fail('ends in `!` or `?`: a dispatch job id never does (the engine marks its records so)');
+  const last = job.id[job.id.length - 1];
+  if (last === '!' || last === '?')
+    fail(job, 'ends in `!` or `?`: a dispatch job id never does (the engine marks its records so)');
   const at = job.id.indexOf('@');
   if (at < 0) return;
-  const named = job.id.slice(0, at);
-  if (job.id.startsWith('j.', at + 1)) fail("has the engine's form for naming a job added by hand (`<stageId>@j.…`)");
-  if (named !== sid) {
+  if (job.id.startsWith('j.', at + 1))
+    fail(job, "has the engine's form for naming a job added by hand (`<stageId>@j.…`)");
+  // compared in place (this runs once per job): the id's part before its first `@` is `sid`
+  if (at !== sid.length || !job.id.startsWith(sid)) {
     fail(
-      `names stage id ${JSON.stringify(named)}, but its data's scope and stage encode to ${JSON.stringify(sid)}: ` +
+      job,
+      `names stage id ${JSON.stringify(job.id.slice(0, at))}, but its data's scope and stage encode to ${JSON.stringify(sid)}: ` +
         "the producer's stage-id encoding differs from this library's",
     );
   }
   // a wake-up id is the engine's: its data says why the stage waits. One without (a producer
   // that copied the id's shape) would complete as a stale wake-up without a word
-  const d = job.data ?? {};
-  if (isWakeUpId(sid, job.id) && d.reason === undefined && d.class === undefined && d.wakeUp === undefined) {
+  const d = job.data;
+  if (isWakeUpId(sid, job.id) && d?.reason === undefined && d?.class === undefined && d?.wakeUp === undefined) {
     fail(
+      job,
       "has a wake-up id (the engine's own, `@cap.…`/`@idem.…`) but no wake-up data: a producer uses `<stageId>@r.…`",
     );
   }
-  if (!READY_SUFFIX.test(job.id.slice(at + 1))) return;
+  READY_SUFFIX.lastIndex = at + 1;
+  if (!READY_SUFFIX.test(job.id)) return;
   const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
   if (dedup !== sid) {
-    fail(`must be added with deduplication id ${JSON.stringify(sid)} (its stage id), got ${JSON.stringify(dedup)}`);
+    fail(
+      job,
+      `must be added with deduplication id ${JSON.stringify(sid)} (its stage id), got ${JSON.stringify(dedup)}`,
+    );
   }
   const { ttl, extend, replace } = job.opts.deduplication ?? {};
   if (ttl !== undefined || extend !== undefined || replace !== undefined) {
     fail(
+      job,
       `must be added with deduplication { id } only, got ${JSON.stringify(job.opts.deduplication)}: a key with a ttl ` +
         'expires while the job waits, and a cancel then no longer reaches it nor does a second add meet it',
     );
@@ -234,6 +246,7 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   const { attempts, backoff } = job.opts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {
     fail(
+      job,
       `must have \`attempts\` a positive integer, got ${JSON.stringify(attempts)}` +
         (attempts === 0 ? ' (BullMQ stores 0 when a job is added without attempts: give the budget, e.g. 3)' : ''),
     );
@@ -244,7 +257,7 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
     b !== undefined &&
     !((b.type === 'fixed' || b.type === 'exponential') && typeof delay === 'number' && delay >= 0)
   ) {
-    fail(`must have \`backoff\` { type: 'fixed' | 'exponential', delay: ms }, got ${JSON.stringify(backoff)}`);
+    fail(job, `must have \`backoff\` { type: 'fixed' | 'exponential', delay: ms }, got ${JSON.stringify(backoff)}`);
   }
 }
 
@@ -289,7 +302,7 @@ export function memberOf(sid: string, jobId: string): string {
 
 /** Whether `jobId` is a wake-up the engine added for stage `sid` (not a job re-added by hand). */
 export function isWakeUpId(sid: string, jobId: string): boolean {
-  return jobId.startsWith(`${sid}@`) && WAKE_UP_SUFFIX.test(jobId);
+  return jobId.length > sid.length && jobId[sid.length] === '@' && jobId.startsWith(sid) && WAKE_UP_SUFFIX.test(jobId);
 }
 
 export interface Licence {

@@ -15,20 +15,28 @@ export const MAX_STAGE_ID_LENGTH = 512;
  * `}`, `|` or `%`-ambiguity: `encodeURIComponent` escapes all of them, keeps
  * ASCII letters and digits readable, and is a bijection on well-formed Unicode.
  */
-function encodeSegment(segment: string, what: string): string {
+function encodeSegment(segment: string, what: string, i: number): string {
   try {
     return encodeURIComponent(segment);
   } catch {
-    throw new InvalidStageRefError(`Expected ${what} to be well-formed Unicode, got a lone surrogate`);
+    throw new InvalidStageRefError(`Expected ${label(what, i)} to be well-formed Unicode, got a lone surrogate`);
   }
 }
 
-function checkSegment(value: unknown, what: string): string {
+/** How an error names a segment: `what` itself, or the `i`-th of the array `what`. Built only for an error. */
+function label(what: string, i: number): string {
+  return i < 0 ? what : `\`${what}[${i}]\``;
+}
+
+/** Segment `value` encoded; `what` (and index `i`, -1 for none) name it in the error. */
+function checkSegment(value: unknown, what: string, i = -1): string {
   if (typeof value !== 'string') {
-    throw new InvalidStageRefError(`Expected ${what} to be a string, got ${value === null ? 'null' : typeof value}`);
+    throw new InvalidStageRefError(
+      `Expected ${label(what, i)} to be a string, got ${value === null ? 'null' : typeof value}`,
+    );
   }
-  if (value.length === 0) throw new InvalidStageRefError(`Expected ${what} to be non-empty`);
-  return encodeSegment(value, what);
+  if (value.length === 0) throw new InvalidStageRefError(`Expected ${label(what, i)} to be non-empty`);
+  return encodeSegment(value, what, i);
 }
 
 /**
@@ -42,8 +50,10 @@ export function stageId(ref: StageRef): string {
   if (typeof ref !== 'object' || ref === null) {
     throw new InvalidStageRefError('Expected a stage ref `{ scope: string[], stage: string }`');
   }
+  // the segments are checked and joined here, without scopePath's array (this runs once per job)
+  const scope = checkScope(ref.scope, 'scope', 1);
   let id = '';
-  for (const segment of scopePath(ref.scope, 'scope', 1)) id += `${segment}/`;
+  for (let i = 0; i < scope.length; i++) id += `${checkSegment(scope[i], 'scope', i)}/`;
   id += checkSegment(ref.stage, '`stage`');
   if (id.length > MAX_STAGE_ID_LENGTH) {
     throw new InvalidStageRefError(
@@ -58,16 +68,22 @@ export function stageId(ref: StageRef): string {
  * `min` is 1 for a stage's scope, and for a scope prefix given to clear/list.
  */
 export function scopePath(scope: unknown, what: string, min: number): string[] {
+  const checked = checkScope(scope, what, min);
+  // an index loop, not `map`: `map` skips the holes of a sparse array (`[, 'a']`)
+  const out: string[] = [];
+  for (let i = 0; i < checked.length; i++) out.push(checkSegment(checked[i], what, i));
+  return out;
+}
+
+/** `scope` as an array of `min` to `MAX_SCOPE_SEGMENTS` items (not yet checked one by one). */
+function checkScope(scope: unknown, what: string, min: number): unknown[] {
   if (!Array.isArray(scope)) throw new InvalidStageRefError(`Expected \`${what}\` to be an array of strings`);
   if (scope.length < min || scope.length > MAX_SCOPE_SEGMENTS) {
     throw new InvalidStageRefError(
       `Expected \`${what}\` to have ${min} to ${MAX_SCOPE_SEGMENTS} segments, got ${scope.length}`,
     );
   }
-  // an index loop, not `map`: `map` skips the holes of a sparse array (`[, 'a']`)
-  const out: string[] = [];
-  for (let i = 0; i < scope.length; i++) out.push(checkSegment((scope as unknown[])[i], `\`${what}[${i}]\``));
-  return out;
+  return scope as unknown[];
 }
 
 /** The string every stage id inside `scope` starts with (`book/` for `['book']`). */

@@ -51,6 +51,9 @@ function backoffMs(backoff: JobContext['backoff'], n: number): number {
   return backoff.type === 'fixed' ? backoff.delay : Math.round(2 ** (n - 1) * backoff.delay);
 }
 
+/** How a job calls its dispatch when its data names no build (shared: nothing writes to it). */
+const JOB_CALL = Object.freeze({ force: false });
+
 /**
  * The BullMQ processor: one dispatch job in, one attempt of its stage.
  * - dispatched, deferred, suppressed, cancelled, stale, superseded, done: the
@@ -114,7 +117,8 @@ export function createProcessor<P>(
     if (token && token !== '0') ctx.bullToken = token;
     let attempt;
     try {
-      attempt = await dispatcher.attempt(ref, sid, data.payload as P, { buildId: data.buildId, force: false }, ctx);
+      const call = data.buildId === undefined ? JOB_CALL : { buildId: data.buildId, force: false };
+      attempt = await dispatcher.attempt(ref, sid, data.payload as P, call, ctx);
     } catch (error) {
       // Stryker disable next-line ConditionalExpression: not reachable by a test: the closed check above runs first, and close() waits for running attempts before it closes their connection, so an attempt does not fail because of the close; kept as a guard
       if (dispatcher.closed) return later(job, token, opts.inFlightRetryMs);

@@ -57,8 +57,9 @@ end
 -- attempt in the same script: the lock is dead at once. A worker that stalled lost BullMQ's lock
 -- but maybe not its executor: the lock lives out its own TTL (lockMs), as a plain lock does, and
 -- the redelivered job waits. A dead lock is deleted when 'drop'.
-local function liveLock(L, drop)
-  local l = redis.call('GET', L)
+local function liveLock(L, drop, l)
+  -- 'l': L's value when the caller read it already (false: no such key)
+  if l == nil then l = redis.call('GET', L) end
   if not l then return nil end
   local t = unmark(l)
   local a = string.find(t, '\\n', 1, true)
@@ -199,12 +200,24 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
--- the all-stages wake sequence, read once for the batch and only when a lock is taken (nothing
--- changes it while the script runs): a batch of suppressed calls does not read it
+-- the wake sequence a dispatch of stage 'sid' watches (see wakeSeq), each counter read once for the
+-- batch and only when a lock is taken (nothing changes them while the script runs): a batch of
+-- suppressed calls reads none
 local ALLSEQ
-local function allSeq()
+local KINDSEQ = {}
+local function batchSeq(sid)
+  local kind = kindOf(sid)
   ALLSEQ = ALLSEQ or redis.call('GET', BASE .. 'sd:wseq') or '0'
-  return ALLSEQ
+  KINDSEQ[kind] = KINDSEQ[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
+  return ALLSEQ .. ':' .. KINDSEQ[kind]
+end
+-- the last fencing token, read once for the batch (each token taken is written at once)
+local FENCE
+local function nextFence()
+  FENCE = math.max((FENCE or tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
+  local token = string.format('%.0f', FENCE)
+  redis.call('SET', F, token)
+  return token
 end
 -- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
 -- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
@@ -237,7 +250,10 @@ end
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
-  local m = redis.call('GET', M)
+  -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
+  local v
+  if own ~= '' and bull ~= '' then v = redis.call('MGET', M, L, BASE .. own .. ':lock') else v = redis.call('MGET', M, L) end
+  local m = v[1]
   if m then
     local p = redis.call('PTTL', M)
     if m ~= own then return {1, m, p} end
@@ -256,7 +272,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
     -- a caller without BullMQ's token, its hash is gone or finished
     if bull ~= '' then
-      if redis.call('GET', BASE .. own .. ':lock') ~= bull then return {7} end
+      if v[3] ~= bull then return {7} end
     elseif not c[7] or c[8] then
       return {7}
     end
@@ -275,7 +291,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   end
   -- a live lock is another attempt's, or this job's own, cancelled: CANCEL marked that job
   -- ('sdc', read above), so it never gets here
-  if liveLock(L, true) then return {2} end
+  if liveLock(L, true, v[2]) then return {2} end
   local lic, failed = split(members)
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
   local carried, opts, kept = 0, '', ''
@@ -303,9 +319,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     end
   end
   if m then redis.call('DEL', M) end
-  local fence = math.max((tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
-  fence = string.format('%.0f', fence)
-  redis.call('SET', F, fence)
+  local fence = nextFence()
   -- tied to the job's BullMQ lock when the worker gave its token (checked above: it holds that lock)
   local tied = own ~= '' and bull ~= ''
   if tied then
@@ -316,7 +330,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, allSeq() .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0'), kept, tied and 1 or 0, #failed}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, batchSeq(sid), kept, tied and 1 or 0, #failed}
 end
 
 -- the licence member of job 'own' of stage 'sid' (the job-data.ts memberOf): the job id itself
@@ -345,7 +359,7 @@ local function release(L, sid, own, token, mode, me, chain)
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
-  if not liveLock(L, true) then return {2} end
+  if not liveLock(L, true, l) then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
@@ -643,6 +657,7 @@ try('TIME')
 try('PERSIST', K)
 try('SET', K, '1', 'PX', 60000)
 try('GET', K)
+try('MGET', K)
 try('PTTL', K)
 try('PEXPIRE', K, 60000)
 try('EXISTS', K)
