@@ -1,7 +1,7 @@
 import { Job, type Queue } from 'bullmq';
 import { promote, redisClient } from './bullmq/adapter';
 import { ClearIncompleteError, MissingPermissionError } from './errors';
-import { jobIdOfLicence, memberOf } from './job-data';
+import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { Batcher } from './store/batch';
 import { checkPermissions, CMD, defineCommands, type Client } from './store/client';
@@ -275,7 +275,7 @@ export class DeferralStore {
         this.keys.job(jobId),
         `${this.keys.job(jobId)}:lock`,
         sid,
-        memberOf(sid, jobId),
+        jobId,
         this.keys.base,
         bullToken,
         kept ? '1' : '0',

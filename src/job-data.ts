@@ -295,6 +295,8 @@ export function jobIdOfLicence(licence: string): string {
  * The licence member that stands for job `jobId` of stage `sid`: the job id
  * itself when the engine named it (`<stageId>@…`), else `<stageId>@j.<job id>`
  * (a job added by hand), so every member of a stage sorts under `<stageId>@`.
+ * The scripts build members themselves (`memberOf` in src/lua/scripts.ts, the
+ * same rule); this one is what the tests check them against.
  */
 export function memberOf(sid: string, jobId: string): string {
   return jobId.startsWith(`${sid}@`) ? jobId : `${sid}@j.${jobId}`;

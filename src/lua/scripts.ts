@@ -82,6 +82,13 @@ local function jobOf(lic)
   if at and string.sub(lic, at + 1, at + 2) == 'j.' then return string.sub(lic, at + 3) end
   return lic
 end
+-- the licence member of job 'own' of stage 'sid' (the job-data.ts memberOf): the job id itself
+-- when the engine named it ('<stage id>@…'), else '<stage id>@j.<job id>'; '' for a direct call
+local function memberOf(sid, own)
+  if own == '' then return '' end
+  if string.sub(own, 1, #sid + 1) == sid .. '@' then return own end
+  return sid .. '@j.' .. own
+end
 -- whether the data of job hash J names stage 'sid': its scope and stage are the id's segments,
 -- percent-decoded (a stage id is its segments through encodeURIComponent, joined by '/'); nil when
 -- it cannot tell (no data: the job is gone; or data cjson cannot decode, such as nesting past 1000)
@@ -333,13 +340,6 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, batchSeq(sid), kept, tied and 1 or 0, #failed}
 end
 
--- the licence member of job 'own' of stage 'sid' (the job-data.ts memberOf): the job id itself
--- when the engine named it ('<stage id>@…'), else '<stage id>@j.<job id>'; '' for a direct call
-local function memberOf(sid, own)
-  if own == '' then return '' end
-  if string.sub(own, 1, #sid + 1) == sid .. '@' then return own end
-  return sid .. '@j.' .. own
-end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
 -- bound): revoke the licence and drop the records of failed jobs that are gone. mode 'h'
@@ -594,8 +594,8 @@ return cleared
  * failed-job member `<member>?` (its licence, if it held it, becomes that):
  * nothing of it counts as pending, and a cancel can still reach it. A stage
  * licensed to another job keeps that licence.
- * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's licence
- *   member, 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
+ * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's id (its
+ *   licence member is built here: memberOf), 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
  *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
@@ -605,17 +605,17 @@ ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
-markFinished(KEYS[2])
--- the job is the stage's own under its record (see ownJob)
-redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
+-- marked finished (see markFinished), and the stage's own under its record (see ownJob)
+redis.call('HSET', KEYS[2], 'sdf', redis.call('HGET', KEYS[2], 'atm') or 0, 'sdi', ARGV[1])
 unwait(ARGV[3], ARGV[1])
+local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
-if live == ARGV[2] or live == ARGV[2] .. '!' then redis.call('ZREM', KEYS[1], live) end
+if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
 -- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
 -- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
 -- removeOnFail is not seen: its record stays until the chain's end drops records whose jobs are gone
 if ARGV[5] == '0' then return 1 end
-redis.call('ZADD', KEYS[1], 0, ARGV[2] .. '?')
+redis.call('ZADD', KEYS[1], 0, me .. '?')
 return 1
 `;
 
