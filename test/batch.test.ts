@@ -51,6 +51,38 @@ describe('BATCH: the operations of one turn, in one call', () => {
   });
 });
 
+describe('BATCH: what one call reads once', () => {
+  it("the fence and each kind's wake sequence are read once a call and afresh by the next: fences strictly increase, a wake between calls is seen", async () => {
+    const { h, store } = setUp();
+    const video = { scope: ['book-b', 'a'], stage: 'video' };
+    const V = stageId(video);
+    const begins = async () => {
+      // queued in one turn: one BATCH call, an image stage and a video stage
+      const both = await Promise.all([
+        store.begin({ sid: A, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 }),
+        store.begin({ sid: V, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 }),
+      ]);
+      const locked = both.map((b) => (b.kind === 'locked' ? b : undefined));
+      await Promise.all(locked.map((b, i) => store.release([A, V][i]!, '', b!.token, 'plain')));
+      return locked.map((b) => ({ fence: b!.fencingToken, seq: b!.wakeSeq }));
+    };
+    const one = await begins();
+    expect(one.map((b) => b.seq)).toEqual(['0:0', '0:0']);
+    // a wake of the video kind, then one of every kind: the next call reads both counters again
+    await h.engine.wakeDeferred({ stage: 'video' });
+    await h.engine.wakeDeferred();
+    const two = await begins();
+    expect(two.map((b) => b.seq)).toEqual(['1:0', '1:1']);
+    // a fence far ahead of Redis' clock (µs): each token of the call is one more, and the last is kept
+    await h.redis.set(store.keys.fence, '9000000000000000');
+    const three = await begins();
+    expect(three.map((b) => b.fence)).toEqual([9000000000000001, 9000000000000002]);
+    expect(await h.redis.get(store.keys.fence)).toBe('9000000000000002');
+    const fences = [...one, ...two, ...three].map((b) => b.fence);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
+  });
+});
+
 describe('the scripts on a shared ioredis client', () => {
   it('another copy of the library (another version) that defined its scripts on the same client does not change the ones this copy runs', async () => {
     const shared = connect({ maxRetriesPerRequest: null });

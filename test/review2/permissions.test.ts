@@ -80,6 +80,7 @@ describe('review2: the start-up permission probe', () => {
     'persist',
     'set',
     'get',
+    'mget',
     'pttl',
     'pexpire',
     'exists',
