@@ -3,7 +3,7 @@ import { promote, redisClient } from './bullmq/adapter';
 import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
-import { Batcher } from './store/batch';
+import { Batcher, type OpArgs } from './store/batch';
 import { checkPermissions, CMD, defineCommands, type Client } from './store/client';
 import { StoreKeys } from './store/keys';
 import { Transactions } from './store/transaction';
@@ -182,7 +182,7 @@ export class DeferralStore {
       req.skewToleranceMs,
       ownJobId ? (bullToken ?? '') : '',
     ];
-    return this.batch.run(op).then((r) => beginOutcome(r as BeginReply, ownJobId, bullToken));
+    return this.batch.run(op, readBegin);
   }
 
   /**
@@ -482,6 +482,11 @@ function retryOf(json: string): { attempts?: number; backoff?: unknown } | undef
 
 /** `BATCH`'s reply to a begin (see the script). */
 type BeginReply = [number, ...unknown[]];
+
+/** A begin's reply read by the batch: its operation's arguments hold the job id (2) and BullMQ token (6). */
+function readBegin(reply: unknown, args: OpArgs): BeginOutcome {
+  return beginOutcome(reply as BeginReply, args[2] as string, args[6] as string);
+}
 
 /** What a begin's reply says; a plain function, so the awaiting frame stays small. */
 function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undefined): BeginOutcome {

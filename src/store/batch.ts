@@ -8,8 +8,18 @@ const LAZY_MS = 100;
 /** A lazy operation's reply and error both go unheard. */
 const ignore = (): undefined => undefined;
 
+/** Hands an operation its reply, read if it asked so (a read that throws rejects the rest of the call). */
+function settle(op: Op, reply: unknown): void {
+  op.resolve(op.read === undefined ? reply : op.read(reply, op.args));
+}
+
+/** An operation's arguments (see `BATCH`). */
+export type OpArgs = (string | number)[];
+
 interface Op {
-  args: (string | number)[];
+  args: OpArgs;
+  /** Reads the reply (a module function: nothing is allocated per operation for it). */
+  read: ((reply: unknown, args: OpArgs) => unknown) | undefined;
   resolve(reply: unknown): void;
   reject(error: unknown): void;
 }
@@ -34,17 +44,20 @@ export class Batcher {
     private readonly onClock: (redisMs: number) => void,
   ) {}
 
-  /** Queues one operation (its arguments, see `BATCH`); resolves with its reply. */
-  run(args: (string | number)[]): Promise<unknown> {
+  /**
+   * Queues one operation (its arguments, see `BATCH`); resolves with its reply,
+   * or with what `read` makes of it (read as the reply arrives: no promise of its own).
+   */
+  run<T = unknown>(args: OpArgs, read?: (reply: unknown, args: OpArgs) => T): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.queued.push({ args, resolve, reject });
+      this.queued.push({ args, read, resolve: resolve as (reply: unknown) => void, reject });
       if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
     });
   }
 
   /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
-  later(args: (string | number)[]): void {
-    this.lazy.push({ args, resolve: ignore, reject: ignore });
+  later(args: OpArgs): void {
+    this.lazy.push({ args, read: undefined, resolve: ignore, reject: ignore });
     if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
       this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
       this.lazyTimer.unref();
@@ -71,7 +84,7 @@ export class Batcher {
         const c = await this.client();
         const replies = (await c[CMD.sdBatch]!(...args)) as unknown[];
         this.onClock(Number(replies[chunk.length]));
-        chunk.forEach((op, j) => op.resolve(replies[j]));
+        for (let j = 0; j < chunk.length; j++) settle(chunk[j]!, replies[j]);
       } catch (error) {
         for (const op of chunk) op.reject(error);
       }
