@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
-import { createDispatchEngine } from '../src';
+import { createDispatchEngine, type StageRef } from '../src';
 import { NaiveScheduler } from './naive-scheduler';
 import { book, key, RenderFarm } from './render-farm';
 
@@ -13,7 +13,10 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TICK_MS = 100;
 const SLOTS = 3;
 const STAGES = book('book-1', 3, 4); // 24 stages
-const renderMs = () => 500 + Math.floor(Math.random() * 400);
+// each stage's render length, drawn once: both runs render the same work, so their drain
+// times differ by how they schedule it, not by the dice
+const LENGTHS = new Map(STAGES.map((ref) => [key(ref), 500 + Math.floor(Math.random() * 400)]));
+const renderMs = (ref: StageRef) => LENGTHS.get(key(ref))!;
 
 interface Run {
   name: string;
