@@ -147,9 +147,14 @@ end
 local function unwait(BASE, sid)
   redis.call('ZREM', waitKey(BASE, sid), sid)
 end
--- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its kind
-local function wakeSeq(BASE, sid)
-  return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kindOf(sid)) or '0')
+-- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its
+-- kind. 'seen' (optional) keeps the counters read, by kind ('' for all stages: no kind is empty)
+local function wakeSeq(BASE, sid, seen)
+  seen = seen or {}
+  local kind = kindOf(sid)
+  seen[''] = seen[''] or redis.call('GET', BASE .. 'sd:wseq') or '0'
+  seen[kind] = seen[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
+  return seen[''] .. ':' .. seen[kind]
 end
 -- marks job J finished (see sdf): BullMQ's atm as it is now
 local function markFinished(J)
@@ -207,17 +212,9 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
--- the wake sequence a dispatch of stage 'sid' watches (see wakeSeq), each counter read once for the
--- batch and only when a lock is taken (nothing changes them while the script runs): a batch of
--- suppressed calls reads none
-local ALLSEQ
-local KINDSEQ = {}
-local function batchSeq(sid)
-  local kind = kindOf(sid)
-  ALLSEQ = ALLSEQ or redis.call('GET', BASE .. 'sd:wseq') or '0'
-  KINDSEQ[kind] = KINDSEQ[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
-  return ALLSEQ .. ':' .. KINDSEQ[kind]
-end
+-- the wake sequence counters (see wakeSeq), each read once for the batch and only when a lock is
+-- taken (nothing changes them while the script runs): a batch of suppressed calls reads none
+local SEEN = {}
 -- the last fencing token, read once for the batch (each token taken is written at once)
 local FENCE
 local function nextFence()
@@ -337,7 +334,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, batchSeq(sid), kept, tied and 1 or 0, #failed}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, #failed}
 end
 
 
