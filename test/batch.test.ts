@@ -53,15 +53,12 @@ describe('BATCH: the operations of one turn, in one call', () => {
 
 describe('BATCH: what one call reads once', () => {
   it("the fence and each kind's wake sequence are read once a call and afresh by the next: fences strictly increase, a wake between calls is seen", async () => {
-    const { h, store } = setUp();
+    const { h, store, begin } = setUp();
     const video = { scope: ['book-b', 'a'], stage: 'video' };
     const V = stageId(video);
     const begins = async () => {
       // queued in one turn: one BATCH call, an image stage and a video stage
-      const both = await Promise.all([
-        store.begin({ sid: A, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 }),
-        store.begin({ sid: V, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 }),
-      ]);
+      const both = await Promise.all([begin(A), begin(V)]);
       const locked = both.map((b) => (b.kind === 'locked' ? b : undefined));
       await Promise.all(locked.map((b, i) => store.release([A, V][i]!, '', b!.token, 'plain')));
       return locked.map((b) => ({ fence: b!.fencingToken, seq: b!.wakeSeq }));
