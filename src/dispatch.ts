@@ -68,6 +68,10 @@ interface Carry {
 
 /** A begin that took the lock. */
 type Locked = Extract<BeginOutcome, { kind: 'locked' }>;
+type Released = Awaited<ReturnType<DeferralStore['release']>>;
+
+/** How long a dispatched attempt waits before it sends its release again (`releaseSent`), ms. */
+const RELEASE_RETRY_MS = [100, 1000];
 
 /**
  * An attempt holding a lock. Its executor's `AbortController` is made only
@@ -285,8 +289,7 @@ export class Dispatcher<P> {
   /** A dispatched attempt whose release is awaited: it may revoke licences, or report a cancel or a lost lock. */
   private async sent(running: Running, raw: ExecutorResult, executorMs: number): Promise<Attempt> {
     const { ref, job } = running;
-    // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
-    const released = await this.store.release(running.sid, job?.id ?? '', running.token, 'end');
+    const released = await this.releaseSent(running);
     await this.removeRevoked(released.revoked, job);
     if (this.opts.faultHook) await this.opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
@@ -295,6 +298,33 @@ export class Dispatcher<P> {
     // sent, but by an attempt whose lock had expired: whatever another attempt recorded since stands
     if (released.lost) result.lockLost = true;
     return { kind: 'dispatched', chain: running.chain, ownFailures: running.ownFailures, result };
+  }
+
+  /**
+   * The release of an attempt that sent its stage. It never throws: a job
+   * whose attempt threw would be retried, and send the stage again. A release
+   * whose reply is lost (a timeout, a reset connection, a failover) is sent
+   * again, twice at most (`RELEASE_RETRY_MS`): a repeat is safe, as one that
+   * finds the lock gone changes nothing and answers lost. If every try fails,
+   * `releaseFailed` is emitted and the dispatch stands: the lock dies with the
+   * job's BullMQ lock or after `lockMs`, and a licence the release would have
+   * revoked is left (a licence whose job is gone is dropped by the next
+   * enqueue; one whose job is still there, a wake-up, may send the stage once
+   * more when it runs).
+   */
+  private async releaseSent(running: Running): Promise<Released> {
+    for (let i = 0; ; i++) {
+      try {
+        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
+        return await this.store.release(running.sid, running.job?.id ?? '', running.token, 'end');
+      } catch (error) {
+        if (i === RELEASE_RETRY_MS.length) {
+          this.events.emit('releaseFailed', { ref: running.ref, error });
+          return { cancelled: false, lost: false, revoked: [] };
+        }
+        await new Promise((resolve) => setTimeout(resolve, RELEASE_RETRY_MS[i]));
+      }
+    }
   }
 
   /**

@@ -40,6 +40,13 @@ export interface EngineEvents {
    */
   hookFailed: { ref: StageRef; hook: 'journal' | 'rollback'; error: unknown };
   /**
+   * A dispatched attempt's release failed three times (Redis unreachable): the
+   * dispatch stands and is answered so. The stage's lock dies with its job (or
+   * after `lockMs`); a licence the release would have revoked is left, and a
+   * wake-up holding it may dispatch the stage once more when it runs.
+   */
+  releaseFailed: { ref: StageRef; error: unknown };
+  /**
    * Fewer replicas than `waitForReplicas.replicas` acknowledged a `WAIT`
    * within its timeout: until they catch up, a failover may lose the `writes`
    * it covered (`op`: the kind of the first). The engine goes on, and sends no

@@ -1,7 +1,10 @@
 import { DeferralStore } from '../src/deferral-store';
 import { stageId } from '../src';
+import { redisClient } from '../src/bullmq/adapter';
+import type { Batcher, OpArgs } from '../src/store/batch';
+import { CMD } from '../src/store/client';
 import { harness, SENT } from './helpers/engine';
-import { connect } from './helpers/redis';
+import { connect, waitFor } from './helpers/redis';
 
 /**
  * docs/design.md, "begin and release share one script (`BATCH`)": the begins
@@ -92,5 +95,62 @@ describe('the scripts on a shared ioredis client', () => {
     await h.engine.waitUntilReady();
     await expect(h.engine.dispatchStage(refs[0]!, {})).resolves.toMatchObject({ dispatched: true });
     expect(h.executor.calls).toHaveLength(1);
+  });
+});
+
+describe('BATCH: each caller gets its own answer, whatever the others get', () => {
+  it('a reply one caller cannot read rejects that caller only: the others of the call get theirs (review 13)', async () => {
+    const { h, store, lock } = setUp();
+    const batch = (store as unknown as { batch: Batcher }).batch;
+    const read = (reply: unknown) => {
+      if ((reply as unknown[])[0] !== 0) throw new TypeError('unreadable');
+      return reply;
+    };
+    const op = (sid: string): OpArgs => ['b', sid, '', 30_000, '', 1000, ''];
+    // one call: B's lock is taken first, so the second begin of B answers in flight (2), which `read` refuses
+    const [a, b, again, c] = await Promise.allSettled([
+      batch.run(op(A), read),
+      batch.run(op(B), read),
+      batch.run(op(B), read),
+      batch.run(op(C), read),
+    ]);
+    expect([a.status, b.status, again.status, c.status]).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    // the two begins after the refused reply took their locks and say so
+    for (const sid of [A, B, C]) expect(await h.redis.exists(lock(sid))).toBe(1);
+    expect(c.status === 'fulfilled' && (c.value as unknown[])[0]).toBe(0);
+  });
+
+  it('closing waits for a lazy release already on its way: its call is answered before close returns (review 13)', async () => {
+    const { h, store, lock, token } = setUp();
+    const a = await token(A);
+    const client = (await redisClient(h.engine.queue)) as unknown as Record<
+      string,
+      (...a: unknown[]) => Promise<unknown>
+    >;
+    const send = client[CMD.sdBatch]!.bind(client);
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    let sent = 0;
+    client[CMD.sdBatch] = async (...args: unknown[]) => {
+      sent++;
+      const reply = await send(...args);
+      await held;
+      return reply;
+    };
+    try {
+      store.releaseLater(A, a);
+      // the lazy timer sends it on its own; its reply is held back
+      await waitFor(() => sent === 1, 'the lazy release sent', 5_000);
+      let flushed = false;
+      const flushing = (store as unknown as { batch: Batcher }).batch.flushLazy().then(() => (flushed = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(flushed).toBe(false);
+      answer();
+      await flushing;
+      expect(await h.redis.exists(lock(A))).toBe(0);
+    } finally {
+      answer();
+      client[CMD.sdBatch] = send;
+    }
   });
 });

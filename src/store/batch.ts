@@ -8,9 +8,14 @@ const LAZY_MS = 100;
 /** A lazy operation's reply and error both go unheard. */
 const ignore = (): undefined => undefined;
 
-/** Hands an operation its reply, read if it asked so (a read that throws rejects the rest of the call). */
+/** Hands an operation its reply, read if it asked so (a read that throws rejects that operation only). */
 function settle(op: Op, reply: unknown): void {
-  op.resolve(op.read === undefined ? reply : op.read(reply, op.args));
+  if (op.read === undefined) return op.resolve(reply);
+  try {
+    op.resolve(op.read(reply, op.args));
+  } catch (error) {
+    op.reject(error);
+  }
 }
 
 /** An operation's arguments (see `BATCH`). */
@@ -37,6 +42,8 @@ export class Batcher {
   private flushImmediate: NodeJS.Immediate | undefined;
   private lazy: Op[] = [];
   private lazyTimer: NodeJS.Timeout | undefined;
+  /** The calls under way that carry lazy operations (`flushLazy` waits for them). */
+  private lazyInFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly keys: StoreKeys,
@@ -64,12 +71,20 @@ export class Batcher {
     }
   }
 
-  /** Sends the lazy operations still waiting (when the store closes). */
+  /** Sends the lazy operations still waiting, and waits for those already sent (when the store closes). */
   async flushLazy(): Promise<void> {
     if (this.lazy.length > 0) await this.flush();
+    await Promise.all(this.lazyInFlight);
   }
 
-  private async flush(): Promise<void> {
+  private flush(): Promise<void> {
+    if (this.lazy.length === 0) return this.send();
+    const sent = this.send().finally(() => this.lazyInFlight.delete(sent));
+    this.lazyInFlight.add(sent);
+    return sent;
+  }
+
+  private async send(): Promise<void> {
     const ops = this.lazy.length > 0 ? [...this.lazy, ...this.queued] : this.queued;
     this.queued = [];
     this.lazy = [];
