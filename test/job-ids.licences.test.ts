@@ -119,6 +119,10 @@ describe('14.2: wake-up ids and licences', () => {
     expect(isWakeUpId('other/stage', lic)).toBe(false);
     expect(isWakeUpId(sid, readyJobId(sid))).toBe(false);
     expect(isWakeUpId(sid, `x${lic}`)).toBe(false);
+    // a wake-up of a stage whose id extends this one's (its `@` one character later), and a stage id longer than the job id
+    expect(isWakeUpId(sid, `${sid}x${lic.slice(sid.length)}`)).toBe(false);
+    expect(isWakeUpId(sid.slice(0, -1), lic)).toBe(false);
+    expect(isWakeUpId(`${lic}/more`, lic)).toBe(false);
   });
 });
 

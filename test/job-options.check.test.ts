@@ -104,6 +104,15 @@ describe('13.3 / 14.2: checkJobOptions, the producer contract on a job', () => {
     ],
     ['a backoff without a type', job(ready, { backoff: { delay: 10 } }), /`backoff`/],
     ['a backoff given as a number', job(ready, { backoff: 10 }), /`backoff`/],
+    // the licence index's marks and its name for a job added by hand (review of the twelfth session's rewrite)
+    ['an id ending in `!`', job(`${sid}@r.1!`), /ends in `!` or `\?`: a dispatch job id never does/],
+    ['an id ending in `?`', job('by-hand?'), /ends in `!` or `\?`/],
+    ['an id of the form `<stageId>@j.…`', job(`${sid}@j.7`), /has the engine's form for naming a job added by hand/],
+    [
+      'an id naming a stage whose id starts with this one',
+      job(`${sid}x@r.1`),
+      /names stage id "book-1\/ch-2\/imagex", but/,
+    ],
   ])('13.3: refuses %s with INVALID_JOB_OPTIONS naming the job and the docs', (_what, j, message) => {
     const e = refusal(j);
     expect(e).toBeDefined();
@@ -181,6 +190,7 @@ describe('keptWhenFinished: whether BullMQ keeps a job it finishes (removeOnComp
     [{ age: 0, limit: 0 }, true],
     [{ age: 0, limit: 5 }, false],
     [{ age: '' }, true],
+    [{ age: ' ' }, true], // BullMQ's script reads a blank string as no number, not as 0
     [{}, true],
     [null, true],
   ])('14.2: %j -> kept %s', (remove, kept) => {
