@@ -305,7 +305,8 @@ export class Dispatcher<P> {
    * whose attempt threw would be retried, and send the stage again. A release
    * whose reply is lost (a timeout, a reset connection, a failover) is sent
    * again, twice at most (`RELEASE_RETRY_MS`): a repeat is safe, as one that
-   * finds the lock gone changes nothing and answers lost. If every try fails,
+   * finds the lock gone changes nothing (and, as the try before most likely
+   * ran, is not reported as `lockLost`). If every try fails,
    * `releaseFailed` is emitted and the dispatch stands: the lock dies with the
    * job's BullMQ lock or after `lockMs`, and a licence the release would have
    * revoked is left (a licence whose job is gone is dropped by the next
@@ -316,7 +317,9 @@ export class Dispatcher<P> {
     for (let i = 0; ; i++) {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
-        return await this.store.release(running.sid, running.job?.id ?? '', running.token, 'end');
+        const released = await this.store.release(running.sid, running.job?.id ?? '', running.token, 'end');
+        // a repeat that finds the lock gone most likely follows a try that ran: not reported as lost
+        return i === 0 ? released : { ...released, lost: false };
       } catch (error) {
         if (i === RELEASE_RETRY_MS.length) {
           this.events.emit('releaseFailed', { ref: running.ref, error });
