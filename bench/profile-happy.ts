@@ -1,7 +1,8 @@
 /**
  * One happy-path drain under the CPU profiler (not part of `npm run bench`):
  *   REDIS_URL=... npx tsx bench/profile-happy.ts plugin 50 20000 /tmp/plugin.cpuprofile
- * Arguments: variant (`plugin` | `raw`), concurrency, jobs, where to write the
+ * Arguments: variant (`plugin` | `raw` | `floor`: raw BullMQ with one batched
+ * no-op request of its own per job), concurrency, jobs, where to write the
  * profile (`.cpuprofile`, opens in Chrome DevTools). Only the drain is profiled
  * (not the `addBulk` before it). Prints jobs/s and the CPU time Node and Redis
  * spent per job (Redis' `used_cpu_user` + `used_cpu_sys`, server-wide).
