@@ -64,6 +64,9 @@ export const gateSuites = [
   'wake-up-job.readable',
   'enqueue-probe',
   'metrics',
+  // src/store/batch.ts and a sent stage's release (thirteenth session)
+  'batch',
+  'release-reply-lost',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -73,6 +73,9 @@ type Released = Awaited<ReturnType<DeferralStore['release']>>;
 /** How long a dispatched attempt waits before it sends its release again (`releaseSent`), ms. */
 const RELEASE_RETRY_MS = [100, 1000];
 
+/** An error reply of Redis (ioredis' `ReplyError`): the command was refused, so it did not run. */
+const isReplyError = (error: unknown) => (error as { name?: unknown } | null)?.name === 'ReplyError';
+
 /**
  * An attempt holding a lock. Its executor's `AbortController` is made only
  * when the executor reads `ctx.signal` (most never do): an abort before that
@@ -294,7 +297,8 @@ export class Dispatcher<P> {
     if (this.opts.faultHook) await this.opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
-    if (released.cancelled) result.cancelled = true;
+    // a cancel this engine saw (a renewal found it) stands even if a repeated release no longer does
+    if (released.cancelled || running.abortedBy === 'cancel') result.cancelled = true;
     // sent, but by an attempt whose lock had expired: whatever another attempt recorded since stands
     if (released.lost) result.lockLost = true;
     return { kind: 'dispatched', chain: running.chain, ownFailures: running.ownFailures, result };
@@ -305,22 +309,26 @@ export class Dispatcher<P> {
    * whose attempt threw would be retried, and send the stage again. A release
    * whose reply is lost (a timeout, a reset connection, a failover) is sent
    * again, twice at most (`RELEASE_RETRY_MS`): a repeat is safe, as one that
-   * finds the lock gone changes nothing (and, as the try before most likely
-   * ran, is not reported as `lockLost`). If every try fails,
+   * finds the lock gone changes nothing (and, when a try before it may have
+   * run, is not reported as `lockLost`: not when Redis refused every try
+   * before with an error reply, READONLY or LOADING in a failover, as then
+   * none ran). If every try fails,
    * `releaseFailed` is emitted and the dispatch stands: the lock dies with the
    * job's BullMQ lock or after `lockMs`, and a licence the release would have
    * revoked is left (a licence whose job is gone is dropped by the next
-   * enqueue; one whose job is still there, a wake-up, may send the stage once
-   * more when it runs).
+   * enqueue; one whose job is still there, a wake-up or a job waiting out its
+   * retry, may send the stage once more when it runs).
    */
   private async releaseSent(running: Running): Promise<Released> {
+    // whether the try before may have run: its reply, not Redis' refusal, went missing
+    let mayHaveRun = false;
     for (let i = 0; ; i++) {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const released = await this.store.release(running.sid, running.job?.id ?? '', running.token, 'end');
-        // a repeat that finds the lock gone most likely follows a try that ran: not reported as lost
-        return i === 0 ? released : { ...released, lost: false };
+        return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
+        mayHaveRun ||= !isReplyError(error);
         if (i === RELEASE_RETRY_MS.length) {
           this.events.emit('releaseFailed', { ref: running.ref, error });
           return { cancelled: false, lost: false, revoked: [] };

@@ -29,6 +29,36 @@ function setUp() {
   return { h, store, lock, begin, token };
 }
 
+const batchOf = (store: DeferralStore) => (store as unknown as { batch: Batcher }).batch;
+
+/** Holds back the replies of the engine's `BATCH` calls (each runs in Redis) until `answer()`. */
+async function holdReplies(h: ReturnType<typeof harness>) {
+  const client = (await redisClient(h.engine.queue)) as unknown as Record<
+    string,
+    (...a: unknown[]) => Promise<unknown>
+  >;
+  const send = client[CMD.sdBatch]!.bind(client);
+  let answer!: () => void;
+  let answered = false;
+  const held = new Promise<void>((resolve) => (answer = resolve)).then(() => (answered = true));
+  let sent = 0;
+  client[CMD.sdBatch] = async (...args: unknown[]) => {
+    sent++;
+    const reply = await send(...args);
+    await held;
+    return reply;
+  };
+  return {
+    sent: () => sent,
+    answered: () => answered,
+    answer,
+    restore() {
+      answer();
+      client[CMD.sdBatch] = send;
+    },
+  };
+}
+
 describe('BATCH: the operations of one turn, in one call', () => {
   it('a release, then a begin: the release ends its stage, the begin takes its own', async () => {
     const { h, store, lock, begin, token } = setUp();
@@ -123,34 +153,37 @@ describe('BATCH: each caller gets its own answer, whatever the others get', () =
   it('closing waits for a lazy release already on its way: its call is answered before close returns (review 13)', async () => {
     const { h, store, lock, token } = setUp();
     const a = await token(A);
-    const client = (await redisClient(h.engine.queue)) as unknown as Record<
-      string,
-      (...a: unknown[]) => Promise<unknown>
-    >;
-    const send = client[CMD.sdBatch]!.bind(client);
-    let answer!: () => void;
-    const held = new Promise<void>((resolve) => (answer = resolve));
-    let sent = 0;
-    client[CMD.sdBatch] = async (...args: unknown[]) => {
-      sent++;
-      const reply = await send(...args);
-      await held;
-      return reply;
-    };
+    const held = await holdReplies(h);
     try {
       store.releaseLater(A, a);
       // the lazy timer sends it on its own; its reply is held back
-      await waitFor(() => sent === 1, 'the lazy release sent', 5_000);
+      await waitFor(() => held.sent() === 1, 'the lazy release sent', 5_000);
       let flushed = false;
-      const flushing = (store as unknown as { batch: Batcher }).batch.flushLazy().then(() => (flushed = true));
+      const flushing = batchOf(store)
+        .flushLazy()
+        .then(() => (flushed = true));
       await new Promise((resolve) => setImmediate(resolve));
       expect(flushed).toBe(false);
-      answer();
+      held.answer();
       await flushing;
       expect(await h.redis.exists(lock(A))).toBe(0);
     } finally {
-      answer();
-      client[CMD.sdBatch] = send;
+      held.restore();
+    }
+  });
+
+  it('closing waits for a lazy release already sent 2 s at most: a call that never answers (Redis unreachable) does not hold close() (review 14)', async () => {
+    const { h, store, token } = setUp();
+    const a = await token(A);
+    const held = await holdReplies(h);
+    try {
+      store.releaseLater(A, a);
+      await waitFor(() => held.sent() === 1, 'the lazy release sent', 5_000);
+      await batchOf(store).flushLazy();
+      // flushLazy returned although the call is still unanswered
+      expect(held.answered()).toBe(false);
+    } finally {
+      held.restore();
     }
   });
 });

@@ -1,7 +1,9 @@
 import type { Job } from 'bullmq';
+import { ReplyError } from 'ioredis';
+import { stageId } from '../src';
 import { redisClient } from '../src/bullmq/adapter';
 import { CMD } from '../src/store/client';
-import { harness, SENT } from './helpers/engine';
+import { harness, notSent, SENT } from './helpers/engine';
 
 /**
  * docs/design.md, "Why no stage is lost", row "success released": a stage
@@ -16,25 +18,35 @@ const ref = { scope: ['book-r13', 'ch-1'], stage: 'image' };
 
 type Send = (...args: unknown[]) => Promise<unknown>;
 
-/** Wraps the engine's `BATCH` command: `fault(args, reply)` may throw instead of handing the reply back. */
+/**
+ * Wraps the engine's `BATCH` command: a call `fault(args)` picks fails. `'lost'`: it runs,
+ * its reply is lost (a timeout). `'refused'`: Redis refuses it with an error reply before it
+ * runs (READONLY in a failover).
+ */
 async function interceptBatch(
   h: ReturnType<typeof harness>,
   fault: (args: unknown[]) => boolean,
+  how: 'lost' | 'refused' = 'lost',
 ): Promise<{ faults: () => number }> {
   await h.engine.waitUntilReady();
   const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
   const send = c[CMD.sdBatch]!.bind(c);
   let faults = 0;
   c[CMD.sdBatch] = async (...args: unknown[]) => {
-    const reply = await send(...args);
-    if (fault(args)) {
-      faults++;
-      throw new Error('Command timed out');
-    }
-    return reply;
+    if (!fault(args)) return send(...args);
+    faults++;
+    if (how === 'refused') throw new ReplyError("READONLY You can't write against a read only replica.");
+    await send(...args);
+    throw new Error('Command timed out');
   };
   return { faults: () => faults };
 }
+
+/** `fault` for the first `n` calls that carry a release ending the chain. */
+const first = (n: number) => {
+  let seen = 0;
+  return (args: unknown[]) => endsChain(args) && seen++ < n;
+};
 
 /** A call carrying a release that ends the chain (`'r', sid, own, token, '1', chain`). */
 const endsChain = (args: unknown[]) => {
@@ -48,11 +60,7 @@ describe('a dispatched stage whose release reply is lost is sent once', () => {
     // the first attempt fails for real (the job takes the stage's licence), the second is sent:
     // its release is awaited, as it ends the licence
     h.executor.script(ref, new Error('downstream 503'), SENT, SENT);
-    let lost = false;
-    const calls = await interceptBatch(h, (args) => {
-      if (lost || !endsChain(args)) return false;
-      return (lost = true);
-    });
+    const calls = await interceptBatch(h, first(1));
     const worker = h.engine.createWorker({ concurrency: 1 });
     const completed = new Promise<Job>((resolve) => worker.on('completed', resolve));
     const failed: unknown[] = [];
@@ -86,5 +94,63 @@ describe('a dispatched stage whose release reply is lost is sent once', () => {
     // the release did run in Redis (only its reply was lost): the stage is free again
     expect(await h.engine.isStageDeferred(ref)).toBe(false);
     expect((await h.engine.dispatchStage(ref, {})).dispatched).toBe(true);
+  });
+
+  it('a repeat after Redis refused the try before (an error reply: it did not run) keeps lockLost: the lock was lost, the deferral another attempt made stands', async () => {
+    const h = harness();
+    const lock = `${h.prefix}:${h.queueName}:sd:inflight:${stageId(ref)}`;
+    h.executor.script(
+      ref,
+      async () => {
+        // the lock expires (a pause longer than lockMs) and another attempt defers the stage
+        await h.redis.del(lock);
+        expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
+        return SENT;
+      },
+      notSent('no_worker_available'),
+    );
+    const calls = await interceptBatch(h, first(1), 'refused');
+    const result = await h.engine.dispatchStage(ref, {});
+    expect(calls.faults()).toBe(1);
+    expect(result).toMatchObject({ dispatched: true, lockLost: true });
+    expect(await h.engine.isStageDeferred(ref)).toBe(true);
+  });
+
+  it('a cancel this engine saw stands when the repeat of a release whose reply was lost no longer finds it', async () => {
+    const h = harness();
+    h.executor.script(ref, async () => {
+      await h.engine.cancelActiveDispatch(ref);
+      return SENT;
+    });
+    const calls = await interceptBatch(h, first(1));
+    const result = await h.engine.dispatchStage(ref, {});
+    expect(calls.faults()).toBe(1);
+    expect(result).toMatchObject({ dispatched: true, cancelled: true });
+  });
+
+  it('a repeat after a try that ran leaves alone the deferral a newer attempt recorded in between', async () => {
+    const h = harness();
+    h.executor.script(ref, SENT, notSent('no_worker_available'));
+    await h.engine.waitUntilReady();
+    const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
+    const send = c[CMD.sdBatch]!.bind(c);
+    let other: unknown;
+    let faults = 0;
+    c[CMD.sdBatch] = async (...args: unknown[]) => {
+      if (faults > 0 || !endsChain(args)) return send(...args);
+      faults++;
+      await send(...args);
+      // the try ran (the chain ended, the lock is gone): a newer attempt defers the stage
+      other = await h.engine.dispatchStage(ref, {});
+      throw new Error('Command timed out');
+    };
+    const result = await h.engine.dispatchStage(ref, {});
+    expect(other).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+    expect(result).toMatchObject({ dispatched: true });
+    expect(result).not.toHaveProperty('lockLost');
+    expect(await h.engine.isStageDeferred(ref)).toBe(true);
+    const licences = await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1');
+    expect(licences).toHaveLength(1);
+    expect(await (await h.engine.queue.getJob(licences[0]!))?.getState()).toBe('delayed');
   });
 });

@@ -5,6 +5,8 @@ import type { StoreKeys } from './keys';
 const MAX_BATCH = 256;
 /** How long a lazy release waits for a batch to ride in, ms. */
 const LAZY_MS = 100;
+/** How long closing waits for lazy releases already sent, ms. */
+const LAZY_CLOSE_MS = 2000;
 /** A lazy operation's reply and error both go unheard. */
 const ignore = (): undefined => undefined;
 
@@ -71,10 +73,18 @@ export class Batcher {
     }
   }
 
-  /** Sends the lazy operations still waiting, and waits for those already sent (when the store closes). */
+  /**
+   * Sends the lazy operations still waiting, and waits for those already sent
+   * (when the store closes), `LAZY_CLOSE_MS` at most: their replies are not
+   * read, and a lock a lost one leaves is dead with its job anyway.
+   */
   async flushLazy(): Promise<void> {
-    if (this.lazy.length > 0) await this.flush();
-    await Promise.all(this.lazyInFlight);
+    if (this.lazy.length > 0) void this.flush();
+    if (this.lazyInFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, LAZY_CLOSE_MS)));
+    await Promise.race([Promise.all(this.lazyInFlight), bound]);
+    clearTimeout(timer);
   }
 
   private flush(): Promise<void> {
