@@ -178,8 +178,10 @@ export class DeferralStore {
       sid,
       ownJobId,
       req.lockMs,
+      // Stryker disable next-line StringLiteral: equivalent: the script reads only 'w'
       req.wakeUp ? 'w' : '',
       req.skewToleranceMs,
+      // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script ties nothing to a BullMQ token (and reads none)
       ownJobId ? (bullToken ?? '') : '',
     ];
     return this.batch.run(op, readBegin);

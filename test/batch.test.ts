@@ -186,4 +186,40 @@ describe('BATCH: each caller gets its own answer, whatever the others get', () =
       held.restore();
     }
   });
+
+  it('closing sends the lazy releases still queued (before their timer) and forgets each call once answered', async () => {
+    const { h, store, lock, token } = setUp();
+    const [a, b] = [await token(A), await token(B)];
+    store.releaseLater(A, a);
+    store.releaseLater(B, b);
+    await batchOf(store).flushLazy();
+    expect(await h.redis.exists(lock(A), lock(B))).toBe(0);
+    expect((batchOf(store) as unknown as { lazyInFlight: Set<unknown> }).lazyInFlight.size).toBe(0);
+  });
+
+  it('the operations of one turn go in calls of at most 256, each once: 512 begins make two calls, 256 each', async () => {
+    const { h, lock, begin } = setUp();
+    await begin(A); // the store defines its scripts on the client on first use
+    const client = (await redisClient(h.engine.queue)) as unknown as Record<
+      string,
+      (...a: unknown[]) => Promise<unknown>
+    >;
+    const send = client[CMD.sdBatch]!.bind(client);
+    const sizes: number[] = [];
+    client[CMD.sdBatch] = (...args: unknown[]) => {
+      sizes.push(Number(args[3]));
+      return send(...args);
+    };
+    try {
+      const sids = Array.from({ length: 512 }, (_, i) => stageId({ scope: ['book-b', `many-${i}`], stage: 'image' }));
+      const begun = await Promise.all(sids.map(begin));
+      expect(sizes).toEqual([256, 256]);
+      expect(begun.every((b) => b.kind === 'locked')).toBe(true);
+      const tokens = new Set(begun.map((b) => (b.kind === 'locked' ? b.token : '')));
+      expect(tokens.size).toBe(512);
+      expect(await h.redis.exists(...sids.map(lock))).toBe(512);
+    } finally {
+      client[CMD.sdBatch] = send;
+    }
+  });
 });

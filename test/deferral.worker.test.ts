@@ -41,10 +41,11 @@ describe('clause 5: the stage comes back by itself when the window ends', () => 
     const worker = h.engine.createWorker();
     const { done } = completions(h, worker);
     await waitFor(() => h.executor.calls.length === 3 && done.length === 3, 'three attempts');
-    expect(h.executor.calls.map((c) => [c.payload, c.buildId])).toEqual([
-      [{ scene: 7 }, 'build-3'],
-      [{ scene: 7 }, 'build-3'],
-      [{ scene: 7 }, 'build-3'],
+    // a job's call is never forced, with a build or without (force is a direct call's option)
+    expect(h.executor.calls.map((c) => [c.payload, c.buildId, c.force])).toEqual([
+      [{ scene: 7 }, 'build-3', false],
+      [{ scene: 7 }, 'build-3', false],
+      [{ scene: 7 }, 'build-3', false],
     ]);
     expect(h.journal.map((j) => (j.event as { deferrals: number }).deferrals)).toEqual([1, 2]);
     expect(await h.engine.isStageDeferred(image)).toBe(false);

@@ -86,6 +86,9 @@ describe('a dispatched stage whose release reply is lost is sent once', () => {
     h.engine.on('releaseFailed', (e) => failed.push(e));
     const result = await h.engine.dispatchStage(ref, {});
     expect(result).toMatchObject({ dispatched: true, reason: null });
+    // nothing said it was cancelled or lost: nothing answered at all
+    expect(result).not.toHaveProperty('cancelled');
+    expect(result).not.toHaveProperty('lockLost');
     expect(calls.faults()).toBe(3);
     expect(failed).toHaveLength(1);
     expect(failed[0]!.ref).toEqual(ref);

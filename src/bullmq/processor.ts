@@ -117,6 +117,7 @@ export function createProcessor<P>(
     if (token && token !== '0') ctx.bullToken = token;
     let attempt;
     try {
+      // Stryker disable next-line ConditionalExpression: equivalent: a new `{ buildId: undefined, force: false }` says what JOB_CALL says (the shared object only saves an allocation)
       const call = data.buildId === undefined ? JOB_CALL : { buildId: data.buildId, force: false };
       attempt = await dispatcher.attempt(ref, sid, data.payload as P, call, ctx);
     } catch (error) {
