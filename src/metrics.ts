@@ -78,6 +78,11 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       'Writes the replicas did not acknowledge within waitForReplicas.timeoutMs (WAIT then skipped a while).',
     unit: '{write}',
   });
+  const releaseFailures = meter.createCounter('stage_deferral.release.failures', {
+    description:
+      'Dispatched attempts whose release got no answer in three tries (Redis unreachable): the dispatch stands.',
+    unit: '{release}',
+  });
   const latency = meter.createHistogram('stage_deferral.executor.duration', {
     description: 'How long the host executor took per dispatch attempt.',
     unit: 's',
@@ -122,6 +127,9 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     cleared: (e: EngineEvents['cleared']) => {
       clears.add(1, queue);
       cleared.add(e.count, queue);
+    },
+    releaseFailed: (e: EngineEvents['releaseFailed']) => {
+      releaseFailures.add(1, { ...queue, [A.stage]: e.ref.stage });
     },
     replicaLag: (e: EngineEvents['replicaLag']) => {
       replicaLags.add(e.writes, { ...queue, [A.op]: e.op });

@@ -10,6 +10,7 @@ import {
 import { createNoopMeter, metrics } from '@opentelemetry/api';
 import { instrumentEngine, type DispatchEngine, type ExecutorResult, type StageRef } from '../src';
 import { harness } from './helpers/engine';
+import { endsChain, interceptBatch } from './helpers/faults';
 
 /** A reader the test collects from by hand (cumulative). */
 class TestReader extends MetricReader {
@@ -179,6 +180,17 @@ describe('instrumentEngine', () => {
     } finally {
       stopLagging();
     }
+  });
+
+  it('counts dispatched attempts whose release got no answer in three tries, by stage', async () => {
+    const { engine, reader } = setup();
+    const faults = await interceptBatch({ engine }, endsChain);
+    const result = await engine.dispatchStage(A, null);
+    expect(result).toMatchObject({ dispatched: true });
+    expect(faults.faults()).toBe(3);
+    const all = await collect(reader);
+    expect(sum(all, 'stage_deferral.release.failures', { 'stage_deferral.stage': 'image' })).toBe(1);
+    expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
   });
 
   it('stops counting once stopped', async () => {

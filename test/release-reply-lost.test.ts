@@ -1,9 +1,9 @@
 import type { Job } from 'bullmq';
-import { ReplyError } from 'ioredis';
 import { stageId } from '../src';
 import { redisClient } from '../src/bullmq/adapter';
 import { CMD } from '../src/store/client';
 import { harness, notSent, SENT } from './helpers/engine';
+import { endsChain, first, interceptBatch, type Send } from './helpers/faults';
 
 /**
  * docs/design.md, "Why no stage is lost", row "success released": a stage
@@ -15,44 +15,6 @@ import { harness, notSent, SENT } from './helpers/engine';
  * records, or for a direct call.
  */
 const ref = { scope: ['book-r13', 'ch-1'], stage: 'image' };
-
-type Send = (...args: unknown[]) => Promise<unknown>;
-
-/**
- * Wraps the engine's `BATCH` command: a call `fault(args)` picks fails. `'lost'`: it runs,
- * its reply is lost (a timeout). `'refused'`: Redis refuses it with an error reply before it
- * runs (READONLY in a failover).
- */
-async function interceptBatch(
-  h: ReturnType<typeof harness>,
-  fault: (args: unknown[]) => boolean,
-  how: 'lost' | 'refused' = 'lost',
-): Promise<{ faults: () => number }> {
-  await h.engine.waitUntilReady();
-  const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
-  const send = c[CMD.sdBatch]!.bind(c);
-  let faults = 0;
-  c[CMD.sdBatch] = async (...args: unknown[]) => {
-    if (!fault(args)) return send(...args);
-    faults++;
-    if (how === 'refused') throw new ReplyError("READONLY You can't write against a read only replica.");
-    await send(...args);
-    throw new Error('Command timed out');
-  };
-  return { faults: () => faults };
-}
-
-/** `fault` for the first `n` calls that carry a release ending the chain. */
-const first = (n: number) => {
-  let seen = 0;
-  return (args: unknown[]) => endsChain(args) && seen++ < n;
-};
-
-/** A call carrying a release that ends the chain (`'r', sid, own, token, '1', chain`). */
-const endsChain = (args: unknown[]) => {
-  const i = args.indexOf('r');
-  return i > 0 && args[i + 4] === '1';
-};
 
 describe('a dispatched stage whose release reply is lost is sent once', () => {
   it("a job's release ran but its reply was lost: the release is sent again, the job completes, the stage is sent once", async () => {

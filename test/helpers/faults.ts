@@ -1,0 +1,48 @@
+import type { DispatchEngine } from '../../src';
+import { ReplyError } from 'ioredis';
+import { redisClient } from '../../src/bullmq/adapter';
+import { CMD } from '../../src/store/client';
+
+/**
+ * Faults injected into a real engine's `BATCH` calls: the call still reaches
+ * the real Redis (its reply is then lost), or is refused as Redis would.
+ */
+
+/** A command's function on ioredis' client. */
+export type Send = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * Wraps the engine's `BATCH` command: a call `fault(args)` picks fails. `'lost'`: it runs,
+ * its reply is lost (a timeout). `'refused'`: Redis refuses it with an error reply before it
+ * runs (READONLY in a failover).
+ */
+export async function interceptBatch(
+  h: { engine: DispatchEngine },
+  fault: (args: unknown[]) => boolean,
+  how: 'lost' | 'refused' = 'lost',
+): Promise<{ faults: () => number }> {
+  await h.engine.waitUntilReady();
+  const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
+  const send = c[CMD.sdBatch]!.bind(c);
+  let faults = 0;
+  c[CMD.sdBatch] = async (...args: unknown[]) => {
+    if (!fault(args)) return send(...args);
+    faults++;
+    if (how === 'refused') throw new ReplyError("READONLY You can't write against a read only replica.");
+    await send(...args);
+    throw new Error('Command timed out');
+  };
+  return { faults: () => faults };
+}
+
+/** `fault` for the first `n` calls that carry a release ending the chain. */
+export const first = (n: number) => {
+  let seen = 0;
+  return (args: unknown[]) => endsChain(args) && seen++ < n;
+};
+
+/** A call carrying a release that ends the chain (`'r', sid, own, token, '1', chain`). */
+export const endsChain = (args: unknown[]) => {
+  const i = args.indexOf('r');
+  return i > 0 && args[i + 4] === '1';
+};
