@@ -310,9 +310,14 @@ export class Dispatcher<P> {
    * whose reply is lost (a timeout, a reset connection, a failover) is sent
    * again, twice at most (`RELEASE_RETRY_MS`): a repeat is safe, as one that
    * finds the lock gone changes nothing (and, when a try before it may have
-   * run, is not reported as `lockLost`: not when Redis refused every try
-   * before with an error reply, READONLY or LOADING in a failover, as then
-   * none ran). If every try fails,
+   * run, is not reported as `lockLost`: any error but an error reply of
+   * Redis counts as "may have run", so a try that was never sent, e.g. with
+   * ioredis' offline queue off, hides a lock really lost; READONLY or
+   * LOADING in a failover do not). ioredis itself resends a command left
+   * unanswered by a reconnect (`autoResendUnfulfilledCommands`, on by
+   * default): a release resent so after it ran finds its lock gone and
+   * answers lost, and the success says `lockLost: true` though nothing else
+   * happened (a false alarm: the stage was sent once). If every try fails,
    * `releaseFailed` is emitted and the dispatch stands: the lock dies with the
    * job's BullMQ lock or after `lockMs`, and a licence the release would have
    * revoked is left (a licence whose job is gone is dropped by the next

@@ -40,10 +40,11 @@ export interface EngineEvents {
    */
   hookFailed: { ref: StageRef; hook: 'journal' | 'rollback'; error: unknown };
   /**
-   * A dispatched attempt's release failed three times (Redis unreachable): the
-   * dispatch stands and is answered so. The stage's lock is left: a job's dies
-   * with the job, a direct call's after `lockMs` (until then the stage reads
-   * as in flight). A licence the release would have revoked is left too: a job
+   * A dispatched attempt's release failed three tries (no reply, or an error
+   * reply: Redis unreachable or failing over): the dispatch stands and is
+   * answered so. If no try ran, the stage's lock is left: a job's dies with
+   * the job, a direct call's after `lockMs` (until then the stage reads as in
+   * flight). A licence the release would have revoked is left too: a job
    * still holding it (a wake-up, or a job waiting out its retry) may dispatch
    * the stage once more when it runs.
    */

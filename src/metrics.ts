@@ -80,7 +80,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
   });
   const releaseFailures = meter.createCounter('stage_deferral.release.failures', {
     description:
-      'Dispatched attempts whose release got no answer in three tries (Redis unreachable): the dispatch stands.',
+      'Dispatched attempts whose release failed three tries (Redis unreachable or failing over): the dispatch stands.',
     unit: '{release}',
   });
   const latency = meter.createHistogram('stage_deferral.executor.duration', {

@@ -118,4 +118,14 @@ describe('a dispatched stage whose release reply is lost is sent once', () => {
     expect(licences).toHaveLength(1);
     expect(await (await h.engine.queue.getJob(licences[0]!))?.getState()).toBe('delayed');
   });
+
+  it('a reply lost, then a try refused, then an answer that finds the lock gone: not lockLost (a try before it may have run)', async () => {
+    const h = harness();
+    h.executor.script(ref, SENT);
+    const calls = await interceptBatch(h, first(2), (n) => (n === 1 ? 'lost' : 'refused'));
+    const result = await h.engine.dispatchStage(ref, {});
+    expect(calls.faults()).toBe(2);
+    expect(result).toMatchObject({ dispatched: true });
+    expect(result).not.toHaveProperty('lockLost');
+  });
 });

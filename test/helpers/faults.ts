@@ -8,18 +8,21 @@ import { CMD } from '../../src/store/client';
  * the real Redis (its reply is then lost), or is refused as Redis would.
  */
 
+/** How a call fails: it ran and its reply is lost, or Redis refused it with an error reply. */
+export type Fault = 'lost' | 'refused';
+
 /** A command's function on ioredis' client. */
 export type Send = (...args: unknown[]) => Promise<unknown>;
 
 /**
  * Wraps the engine's `BATCH` command: a call `fault(args)` picks fails. `'lost'`: it runs,
  * its reply is lost (a timeout). `'refused'`: Redis refuses it with an error reply before it
- * runs (READONLY in a failover).
+ * runs (READONLY in a failover). `how` may also pick by the fault's number (1, 2, ...).
  */
 export async function interceptBatch(
   h: { engine: DispatchEngine },
   fault: (args: unknown[]) => boolean,
-  how: 'lost' | 'refused' = 'lost',
+  how: Fault | ((n: number) => Fault) = 'lost',
 ): Promise<{ faults: () => number }> {
   await h.engine.waitUntilReady();
   const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
@@ -28,7 +31,8 @@ export async function interceptBatch(
   c[CMD.sdBatch] = async (...args: unknown[]) => {
     if (!fault(args)) return send(...args);
     faults++;
-    if (how === 'refused') throw new ReplyError("READONLY You can't write against a read only replica.");
+    if ((typeof how === 'function' ? how(faults) : how) === 'refused')
+      throw new ReplyError("READONLY You can't write against a read only replica.");
     await send(...args);
     throw new Error('Command timed out');
   };
