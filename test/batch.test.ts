@@ -1,9 +1,8 @@
 import { DeferralStore } from '../src/deferral-store';
 import { stageId } from '../src';
-import { redisClient } from '../src/bullmq/adapter';
 import type { Batcher, OpArgs } from '../src/store/batch';
-import { CMD } from '../src/store/client';
 import { harness, SENT } from './helpers/engine';
+import { wrapBatch } from './helpers/faults';
 import { connect, waitFor } from './helpers/redis';
 
 /**
@@ -33,28 +32,23 @@ const batchOf = (store: DeferralStore) => (store as unknown as { batch: Batcher 
 
 /** Holds back the replies of the engine's `BATCH` calls (each runs in Redis) until `answer()`. */
 async function holdReplies(h: ReturnType<typeof harness>) {
-  const client = (await redisClient(h.engine.queue)) as unknown as Record<
-    string,
-    (...a: unknown[]) => Promise<unknown>
-  >;
-  const send = client[CMD.sdBatch]!.bind(client);
   let answer!: () => void;
   let answered = false;
   const held = new Promise<void>((resolve) => (answer = resolve)).then(() => (answered = true));
   let sent = 0;
-  client[CMD.sdBatch] = async (...args: unknown[]) => {
+  const putBack = await wrapBatch(h.engine, (send) => async (...args: unknown[]) => {
     sent++;
     const reply = await send(...args);
     await held;
     return reply;
-  };
+  });
   return {
     sent: () => sent,
     answered: () => answered,
     answer,
     restore() {
       answer();
-      client[CMD.sdBatch] = send;
+      putBack();
     },
   };
 }
@@ -205,16 +199,11 @@ describe('BATCH: each caller gets its own answer, whatever the others get', () =
   it('the operations of one turn go in calls of at most 256, each once: 512 begins make two calls, 256 each', async () => {
     const { h, lock, begin } = setUp();
     await begin(A); // the store defines its scripts on the client on first use
-    const client = (await redisClient(h.engine.queue)) as unknown as Record<
-      string,
-      (...a: unknown[]) => Promise<unknown>
-    >;
-    const send = client[CMD.sdBatch]!.bind(client);
     const sizes: number[] = [];
-    client[CMD.sdBatch] = (...args: unknown[]) => {
+    const putBack = await wrapBatch(h.engine, (send) => (...args: unknown[]) => {
       sizes.push(Number(args[3]));
       return send(...args);
-    };
+    });
     try {
       const sids = Array.from({ length: 512 }, (_, i) => stageId({ scope: ['book-b', `many-${i}`], stage: 'image' }));
       const begun = await Promise.all(sids.map(begin));
@@ -224,7 +213,7 @@ describe('BATCH: each caller gets its own answer, whatever the others get', () =
       expect(tokens.size).toBe(512);
       expect(await h.redis.exists(...sids.map(lock))).toBe(512);
     } finally {
-      client[CMD.sdBatch] = send;
+      putBack();
     }
   });
 });

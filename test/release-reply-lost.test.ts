@@ -1,9 +1,7 @@
 import type { Job } from 'bullmq';
 import { stageId } from '../src';
-import { redisClient } from '../src/bullmq/adapter';
-import { CMD } from '../src/store/client';
 import { harness, notSent, SENT } from './helpers/engine';
-import { endsChain, first, interceptBatch, type Send } from './helpers/faults';
+import { endsChain, first, interceptBatch, wrapBatch } from './helpers/faults';
 
 /**
  * docs/design.md, "Why no stage is lost", row "success released": a stage
@@ -96,19 +94,16 @@ describe('a dispatched stage whose release reply is lost is sent once', () => {
   it('a repeat after a try that ran leaves alone the deferral a newer attempt recorded in between', async () => {
     const h = harness();
     h.executor.script(ref, SENT, notSent('no_worker_available'));
-    await h.engine.waitUntilReady();
-    const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
-    const send = c[CMD.sdBatch]!.bind(c);
     let other: unknown;
     let faults = 0;
-    c[CMD.sdBatch] = async (...args: unknown[]) => {
+    await wrapBatch(h.engine, (send) => async (...args: unknown[]) => {
       if (faults > 0 || !endsChain(args)) return send(...args);
       faults++;
       await send(...args);
       // the try ran (the chain ended, the lock is gone): a newer attempt defers the stage
       other = await h.engine.dispatchStage(ref, {});
       throw new Error('Command timed out');
-    };
+    });
     const result = await h.engine.dispatchStage(ref, {});
     expect(other).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
     expect(result).toMatchObject({ dispatched: true });

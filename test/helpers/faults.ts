@@ -24,19 +24,30 @@ export async function interceptBatch(
   fault: (args: unknown[]) => boolean,
   how: Fault | ((n: number) => Fault) = 'lost',
 ): Promise<{ faults: () => number }> {
-  await h.engine.waitUntilReady();
-  const c = (await redisClient(h.engine.queue)) as unknown as Record<string, Send>;
-  const send = c[CMD.sdBatch]!.bind(c);
   let faults = 0;
-  c[CMD.sdBatch] = async (...args: unknown[]) => {
+  await wrapBatch(h.engine, (send) => async (...args: unknown[]) => {
     if (!fault(args)) return send(...args);
     faults++;
     if ((typeof how === 'function' ? how(faults) : how) === 'refused')
       throw new ReplyError("READONLY You can't write against a read only replica.");
     await send(...args);
     throw new Error('Command timed out');
-  };
+  });
   return { faults: () => faults };
+}
+
+/**
+ * Puts `wrap(send)` in place of the engine's `BATCH` command on its ioredis
+ * client (`send` is the real one); returns what puts the real one back.
+ */
+export async function wrapBatch(engine: DispatchEngine, wrap: (send: Send) => Send): Promise<() => void> {
+  await engine.waitUntilReady();
+  const c = (await redisClient(engine.queue)) as unknown as Record<string, Send>;
+  const real = c[CMD.sdBatch]!;
+  c[CMD.sdBatch] = wrap(real.bind(c));
+  return () => {
+    c[CMD.sdBatch] = real;
+  };
 }
 
 /** `fault` for the first `n` calls that carry a release ending the chain. */
