@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
 import { promote, redisClient } from './bullmq/adapter';
 import { ClearIncompleteError, MissingPermissionError } from './errors';
@@ -452,7 +453,7 @@ export class DeferralStore {
     };
     const first = await once(ids);
     if (first.errors.length === 0) return first.ok;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     const second = await once(first.errors.map(([id]) => id));
     for (const [, error] of second.errors) failed.push(error);
     return [...first.ok, ...second.ok];

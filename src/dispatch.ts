@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
 import type { BeginOutcome, DeferralStore } from './deferral-store';
 import type { EngineEmitter } from './events';
@@ -339,7 +340,7 @@ export class Dispatcher<P> {
           // Stryker disable next-line ArrayDeclaration: equivalent: a revoked id that names no job removes nothing
           return { cancelled: false, lost: false, revoked: [] };
         }
-        await new Promise((resolve) => setTimeout(resolve, RELEASE_RETRY_MS[i]));
+        await sleep(RELEASE_RETRY_MS[i]);
       }
     }
   }

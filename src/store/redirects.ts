@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /**
  * Cluster redirections for the pipelines and transactions the engine builds
  * itself. ioredis follows MOVED/ASK and waits out TRYAGAIN/CLUSTERDOWN for a
@@ -57,6 +59,6 @@ export async function withRedirects<T extends Replies>(client: MaybeCluster, sen
       return replies as T;
     }
     await new Promise<void>((resolve) => client.refreshSlotsCache?.(() => resolve()) ?? resolve());
-    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+    await sleep(RETRY_DELAY_MS);
   }
 }
