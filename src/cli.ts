@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isStageDeferralError } from './errors';
-import { scopePrefix, stageId } from './stage-ref';
+import { encodeStageKind, scopePrefix, stageId } from './stage-ref';
 import { escapeControl } from './cli/escape';
 import { CliError, UsageError } from './cli/errors';
 import { checkCancel } from './cli/guard';
@@ -169,10 +169,12 @@ export function buildProgram(): Command {
     .action(async (scope: string[], opts: { stage?: string; limit: number }) => {
       const g = globals();
       hintSegments(scope);
+      // checked before connecting: an empty --stage (an unset variable) is refused, not read as "any kind"
+      if (opts.stage !== undefined) encodeStageKind(opts.stage);
       const filter = {
         limit: opts.limit,
         ...(scope.length ? { scope } : {}),
-        ...(opts.stage ? { stage: opts.stage } : {}),
+        ...(opts.stage !== undefined ? { stage: opts.stage } : {}),
       };
       const { woken } = await withSession(g, async (s) => (await s.engine()).wakeDeferred(filter));
       if (g.json) return print(JSON.stringify({ woken }));

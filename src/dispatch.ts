@@ -46,6 +46,8 @@ export interface JobContext {
   backoff: ResolvedOptions['retry']['backoff'];
   /** The worker's BullMQ lock token of the job: the stage lock is tied to BullMQ's job lock. */
   bullToken?: string;
+  /** BullMQ's `timestamp` of the job (when it was added): tells the job from one re-added under its id. */
+  timestamp?: number;
 }
 
 /** The retry options a job was added with: what a wake-up it leads to keeps. */
@@ -268,9 +270,10 @@ export class Dispatcher<P> {
       fencingToken: begun.fencingToken,
     };
     let raw: ExecutorResult;
+    let invalid: InvalidExecutorResultError | undefined;
     const started = performance.now();
     try {
-      raw = checkExecutorResult(await opts.executor(ref, payload, ctx));
+      ({ raw, invalid } = checkExecutorResult(await opts.executor(ref, payload, ctx)));
     } catch (error) {
       const result = { dispatched: false, reason: 'executor_error', retryable: true };
       return this.unsent(running, 'executor_error', result, performance.now() - started, error);
@@ -279,11 +282,13 @@ export class Dispatcher<P> {
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
     if (!raw.dispatched) return this.notSent(running, payload, call, ctx, raw, executorMs, begun);
     running.shut();
+    // sent, whatever else the answer got wrong: reported, never retried (a retry would send it again)
+    if (invalid) this.events.emit('resultInvalid', { ref, error: invalid });
     // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
     // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
     // A cancel or a lost lock this engine saw is still reported, by a release awaited.
     if (!begun.lazyRelease || running.abortedBy !== undefined) return this.sent(running, raw, executorMs);
-    this.store.releaseLater(running.sid, running.token);
+    this.store.releaseLater(running.sid, running.token, running.job?.timestamp);
     if (opts.faultHook) await opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
@@ -331,7 +336,8 @@ export class Dispatcher<P> {
     for (let i = 0; ; i++) {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
-        const released = await this.store.release(running.sid, running.job?.id ?? '', running.token, 'end');
+        const { sid, job, token } = running;
+        const released = await this.store.release(sid, job?.id ?? '', token, 'end', '', job?.timestamp);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -455,7 +461,7 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain');
+      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', '', job?.timestamp);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
@@ -488,10 +494,13 @@ export class Dispatcher<P> {
       const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, wakeSeq });
       return { ...done, id, until };
     };
-    let recorded = await record(windowFor(opts.windows, cls, deferrals, raw.retryAfterMs), carry.wakeSeq);
-    // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short one
-    if (recorded.woken)
-      recorded = await record(Math.min(opts.inFlightRetryMs, 1000 * windowMax(opts.windows, cls)), '');
+    const windowMs = windowFor(opts.windows, cls, deferrals, raw.retryAfterMs);
+    // a downstream's hint stands even when capacity returned meanwhile: the stage never asks before it
+    const hinted = cls === 'capacity' && raw.retryAfterMs !== undefined;
+    let recorded = await record(windowMs, hinted ? '' : carry.wakeSeq);
+    // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short
+    // one (never a longer one: a window already shorter than inFlightRetryMs stays)
+    if (recorded.woken) recorded = await record(Math.min(opts.inFlightRetryMs, windowMs), '');
     const { id, until } = recorded;
     const result: DispatchResult = { dispatched: false, reason, retryable: true, result: { ...raw, retryable: true } };
     if (recorded.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
@@ -678,29 +687,54 @@ function reportedReason(raw: ExecutorResult): string {
   return failures[0]![0];
 }
 
-/** Checks the executor's answer at the boundary (hand-written: this runs once per dispatch). */
-function checkExecutorResult(value: unknown): ExecutorResult {
+/** A value as an error message shows it: JSON, or its string when JSON cannot hold it (a BigInt). */
+function shown(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * Checks the executor's answer at the boundary (hand-written: this runs once
+ * per dispatch). An answer of the wrong shape is `InvalidExecutorResultError`,
+ * naming the field, except when it says `dispatched: true`: the stage went
+ * out, and an error would have BullMQ retry the job and send it again. Such
+ * an answer stands as a dispatch, and its problem is returned to be reported
+ * (`resultInvalid`). The fields only a stage not sent has (`retryable`,
+ * `notSent`, `retryAfterMs`) are not read, and so not checked, on a dispatch;
+ * `retryAfterMs` is read only for a capacity outcome.
+ */
+export function checkExecutorResult(value: unknown): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
   const r = value as Partial<ExecutorResult> | null;
+  const sent = typeof r === 'object' && r !== null && r.dispatched === true;
   const problem =
     typeof r !== 'object' || r === null
       ? `an object, got ${r === null ? 'null' : typeof r}`
       : typeof r.dispatched !== 'boolean'
-        ? `\`dispatched\` to be a boolean, got ${JSON.stringify(r.dispatched)}`
+        ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
         : typeof r.jobs !== 'number'
-          ? `\`jobs\` to be a number, got ${JSON.stringify(r.jobs)}`
+          ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
           : r.reason !== null && typeof r.reason !== 'string'
-            ? `\`reason\` to be a string or null, got ${JSON.stringify(r.reason)}`
-            : r.retryable !== undefined && typeof r.retryable !== 'boolean'
-              ? `\`retryable\` to be a boolean, got ${JSON.stringify(r.retryable)}`
-              : r.notSent !== undefined && !(r.notSent instanceof Map)
-                ? '`notSent` to be a Map'
-                : r.retryAfterMs !== undefined &&
-                    // (Number.isFinite is false for anything but a finite number: no typeof needed)
-                    (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
-                  ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
-                  : null;
-  if (problem) throw new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
-  return r as ExecutorResult;
+            ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
+            : sent
+              ? null
+              : r.retryable !== undefined && typeof r.retryable !== 'boolean'
+                ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
+                : r.notSent !== undefined && !(r.notSent instanceof Map)
+                  ? '`notSent` to be a Map'
+                  : r.retryAfterMs !== undefined &&
+                      // (Number.isFinite is false for anything but a finite number: no typeof needed)
+                      (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs)) &&
+                      // read (and so checked) only for a capacity outcome
+                      outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity'
+                    ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
+                    : null;
+  if (!problem) return { raw: r as ExecutorResult };
+  const invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
+  if (!sent) throw invalid;
+  return { raw: r as ExecutorResult, invalid };
 }
 
 /**
@@ -722,7 +756,8 @@ export function windowFor(
   const maxMs = 1000 * windowMax(windows, cls);
   if (cls === 'capacity' && retryAfterMs !== undefined) {
     const hinted = Math.min(maxMs, Math.max(50, retryAfterMs));
-    return Math.round(Math.min(maxMs, hinted * (1 + windows.jitter * random())));
+    // rounded up: a fraction of a ms below the hint would ask before it
+    return Math.min(Math.floor(maxMs), Math.ceil(hinted * (1 + windows.jitter * random())));
   }
   const base = cls === 'capacity' ? windows.capacitySeconds : windows.idempotentSeconds;
   // (an idempotent class's maximum is its base, so its step is the base for every n >= 1)

@@ -192,6 +192,13 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       if (typeof filter !== 'object' || filter === null) {
         throw new InvalidOptionsError('Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`');
       }
+      // a misspelt key (`kind`, `stages`) would widen the wake to every stage: refused
+      const unknown = Object.keys(filter).filter((k) => k !== 'limit' && k !== 'scope' && k !== 'stage');
+      if (unknown.length > 0) {
+        throw new InvalidOptionsError(
+          `Unknown \`wakeDeferred\` filter key ${unknown.map((k) => JSON.stringify(k)).join(', ')}: expected { limit?, scope?, stage? }`,
+        );
+      }
       const { limit = 1, scope, stage } = filter;
       if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
         throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);

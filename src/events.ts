@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { DeferredStage, StageRef } from './types';
+import type { InvalidExecutorResultError } from './errors';
 
 /** The engine's events. The engine tells what happened; listeners log, count or react. */
 export interface EngineEvents {
@@ -49,6 +50,14 @@ export interface EngineEvents {
    * the stage once more when it runs.
    */
   releaseFailed: { ref: StageRef; error: unknown };
+  /**
+   * The executor answered `dispatched: true` in a result of the wrong shape
+   * (`jobs` not a number, `reason` neither a string nor null): the stage went
+   * out, so the attempt stands as a dispatch (an error would have BullMQ
+   * retry the job and send it again); `error` names the field. A result that
+   * does not say `dispatched: true` is refused with that error instead.
+   */
+  resultInvalid: { ref: StageRef; error: InvalidExecutorResultError };
   /**
    * Fewer replicas than `waitForReplicas.replicas` acknowledged a `WAIT`
    * within its timeout: until they catch up, a failover may lose the `writes`

@@ -11,25 +11,27 @@ import { harness, notSent } from './helpers/engine';
 const image = { scope: ['book-r', 'ch-1'], stage: 'image' };
 const said = (problem: string) => `The executor returned an invalid result: expected ${problem}`;
 const ok: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
+/** A capacity outcome: every field is read, so every field is checked. */
+const no: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 
 describe('INVALID_EXECUTOR_RESULT: a result of the wrong shape, named field by field', () => {
   it.each([
     ['null', null, 'an object, got null'],
     ['a string', 'sent', 'an object, got string'],
     ['dispatched not a boolean', { ...ok, dispatched: 'yes' }, '`dispatched` to be a boolean, got "yes"'],
-    ['jobs not a number', { ...ok, jobs: '1' }, '`jobs` to be a number, got "1"'],
-    ['reason a number', { ...ok, reason: 5 }, '`reason` to be a string or null, got 5'],
-    ['reason missing', { dispatched: true, jobs: 1 }, '`reason` to be a string or null, got undefined'],
-    ['retryable not a boolean', { ...ok, retryable: 'no' }, '`retryable` to be a boolean, got "no"'],
-    ['notSent not a Map', { ...ok, notSent: { a: 1 } }, '`notSent` to be a Map'],
-    ['retryAfterMs negative', { ...ok, retryAfterMs: -1 }, '`retryAfterMs` to be a finite number of ms >= 0, got -1'],
-    ['retryAfterMs NaN', { ...ok, retryAfterMs: NaN }, '`retryAfterMs` to be a finite number of ms >= 0, got NaN'],
+    ['jobs not a number', { ...no, jobs: '1' }, '`jobs` to be a number, got "1"'],
+    ['reason a number', { ...no, reason: 5 }, '`reason` to be a string or null, got 5'],
+    ['reason missing', { dispatched: false, jobs: 0 }, '`reason` to be a string or null, got undefined'],
+    ['retryable not a boolean', { ...no, retryable: 'no' }, '`retryable` to be a boolean, got "no"'],
+    ['notSent not a Map', { ...no, notSent: { a: 1 } }, '`notSent` to be a Map'],
+    ['retryAfterMs negative', { ...no, retryAfterMs: -1 }, '`retryAfterMs` to be a finite number of ms >= 0, got -1'],
+    ['retryAfterMs NaN', { ...no, retryAfterMs: NaN }, '`retryAfterMs` to be a finite number of ms >= 0, got NaN'],
     [
       'retryAfterMs Infinity',
-      { ...ok, retryAfterMs: Infinity },
+      { ...no, retryAfterMs: Infinity },
       '`retryAfterMs` to be a finite number of ms >= 0, got Infinity',
     ],
-    ['retryAfterMs a string', { ...ok, retryAfterMs: '5' }, '`retryAfterMs` to be a finite number of ms >= 0, got 5'],
+    ['retryAfterMs a string', { ...no, retryAfterMs: '5' }, '`retryAfterMs` to be a finite number of ms >= 0, got 5'],
   ])('%s', async (_, answer, problem) => {
     let calls = 0;
     // its own executor: a scripted one takes null for "no answer scripted"

@@ -26,3 +26,17 @@ describe('13.3: the shipped .lua files', () => {
     }
   });
 });
+
+describe("14.2: the start-up probe tries every command the engine's scripts run", () => {
+  it("14.2: each command a script calls (redis.call) is one the PERMISSIONS probe tries (review 16a: INCR and ZRANGE were not)", () => {
+    const called = new Set<string>();
+    for (const [name, text] of Object.entries(lua)) {
+      if (name === 'PERMISSIONS' || typeof text !== 'string') continue;
+      for (const m of text.matchAll(/redis\.call\('([A-Z]+)'/g)) called.add(m[1]!);
+    }
+    const tried = new Set([...lua.PERMISSIONS.matchAll(/try\('([A-Z]+)'/g)].map((m) => m[1]!));
+    // the scripts do call these (a change that stopped calling all of them would leave the test empty)
+    expect([...called]).toEqual(expect.arrayContaining(['INCR', 'ZRANGE', 'MGET', 'HSET', 'TIME']));
+    expect([...called].filter((c) => !tried.has(c))).toEqual([]);
+  });
+});

@@ -30,6 +30,23 @@ function terminal(error: Error): Error {
   return e;
 }
 
+/**
+ * The job's return value, which BullMQ stores as JSON when it completes the
+ * job: an executor answer JSON cannot hold (a BigInt, a cycle) would make that
+ * completion throw after the stage was sent, and BullMQ's retry would send it
+ * again. Such an answer is left out (a direct `dispatchStage` still returns it).
+ */
+function storable(result: DispatchResult): DispatchResult {
+  if (result.result === undefined) return result;
+  try {
+    JSON.stringify(result.result);
+    return result;
+  } catch {
+    const { result: _unstorable, ...rest } = result;
+    return rest;
+  }
+}
+
 /** Delays the job by `ms` without spending an attempt (BullMQ's DelayedError). */
 async function later(job: Job, token: string | undefined, ms: number): Promise<never> {
   await job.moveToDelayed(Date.now() + ms, token);
@@ -115,6 +132,7 @@ export function createProcessor<P>(
     };
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
+    if (typeof job.timestamp === 'number') ctx.timestamp = job.timestamp;
     let attempt;
     try {
       // Stryker disable next-line ConditionalExpression: equivalent: a new `{ buildId: undefined, force: false }` says what JOB_CALL says (the shared object only saves an allocation)
@@ -175,7 +193,7 @@ export function createProcessor<P>(
         // The mark is best effort: the stage was dispatched, and a throw here would have BullMQ retry
         // the job and dispatch it again; a mark lost costs only the fresh budget of a later retry by hand
         if (keptWhenFinished(job.opts.removeOnComplete)) await store.markFinished(id).catch(() => undefined);
-        return attempt.result;
+        return storable(attempt.result);
     }
   };
 }

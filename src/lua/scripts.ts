@@ -200,8 +200,10 @@ end
  *        run: the largest lead measured in the fleet is added to it), the job's BullMQ
  *        lock token ('' for none: a plain lock)
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), the chain it ran in
- *   'z', stageId, token: the lazy release of a success that had nothing else to do
+ *        holds the licence, '' otherwise), the chain it ran in, the job's BullMQ timestamp
+ *        ('' for none; see handedOn)
+ *   'z', stageId, token, the job's BullMQ timestamp: the lazy release of a success that had
+ *        nothing else to do
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -338,6 +340,23 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
 end
 
 
+-- a success (or a chain's end) released by an attempt whose worker BullMQ no longer lets finish
+-- the job: it stalled past BullMQ's job lock but not past lockMs, so the job, handed on, waited
+-- for this attempt and would run again and send the stage again. It is marked superseded.
+-- 't': the attempt's token ('<job id>\\n<fence>\\n<BullMQ token>' when tied to the job);
+-- 'ts': the job's BullMQ timestamp as the attempt read it ('' for none: a job re-added under the
+-- same id is another job, and is left alone)
+local function handedOn(t, ts)
+  if ts == '' then return end
+  local a = string.find(t, '\\n', 1, true)
+  local b = a and string.find(t, '\\n', a + 1, true)
+  if not b then return end
+  local J = BASE .. string.sub(t, 1, a - 1)
+  if redis.call('GET', J .. ':lock') == string.sub(t, b + 1) then return end
+  local h = redis.call('HMGET', J, 'timestamp', 'finishedOn')
+  if h[1] == ts and not h[2] then redis.call('HSET', J, 'sds', 1) end
+end
+
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
 -- bound): revoke the licence and drop the records of failed jobs that are gone. mode 'h'
 -- (a job's real failure; it will be retried or failed for good): in the same step, while
@@ -348,11 +367,12 @@ end
 -- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
 -- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
-local function release(L, sid, own, token, mode, me, chain)
+local function release(L, sid, own, token, mode, me, chain, ts)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
   if mode == 'z' then
     redis.call('DEL', L)
+    handedOn(token, ts)
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
@@ -360,6 +380,7 @@ local function release(L, sid, own, token, mode, me, chain)
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
+  if mode == '1' then handedOn(token, ts) end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -405,11 +426,11 @@ for i = 1, n do
     out[i] = begin(M, L, J, sid, own, memberOf(sid, own), ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
   elseif op == 'r' then
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], memberOf(sid, ARGV[a + 2]), ARGV[a + 5])
-    a = a + 6
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], memberOf(sid, ARGV[a + 2]), ARGV[a + 5], ARGV[a + 6])
+    a = a + 7
   else
-    out[i] = release(L, sid, '', ARGV[a + 2], 'z', '', '')
-    a = a + 3
+    out[i] = release(L, sid, '', ARGV[a + 2], 'z', '', '', ARGV[a + 3])
+    a = a + 4
   end
 end
 out[n + 1] = NOW
@@ -660,9 +681,11 @@ try('PEXPIRE', K, 60000)
 try('EXISTS', K)
 try('DEL', K)
 try('INCRBY', K, 1)
+try('INCR', K)
 try('DEL', K)
 try('ZADD', K, 0, 'p')
 try('ZSCORE', K, 'p')
+try('ZRANGE', K, 0, 0)
 try('ZRANGEBYLEX', K, '[p', '[p')
 try('ZREMRANGEBYRANK', K, 0, 0)
 try('ZREM', K, 'p')
@@ -698,7 +721,8 @@ return 1
  * deferrals began; ties by stage id), filtered by a scope prefix and/or a
  * stage kind. Their markers are deleted (no longer deferred at once) and
  * their licences kept (the chain goes on); the engine then promotes their
- * wake-ups. Idempotent deferrals are never woken. The wake sequences are
+ * wake-ups. Idempotent deferrals are never woken, nor a stage whose wake-up
+ * is no longer delayed (removed by hand, or promoted). The wake sequences are
  * bumped, so an attempt of a matching stage in flight now records a short
  * window instead of the full one (the signal is not consumed by nothing).
  * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
@@ -710,9 +734,12 @@ export const WAKE = `
 ${HELPERS}
 local BASE, limit, scope, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.call('INCR', BASE .. 'sd:wseq') end
+-- a stage deferred for capacity whose wake-up is still delayed: its wake-up id. One whose wake-up
+-- is gone (removed by hand, a drain or a clean) or already on its way (promoted by hand) is
+-- skipped: waking it would spend the signal on a stage nothing more would run
 local function deferredCap(sid)
   local m = redis.call('GET', BASE .. 'sd:deferred:' .. sid)
-  if m and string.find(m, '@cap.', 1, true) then return m end
+  if m and string.find(m, '@cap.', 1, true) and redis.call('ZSCORE', BASE .. 'delayed', m) then return m end
   return nil
 end
 local picked = {}

@@ -1,0 +1,117 @@
+import type { EngineEvents, ExecutorResult, StageRef } from '../src';
+import { InvalidExecutorResultError } from '../src/errors';
+import { harness, notSent, SENT } from './helpers/engine';
+import { fast, watch } from './helpers/jobs';
+import { waitFor } from './helpers/redis';
+
+/**
+ * The contract's "a real failure still uses the normal retry budget", from
+ * the other side: an attempt whose executor sent the stage is never turned
+ * into a failure afterwards, since BullMQ's retry of the job would send the
+ * stage again. Reviews 16a and 16c found two ways it was: an answer
+ * `dispatched: true` with a field of the wrong shape (a `retryAfterMs` the
+ * executor could not parse: NaN), and an answer JSON cannot hold (a BigInt,
+ * a cycle), which made BullMQ's completion of the job throw.
+ */
+const image: StageRef = { scope: ['book-s', 'ch-1'], stage: 'image' };
+
+/** Runs one enqueued job to its end with `answer` as every executor answer; resolves what happened. */
+async function viaJob(answer: ExecutorResult) {
+  const h = harness({ retry: { attempts: 3, backoff: fast } });
+  h.executor.fallback = answer;
+  const invalid: EngineEvents['resultInvalid'][] = [];
+  h.engine.on('resultInvalid', (e) => invalid.push(e));
+  const { done, failed } = watch(h.engine.createWorker());
+  await h.engine.enqueue(image, {});
+  // a completion ends the job: a retry (the defect) would have had to fail it first
+  await waitFor(() => done.length > 0 || failed.length >= 3, 'the job completed (or failed three times)');
+  return { h, done, failed, invalid };
+}
+
+describe('a sent stage stays sent: nothing after the executor answered dispatched: true retries the job', () => {
+  it.each([
+    ['`jobs` not a number', { jobs: '1' }, '`jobs` to be a number, got "1"'],
+    ['`jobs` a BigInt', { jobs: 1n }, '`jobs` to be a number, got 1'],
+    ['`reason` missing', { reason: undefined }, '`reason` to be a string or null, got undefined'],
+  ])(
+    'an answer dispatched: true with %s stands as a dispatch, sent once; resultInvalid names the field',
+    async (_, bad, problem) => {
+      const { h, done, failed, invalid } = await viaJob({ ...SENT, ...bad } as unknown as ExecutorResult);
+      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
+        calls: 1,
+        completed: 1,
+        failed: 0,
+      });
+      expect(done[0]!.result).toMatchObject({ dispatched: true });
+      expect(invalid).toHaveLength(1);
+      expect(invalid[0]!.ref).toEqual(image);
+      expect(invalid[0]!.error).toBeInstanceOf(InvalidExecutorResultError);
+      expect(invalid[0]!.error.message).toBe(`The executor returned an invalid result: expected ${problem}`);
+    },
+  );
+
+  it.each([
+    ['retryAfterMs NaN (a Retry-After header that did not parse)', { retryAfterMs: Number.NaN }],
+    ['retryAfterMs -1', { retryAfterMs: -1 }],
+    ['retryable a string', { retryable: 'no' }],
+    ['notSent an object', { notSent: { a: 1 } }],
+  ])('a dispatch does not read %s: it is not checked, and nothing is reported', async (_, extra) => {
+    const { h, done, failed, invalid } = await viaJob({ ...SENT, ...extra } as unknown as ExecutorResult);
+    expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
+      calls: 1,
+      completed: 1,
+      failed: 0,
+    });
+    expect(invalid).toEqual([]);
+  });
+
+  it('a direct dispatchStage whose executor sent the stage with retryAfterMs -1 answers dispatched (its caller learns it was sent)', async () => {
+    const h = harness();
+    h.executor.script(image, { ...SENT, retryAfterMs: -1 });
+    await expect(h.engine.dispatchStage(image, {})).resolves.toMatchObject({ dispatched: true });
+  });
+
+  it.each([
+    ['a BigInt (a downstream id)', { ...SENT, downstreamId: 10n }],
+    [
+      'a cycle (an HTTP response kept in the answer)',
+      (() => {
+        const res: Record<string, unknown> = { status: 201 };
+        res.self = res;
+        return { ...SENT, response: res };
+      })(),
+    ],
+  ])(
+    'an answer holding %s: the job completes once, its return value without the answer JSON cannot hold',
+    async (_, answer) => {
+      const { h, done, failed } = await viaJob(answer as unknown as ExecutorResult);
+      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
+        calls: 1,
+        completed: 1,
+        failed: 0,
+      });
+      expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false });
+    },
+  );
+
+  it('an answer JSON can hold is kept in the job return value as before', async () => {
+    const { done } = await viaJob({ ...SENT, jobs: 2 });
+    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: { ...SENT, jobs: 2 } });
+  });
+});
+
+describe('11.3: retryAfterMs is read only for a capacity outcome (ignored for other outcomes)', () => {
+  it('11.3: already_completed with retryAfterMs -1 defers as idempotent (the hint is not read)', async () => {
+    const h = harness();
+    h.executor.script(image, notSent('already_completed', { retryAfterMs: -1 }));
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'already_completed' });
+    expect(await h.engine.isStageDeferred(image)).toBe(true);
+  });
+
+  it('11.3: a capacity outcome with retryAfterMs NaN is INVALID_EXECUTOR_RESULT, nothing recorded', async () => {
+    const h = harness();
+    h.executor.script(image, notSent('no_worker_available', { retryAfterMs: Number.NaN }));
+    await expect(h.engine.dispatchStage(image, {})).rejects.toMatchObject({ code: 'INVALID_EXECUTOR_RESULT' });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+});
