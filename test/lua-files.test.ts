@@ -28,7 +28,7 @@ describe('13.3: the shipped .lua files', () => {
 });
 
 describe("14.2: the start-up probe tries every command the engine's scripts run", () => {
-  it("14.2: each command a script calls (redis.call) is one the PERMISSIONS probe tries (review 16a: INCR and ZRANGE were not)", () => {
+  it('14.2: each command a script calls (redis.call) is one the PERMISSIONS probe tries (review 16a: INCR and ZRANGE were not)', () => {
     const called = new Set<string>();
     for (const [name, text] of Object.entries(lua)) {
       if (name === 'PERMISSIONS' || typeof text !== 'string') continue;
