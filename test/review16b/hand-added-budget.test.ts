@@ -48,7 +48,7 @@ describe('review16b: a job added by hand without `attempts`', () => {
     await waitFor(() => failed.length >= 1, 'failed', 5000);
     await sleep(50);
     const state = await h.engine.queue.getJobState(own.id!);
-    const members = await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, 0, -1);
+    const members = await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1');
     expect({ state, members }).toEqual({ state: 'failed', members: [`book-1/ch-2/sc-7/image@j.${own.id}?`] });
   });
 

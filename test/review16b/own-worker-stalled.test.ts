@@ -49,7 +49,7 @@ describe("review16b: the user's own Worker and a job BullMQ fails by itself", ()
     const { failed, done } = watch(worker);
     await waitFor(() => failed.length === 1, 'the stalled job failed for good');
     await waitFor(
-      async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, 0, -1)).length === 1,
+      async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
       'recorded',
     );
     await h.engine.cancelActiveDispatch(image, 'book withdrawn');

@@ -22,6 +22,7 @@ function rateLimited(worker: () => Worker, ms: number) {
 describe('review16b: Worker.RateLimitError thrown by the executor', () => {
   it('review16b DEFECT: a rate limit on the last attempt is recorded as failed for good (sdf, ? record), so the job BullMQ puts back gets a fresh budget: 3 real failures with attempts 2', async () => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
+    // eslint-disable-next-line prefer-const -- set once the Worker exists (the executor reads it)
     let worker!: Worker;
     h.executor.script(
       image,
@@ -47,6 +48,7 @@ describe('review16b: Worker.RateLimitError thrown by the executor', () => {
 
   it('review16b DEFECT (low): a rate limit is reported as a dispatch failure: engine `failed` event (executor_error), so instrumentEngine counts a failure', async () => {
     const h = harness({ retry: { attempts: 3, backoff: fast } });
+    // eslint-disable-next-line prefer-const -- set once the Worker exists (the executor reads it)
     let worker!: Worker;
     const failedEvents: { reason: string }[] = [];
     h.engine.on('failed', (e) => failedEvents.push(e));

@@ -50,7 +50,8 @@ describe('review16b: a job scheduler producing dispatch jobs for one stage', () 
     await h.engine.queue.upsertJobScheduler('tick-image', { every: 300 }, { name: 'image', data });
     await waitFor(() => h.executor.calls.length >= 1, 'first call');
     const members = await waitFor(
-      async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, 0, -1)).find((m) => m.endsWith('?')),
+      async () =>
+        (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).find((m) => m.endsWith('?')),
       'the failed job recorded',
     );
     expect(members).toMatch(/^book-1\/ch-2\/sc-7\/image@j\.repeat:tick-image:\d+\?$/);
