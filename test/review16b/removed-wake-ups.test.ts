@@ -1,0 +1,73 @@
+import { harness, notSent, SENT } from '../helpers/engine';
+import { watch } from '../helpers/jobs';
+import { keysUnder, waitFor } from '../helpers/redis';
+import { ClearIncompleteError, type StageRef } from '../../src';
+
+/**
+ * BullMQ's bulk operations remove delayed jobs, and with them the engine's wake-ups, but not the
+ * engine's own keys (marker, licence, wait index): `queue.drain(true)`, `queue.clean(0, n,
+ * 'delayed')`, `queue.obliterate()`. The docs describe only Bull Board's Delete of one wake-up.
+ */
+const a: StageRef = { scope: ['book-1', 'ch-1'], stage: 'image' };
+const b: StageRef = { scope: ['book-1', 'ch-2'], stage: 'image' };
+
+async function deferBoth(h: ReturnType<typeof harness>) {
+  h.executor.script(a, notSent('no_worker_available'));
+  h.executor.script(b, notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  await new Promise((r) => setTimeout(r, 5)); // a's chain starts first: a is the longest-waiting
+  expect(await h.engine.dispatchStage(b, {})).toMatchObject({ reason: 'no_worker_available' });
+}
+
+describe('review16b: wake-ups removed by BullMQ bulk operations', () => {
+  it('review16b DEFECT (lost wake signal): after one wake-up was removed (Bull Board Delete, queue.remove, clean delayed), wakeDeferred({ limit: 1 }) spends the signal on that stage: nothing is dispatched, the live deferred stage stays deferred', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await deferBoth(h);
+    const [wa] = await h.engine.listDeferred([...a.scope]);
+    await h.engine.queue.remove(wa!.wakeUpJobId); // one wake-up gone (Bull Board Delete / clean / drain)
+    const { done } = watch(h.engine.createWorker());
+    const { woken } = await h.engine.wakeDeferred({ stage: 'image', limit: 1 }); // a render slot freed
+    // "Their wake-ups run now, once": the woken stage is dispatched
+    await waitFor(() => done.length >= 1, 'a woken stage dispatched', 3000).catch(() => undefined);
+    expect({ woken, dispatched: done.map((d) => d.result.dispatched) }).toEqual({ woken: [b], dispatched: [true] });
+  });
+
+  it('review16b PASSING CHECK: after queue.drain(true), clearDeferrals ends both deferrals (no ClearIncompleteError), twice in a row', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await deferBoth(h);
+    await h.engine.queue.drain(true);
+    const first = await h.engine.clearDeferrals(['book-1']).catch((e: unknown) => e);
+    const second = await h.engine.clearDeferrals(['book-1']).catch((e: unknown) => e);
+    expect(first).not.toBeInstanceOf(ClearIncompleteError);
+    expect(first).toBe(2);
+    expect(second).toBe(0);
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+  });
+
+  it('review16b DEFECT (low, doc gap: the docs say this for Bull Board Delete only): after queue.drain(true), enqueue answers `deferred` with an `until` for a wake-up that no longer exists (the stage is then dispatched only by a later enqueue)', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await deferBoth(h);
+    await h.engine.queue.drain(true);
+    expect(await h.engine.queue.getDelayedCount()).toBe(0);
+    const r = await h.engine.enqueue(a, {});
+    // either added now, or (at least) not a promise of a wake-up that was removed
+    expect(r.added).toBe(true);
+  });
+
+  it('review16b DEFECT: queue.obliterate() (BullMQ: "leaving no trace") leaves the engine keys; a fresh queue of that name answers enqueue `deferred` with no job at all', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await deferBoth(h);
+    await h.engine.queue.pause();
+    await h.engine.queue.obliterate({ force: true });
+    const left = (await keysUnder(h.redis, h.prefix)).map((k) => k.slice(`${h.prefix}:${h.queueName}:`.length));
+    const r = await h.engine.enqueue(a, {});
+    expect({
+      left: left.filter((k) => k.startsWith('sd:') && k !== 'sd:fence' && k !== 'sd:lead'),
+      r: r.reason,
+    }).toEqual({
+      left: [],
+      r: null,
+    });
+  });
+});
+void SENT;
