@@ -37,6 +37,8 @@ async function main() {
     prefix: 'myapp',
     concurrency: 10,
   });
+  // Records the jobs BullMQ fails by itself (stalled past maxStalledCount), as createWorker's do.
+  engine.attachWorker(worker);
 
   // A producer tick: enqueue is a no-op (no write) while the stage is deferred.
   const ref = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

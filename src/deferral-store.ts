@@ -401,6 +401,9 @@ export class DeferralStore {
       const p = c.pipeline();
       for (const id of batch) p.get!(this.keys.marker(stageIdOfJobId(id)));
       const markers = (await p.exec()) ?? [];
+      // a read that failed is no answer: skipping its stage would report it cleared or never deferred
+      const error = markers.find(([e]) => e)?.[0];
+      if (error) throw error;
       const deferred = batch.filter((id, j) => markers[j]?.[1] === id);
       const promoted = await this.promoteAll(deferred, failed);
       if (promoted.length === 0) continue;

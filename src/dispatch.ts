@@ -24,6 +24,7 @@ export interface Attempt {
     | 'cancelled'
     | 'interrupted'
     | 'failed'
+    | 'rate_limited'
     | 'limit';
   result: DispatchResult;
   /** The chain the attempt ran in (after it, for `deferred` and `limit`): failures of earlier jobs included. */
@@ -48,6 +49,12 @@ export interface JobContext {
   bullToken?: string;
   /** BullMQ's `timestamp` of the job (when it was added): tells the job from one re-added under its id. */
   timestamp?: number;
+  /**
+   * Whether a real failure, the `spent`-th of the job's chain, ends the job for
+   * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
+   * the processor decides by the same rule after the attempt.
+   */
+  failsForGood?: (spent: number, error: unknown) => boolean;
 }
 
 /** The retry options a job was added with: what a wake-up it leads to keeps. */
@@ -275,8 +282,10 @@ export class Dispatcher<P> {
     try {
       ({ raw, invalid } = checkExecutorResult(await opts.executor(ref, payload, ctx)));
     } catch (error) {
-      const result = { dispatched: false, reason: 'executor_error', retryable: true };
-      return this.unsent(running, 'executor_error', result, performance.now() - started, error);
+      // BullMQ's manual rate limit (the executor called worker.rateLimit): no failure, no attempt spent
+      const reason = isRateLimit(error) ? 'rate_limited' : 'executor_error';
+      const result = { dispatched: false, reason, retryable: true };
+      return this.unsent(running, reason, result, performance.now() - started, error);
     }
     const executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
@@ -369,8 +378,12 @@ export class Dispatcher<P> {
     running.shut();
     // a real failure (nothing aborted the attempt): a job holds the stage's licence, and the chain
     // it ran in, while it waits out its retry (in the same step as the release: no other attempt
-    // can act in between). The release's script holds nothing for a direct call (no job).
-    const failing = running.abortedBy === undefined;
+    // can act in between). The release's script holds nothing for a direct call (no job). A job
+    // whose failure is its last takes nothing: it would revoke a live holder (a wake-up whose
+    // window ended) and then fail for good, and nothing would carry the stage any more
+    const spent = chain.failures + running.ownFailures + 1;
+    const limited = reason === 'rate_limited';
+    const failing = running.abortedBy === undefined && !limited && !job?.failsForGood?.(spent, error);
     // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
     const released = await this.store.release(
@@ -394,6 +407,8 @@ export class Dispatcher<P> {
       };
     }
     if (running.abortedBy === 'close') return { ...base, ...withError, kind: 'interrupted', result };
+    // not a failure: the job goes back to wait when the error reaches BullMQ, as it would without the engine
+    if (limited) return { ...base, ...withError, kind: 'rate_limited', result };
     if (error !== undefined && reason === 'rollback_error')
       this.events.emit('hookFailed', { ref, hook: 'rollback', error });
     this.events.emit('failed', { ref, reason, ...withError, executorMs });
@@ -582,11 +597,15 @@ export function checkPayload(payload: unknown): void {
     );
   };
   // JSON itself first: a cycle, a BigInt, a getter that throws, nesting too deep for it
+  let json: string | undefined;
   try {
-    JSON.stringify(payload);
+    json = JSON.stringify(payload);
   } catch (error) {
     fail(`what JSON cannot hold (${(error as Error).message})`, '');
   }
+  // a lone UTF-16 surrogate (a string cut mid-emoji) survives JavaScript's JSON, which writes it as
+  // an escape, but not Redis' (cjson refuses to read it back: the views would lose the deferral)
+  if (json !== undefined && LONE_SURROGATE.test(json)) fail('a string with a lone UTF-16 surrogate', '');
   // then the values JSON would change, walked iteratively (no cycle is left) and bounded
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: payload, path: '', depth: 0 }];
   let visited = 0;
@@ -624,6 +643,9 @@ export function checkPayload(payload: unknown): void {
     for (const [p, v] of entries) stack.push({ value: v, path: p, depth: depth + 1 });
   }
 }
+
+/** A `\\uD800`..`\\uDFFF` escape in JSON text (not an escaped backslash before it): JSON.stringify writes a lone surrogate so. */
+const LONE_SURROGATE = /(?:^|[^\\])(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
 
 /** Bounds of a payload's shape, checked before anything is written. */
 const MAX_PAYLOAD_DEPTH = 256;
@@ -685,6 +707,11 @@ function reportedReason(raw: ExecutorResult): string {
   if (dominant) return dominant;
   const failures = counted.filter(([r]) => outcomeClass(r) === null).sort((a, b) => b[1] - a[1]);
   return failures[0]![0];
+}
+
+/** BullMQ's `Worker.RateLimitError()` (BullMQ tells it by its message; its name since 5.x). */
+function isRateLimit(error: unknown): boolean {
+  return error instanceof Error && (error.message === 'bullmq:rateLimitExceeded' || error.name === 'RateLimitError');
 }
 
 /** A value as an error message shows it: JSON, or its string when JSON cannot hold it (a BigInt). */

@@ -61,6 +61,14 @@ export interface DispatchEngine<P = unknown> {
   readonly processor: Processor;
   /** A Worker on the dispatch queue, closed by `close()`. Producer-only engine: `NoExecutorError`. */
   createWorker(opts?: Omit<WorkerOptions, 'connection' | 'prefix'>): Worker;
+  /**
+   * For your own Worker running `processor`: records the jobs BullMQ fails by
+   * itself (stalled past `maxStalledCount`, `maxStartedAttempts`, an error
+   * around the attempt), as `createWorker`'s Workers do, so a cancel reaches
+   * them and a retry by hand starts afresh. Returns the worker; `close()` does
+   * not close it. `InvalidOptionsError` for a Worker of another queue or prefix.
+   */
+  attachWorker(worker: Worker): Worker;
   /** The engine's BullMQ Queue. */
   readonly queue: Queue;
   /** Subscribes to a typed engine event (`deferred`, `dispatched`, `suppressed`, ...). */
@@ -233,19 +241,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
         autorun: false,
       });
       workers.push(worker);
-      // a job BullMQ fails for good by itself (an error thrown around the attempt, stalled too
-      // often, maxStartedAttempts) is recorded like one the engine failed: a cancel reaches it,
-      // enqueue is not blocked by it, and a retry by hand of it starts afresh
-      worker.on('failed', (job) => {
-        if (!job?.id || !job.finishedOn) return;
-        const data = job.data as { scope?: string[]; stage?: string } | undefined;
-        try {
-          const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
-        } catch {
-          // not a dispatch job's data: nothing of the engine's to record
-        }
-      });
+      recordFailures(worker);
       if (workerOpts.autorun !== false) {
         void store
           .client()
@@ -260,6 +256,20 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       return worker;
     },
 
+    attachWorker(worker) {
+      open();
+      withExecutor('attachWorker');
+      const prefix = (worker as { opts?: { prefix?: string } }).opts?.prefix ?? 'bull';
+      if (worker.name !== opts.queueName || prefix !== opts.prefix) {
+        throw new InvalidOptionsError(
+          `attachWorker: the Worker runs queue ${JSON.stringify(worker.name)} with prefix ${JSON.stringify(prefix)}, ` +
+            `the engine's queue is ${JSON.stringify(opts.queueName)} with prefix ${JSON.stringify(opts.prefix)}`,
+        );
+      }
+      recordFailures(worker);
+      return worker;
+    },
+
     close() {
       // a second call (a shutdown hook and a signal handler) waits for the same close
       closing ??= closeAll();
@@ -267,11 +277,44 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     },
   };
 
+  /**
+   * A job BullMQ fails for good by itself (an error thrown around the attempt, stalled too
+   * often, maxStartedAttempts) is recorded like one the engine failed: a cancel reaches it,
+   * enqueue is not blocked by it, and a retry by hand of it starts afresh.
+   */
+  const recordFailures = (worker: Worker) =>
+    worker.on('failed', (job) => {
+      if (!job?.id || !job.finishedOn) return;
+      const data = job.data as { scope?: string[]; stage?: string } | undefined;
+      try {
+        const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
+        void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
+      } catch {
+        // not a dispatch job's data: nothing of the engine's to record
+      }
+    });
+
+  // the calls under way besides attempts (enqueue, cancel, clear, wake, the views): close() waits
+  // for them before it closes their connections, so each ends with its answer, not ioredis' error
+  const calls = new Set<Promise<unknown>>();
+  for (const name of TRACKED) {
+    const call = engine[name] as (...args: unknown[]) => Promise<unknown>;
+    (engine as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      const p = call.apply(engine, args);
+      calls.add(p);
+      void p.then(
+        () => calls.delete(p),
+        () => calls.delete(p),
+      );
+      return p;
+    };
+  }
+
   const closeAll = async () => {
     closed = true;
     // no new attempt starts; running ones are aborted, keep their locks renewed, and end
     // (a job interrupted this way is delayed, no attempt spent); then the workers close
-    await Promise.all([dispatcher.close(), ...workers.map((w) => w.close())]);
+    await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), Promise.allSettled([...calls])]);
     await store.close();
     await queue.close();
     await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
@@ -279,6 +322,16 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   };
   return engine;
 }
+
+/** The engine's calls close() waits for (an attempt's `dispatchStage` is the dispatcher's). */
+const TRACKED = [
+  'enqueue',
+  'cancelActiveDispatch',
+  'clearDeferrals',
+  'wakeDeferred',
+  'isStageDeferred',
+  'listDeferred',
+] as const satisfies readonly (keyof DispatchEngine)[];
 
 /** The executor of a producer-only engine's dispatcher: never run (see createDispatchEngine). */
 async function refuseWithoutExecutor(): Promise<never> {

@@ -216,7 +216,7 @@ export class MissingPermissionError extends StageDeferralError {
  * Nothing was called or written. `method`: what was called.
  */
 export class NoExecutorError extends StageDeferralError {
-  constructor(readonly method: 'dispatchStage' | 'processor' | 'createWorker') {
+  constructor(readonly method: 'dispatchStage' | 'processor' | 'createWorker' | 'attachWorker') {
     super(
       'NO_EXECUTOR',
       `This engine has no executor: it is producer-only, so \`${method}\` cannot run here. ` +

@@ -83,6 +83,11 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       'Dispatched attempts whose release failed three tries (Redis unreachable or failing over): the dispatch stands.',
     unit: '{release}',
   });
+  const invalidResults = meter.createCounter('stage_deferral.results.invalid', {
+    description:
+      'Dispatches whose executor answered dispatched: true in a result of the wrong shape (kept as dispatched).',
+    unit: '{result}',
+  });
   const latency = meter.createHistogram('stage_deferral.executor.duration', {
     description: 'How long the host executor took per dispatch attempt.',
     unit: 's',
@@ -130,6 +135,9 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     },
     releaseFailed: (e: EngineEvents['releaseFailed']) => {
       releaseFailures.add(1, { ...queue, [A.stage]: e.ref.stage });
+    },
+    resultInvalid: (e: EngineEvents['resultInvalid']) => {
+      invalidResults.add(1, { ...queue, [A.stage]: e.ref.stage });
     },
     replicaLag: (e: EngineEvents['replicaLag']) => {
       replicaLags.add(e.writes, { ...queue, [A.op]: e.op });

@@ -193,6 +193,22 @@ describe('instrumentEngine', () => {
     expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
   });
 
+  it('counts dispatches whose executor answered dispatched: true in a result of the wrong shape, by stage', async () => {
+    const { provider, reader } = setup();
+    const { engine } = harness({
+      executor: async () => ({ dispatched: true, jobs: '1' }) as unknown as ExecutorResult,
+    });
+    const stopIt = instrumentEngine(engine, { meter: provider.getMeter('invalid'), deferredGauge: false });
+    try {
+      expect(await engine.dispatchStage(A, null)).toMatchObject({ dispatched: true });
+      const all = await collect(reader);
+      expect(sum(all, 'stage_deferral.results.invalid', { 'stage_deferral.stage': 'image' })).toBe(1);
+      expect(sum(all, O, { 'stage_deferral.outcome': 'dispatched' })).toBe(1);
+    } finally {
+      stopIt();
+    }
+  });
+
   it('stops counting once stopped', async () => {
     const { engine, reader, stop } = setup();
     await seed(engine);

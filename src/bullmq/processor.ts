@@ -63,9 +63,15 @@ async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: Job
   throw terminal(error);
 }
 
-/** BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the built-in strategies. */
-function backoffMs(backoff: JobContext['backoff'], n: number): number {
-  return backoff.type === 'fixed' ? backoff.delay : Math.round(2 ** (n - 1) * backoff.delay);
+/**
+ * BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the
+ * built-in strategies. A job's custom type (a Worker's `backoffStrategy`, which
+ * the processor does not see) waits by the engine's own `retry.backoff`.
+ */
+function backoffMs(backoff: JobContext['backoff'], n: number, fallback: JobContext['backoff']): number {
+  if (backoff.type !== 'fixed' && backoff.type !== 'exponential') return backoffMs(fallback, n, fallback);
+  const delay = Number(backoff.delay) || 0;
+  return backoff.type === 'fixed' ? delay : Math.round(2 ** (n - 1) * delay);
 }
 
 /** How a job calls its dispatch when its data names no build (shared: nothing writes to it). */
@@ -130,6 +136,13 @@ export function createProcessor<P>(
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
     };
+    // a Worker's maxStartedAttempts also ends the job (each wait in flight counts as a start)
+    const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
+      ?.maxStartedAttempts;
+    ctx.failsForGood = (spent, error) =>
+      spent >= ctx.attempts ||
+      (error instanceof Error && isUnrecoverable(error)) ||
+      (!!maxStarted && job.attemptsStarted >= maxStarted);
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
     if (typeof job.timestamp === 'number') ctx.timestamp = job.timestamp;
@@ -164,6 +177,9 @@ export function createProcessor<P>(
           // Stryker disable next-line StringLiteral: equivalent: a capacity limit always carries the reason of the outcome that reached it
           new DeferralLimitError(ref, attempt.result.reason ?? '', attempt.chain.capacity),
         );
+      case 'rate_limited':
+        // BullMQ's own rate limit, handed back untouched: it puts the job back to wait, spending nothing
+        throw attempt.error;
       case 'failed': {
         const error =
           attempt.error instanceof Error
@@ -171,12 +187,8 @@ export function createProcessor<P>(
             : // Stryker disable next-line StringLiteral: equivalent: a real failure without an error always carries its outcome's reason
               new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
-        // a Worker's maxStartedAttempts also ends the job (each wait in flight counts as a start)
-        const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
-          ?.maxStartedAttempts;
-        const startsLeft = !maxStarted || job.attemptsStarted < maxStarted;
-        if (spent >= ctx.attempts || isUnrecoverable(error) || !startsLeft)
-          return failForGood(store, job, sid, ctx, error);
+        // (the attempt's release used the same rule: a last failure took no licence)
+        if (ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
         // tick sees its failures
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
@@ -184,7 +196,7 @@ export function createProcessor<P>(
         await store.countRetried(id);
         // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
         await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
-        return later(job, token, backoffMs(ctx.backoff, spent));
+        return later(job, token, backoffMs(ctx.backoff, spent, opts.retry.backoff));
       }
       default:
         // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`

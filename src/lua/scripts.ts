@@ -625,10 +625,12 @@ if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
 redis.call('HSET', KEYS[2], 'sdf', redis.call('HGET', KEYS[2], 'atm') or 0, 'sdi', ARGV[1])
-unwait(ARGV[3], ARGV[1])
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
+-- the chain ends with its holder's failure; a job failing for good while another job holds the
+-- licence (a wake-up whose window ended) leaves that chain, and its place in the wait index, alone
 if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
+if not live or live == me or live == me .. '!' then unwait(ARGV[3], ARGV[1]) end
 -- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
 -- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
 -- removeOnFail is not seen: its record stays until the chain's end drops records whose jobs are gone

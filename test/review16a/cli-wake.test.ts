@@ -27,7 +27,7 @@ async function cli(on: { prefix: string; queueName: string }, ...args: string[])
 }
 
 describe('review16a: CLI wake', () => {
-  it("review16a DEFECT: wake --stage '' is not a usage error: it wakes a stage of ANY kind", async () => {
+  it("11.1 (review 16a, fixed): wake --stage '' is a usage error and wakes nothing", async () => {
     const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(video, {});

@@ -49,7 +49,7 @@ async function engineWithout(command: string) {
 
 describe('review16a: the permission probe and the commands of WAKE', () => {
   it.each(['incr', 'zrange'])(
-    'review16a DEFECT: a user without %s passes waitUntilReady; wakeDeferred then rejects untyped (NOPERM)',
+    '14.2 (review 16a, fixed): a user without %s is refused at start-up with MISSING_PERMISSION naming it; wakeDeferred too',
     async (command) => {
       const { engine } = await engineWithout(command);
       const ready = await engine.waitUntilReady().then(
@@ -64,7 +64,7 @@ describe('review16a: the permission probe and the commands of WAKE', () => {
     },
   );
 
-  it('review16a DEFECT: without incr, a capacity deferral half-writes: marker and licence, no wake-up job', async () => {
+  it('14.2 (review 16a, fixed): a user without incr writes nothing: refused before the deferral (no marker or licence without a wake-up)', async () => {
     const { engine, prefix } = await engineWithout('incr');
     const ref = { scope: ['book-1'], stage: 'image' };
     const r = await engine.dispatchStage(ref, {}).then(

@@ -11,7 +11,7 @@ const video: StageRef = { scope: ['book-1'], stage: 'video' };
 
 describe('review16a: a misspelt wakeDeferred filter', () => {
   it.each([{ kind: 'image' }, { stages: 'image' }, { scopes: ['book-2'] }, { Stage: 'image' }])(
-    'review16a DEFECT (low): %p is not refused and wakes a stage outside the intended filter',
+    '11.1 bad input (review 16a, fixed): %p is INVALID_OPTIONS before anything is woken',
     async (filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

@@ -18,7 +18,7 @@ describe('review16a: wakeDeferred and a wake-up removed by hand', () => {
     ['unfiltered', {}],
     ['by scope', { scope: ['s'] }],
   ])(
-    'review16a DEFECT (%s): limit 1 is spent on the stage whose wake-up is gone; the stage with a live wake-up stays deferred',
+    '11.1 (review 16a, fixed; %s): a stage whose wake-up is gone is skipped and not counted: limit 1 wakes the stage with a live wake-up',
     async (_n, filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

@@ -13,8 +13,9 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review16b: a custom backoff strategy', () => {
-  it('review16b DEFECT (low): a job with a custom backoff retried by hand: the engine retries its next real failure with a NaN delay (at once), not the Worker’s backoffStrategy', async () => {
-    const h = harness();
+  it('review 16b, fixed: a job with a custom backoff type retried by hand: the engine retries its next real failure after its own retry.backoff (not at once: NaN)', async () => {
+    // the engine's own backoff: fixed 1 s (the Worker's custom strategy is not seen by the processor)
+    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 1000 } } });
     h.executor.script(image, new Error('down 1'), new Error('down 2'), new Error('down 3'));
     h.executor.fallback = SENT;
     const own = await h.engine.queue.add('image', data, { attempts: 2, backoff: { type: 'linear-ish' } as never });
@@ -25,7 +26,7 @@ describe('review16b: a custom backoff strategy', () => {
     await (await h.engine.queue.getJob(own.id!))!.retry('failed'); // a fresh budget: 2 more tries
     await waitFor(() => done.length === 1, 'the retried job dispatched', 5000);
     const [, , third, fourth] = h.executor.calls;
-    // the first failure after the retry waits the Worker's custom backoff (1000 ms) as BullMQ's own retries do
+    // the first failure after the retry waits the engine's retry.backoff (1000 ms), not NaN (at once)
     expect({ calls: h.executor.calls.length, errors: failed.map((f) => f.error.message) }).toEqual({
       calls: 4,
       errors: ['down 1', 'down 2'],

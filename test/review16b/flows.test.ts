@@ -12,7 +12,7 @@ import { stageId, type StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('review16b: a dispatch job as a child of a flow', () => {
-  it('review16b DEFECT (undocumented): the parent runs once the child deferred, before the stage was dispatched', async () => {
+  it('documented (README, "puts a dispatch job in a flow"): the parent runs once the child deferred, before the stage was dispatched; the child value says dispatched: false', async () => {
     const h = harness({ windows: { capacitySeconds: 1, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT);
     const parentQueue = `${h.queueName}-parent`;
@@ -49,9 +49,13 @@ describe('review16b: a dispatch job as a child of a flow', () => {
       const children = await parentDone;
       await waitFor(() => h.executor.calls.length === 2, 'the wake-up dispatched the stage', 5000);
       await worker.close();
-      // what a flow user expects: the parent runs after its child's stage was really dispatched
-      expect(order).toEqual(['parent ran (executor calls: 2, sent: 1)']);
-      expect(Object.values(children)[0]).toMatchObject({ dispatched: true });
+      // a deferral completes the child: the parent ran after the first call, which sent nothing
+      expect(order).toEqual(['parent ran (executor calls: 1, sent: 0)']);
+      expect(Object.values(children)[0]).toMatchObject({
+        dispatched: false,
+        reason: 'no_worker_available',
+        retryable: true,
+      });
     } finally {
       await parentWorker.close();
       await flows.close();
@@ -60,7 +64,7 @@ describe('review16b: a dispatch job as a child of a flow', () => {
 });
 
 describe('review16b: QueueEvents of a deferral', () => {
-  it('review16b DEFECT (undocumented): a deferred dispatch job is a plain `completed` event; nothing in the docs says to read returnvalue.dispatched', async () => {
+  it('documented (README, "listens on BullMQ\'s QueueEvents"): a deferred dispatch job is a `completed` event whose returnvalue says dispatched: false', async () => {
     const h = harness({ windows: { capacitySeconds: 30, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'));
     const events = new QueueEvents(h.queueName, { connection: redisOptions(), prefix: h.prefix });
@@ -74,8 +78,11 @@ describe('review16b: QueueEvents of a deferral', () => {
       await waitFor(() => seen.length >= 1, 'an event', 5000);
       expect(seen[0]!.jobId).toBe(jobId);
       expect(stageId(image)).toBe('book-1/ch-2/sc-7/image');
-      // a BullMQ user reading `completed` as "done": the returnvalue says the stage was not dispatched
-      expect(seen[0]).toMatchObject({ event: 'completed', returnvalue: { dispatched: true } });
+      // a BullMQ user reading `completed` as "done" must read the returnvalue: not dispatched, deferred
+      expect(seen[0]).toMatchObject({
+        event: 'completed',
+        returnvalue: { dispatched: false, reason: 'no_worker_available', retryable: true },
+      });
     } finally {
       await events.close();
     }

@@ -14,7 +14,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review16b: a job added by hand without `attempts`', () => {
-  it('review16b DEFECT (lost stage): its failure takes the licence from the live wake-up (removed), then BullMQ fails it for good: nothing carries the stage', async () => {
+  it('review 16b, fixed (lost stage): a job whose failure is its last takes no licence: the live wake-up stays and dispatches the stage', async () => {
     const h = harness({ windows: { capacitySeconds: 0.3, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), new Error('downstream 500'));
     h.executor.fallback = SENT;
@@ -52,7 +52,7 @@ describe('review16b: a job added by hand without `attempts`', () => {
     expect({ state, members }).toEqual({ state: 'failed', members: [`book-1/ch-2/sc-7/image@j.${own.id}?`] });
   });
 
-  it('review16b DEFECT (lost stage): the same with a producer job `<sid>@r.…` (contract options, attempts 1) added without the probe after the window ended', async () => {
+  it('review 16b, fixed (lost stage): the same with a producer job `<sid>@r.…` (contract options, attempts 1) added without the probe after the window ended', async () => {
     const h = harness({
       windows: { capacitySeconds: 0.3, jitter: 0 },
       retry: { attempts: 1, backoff: { type: 'fixed', delay: 10 } },

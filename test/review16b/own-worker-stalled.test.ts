@@ -13,7 +13,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe("review16b: the user's own Worker and a job BullMQ fails by itself", () => {
-  it('review16b DEFECT: stalled with maxStalledCount 0 on the own Worker: cancel, then a retry by hand dispatches the cancelled stage', async () => {
+  it('review16b, fixed by attachWorker: stalled with maxStalledCount 0 on the own Worker: cancel, then a retry by hand does not dispatch the cancelled stage', async () => {
     const h = harness();
     const { jobId } = await h.engine.enqueue(image, {});
     await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200); // a worker froze past its lock
@@ -23,10 +23,15 @@ describe("review16b: the user's own Worker and a job BullMQ fails by itself", ()
       stalledInterval: 300,
       maxStalledCount: 0,
     });
+    expect(h.engine.attachWorker(worker)).toBe(worker);
     try {
       const { failed, done } = watch(worker);
       await waitFor(() => failed.length === 1, 'the stalled job failed for good');
       expect(failed[0]!.id).toBe(jobId);
+      await waitFor(
+        async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
+        'recorded',
+      );
       const cancel = await h.engine.cancelActiveDispatch(image, 'book withdrawn');
       expect(cancel.inFlight).toBe(false);
       await (await h.engine.queue.getJob(jobId!))!.retry('failed'); // an operator, Bull Board "Retry"
@@ -59,5 +64,28 @@ describe("review16b: the user's own Worker and a job BullMQ fails by itself", ()
       calls: 0,
       result: { cancelled: true },
     });
+  });
+
+  it('attachWorker refuses a Worker of another queue or prefix (INVALID_OPTIONS), and a producer-only engine (NO_EXECUTOR)', async () => {
+    const h = harness();
+    const other = new Worker(`${h.queueName}-other`, h.engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: h.prefix,
+      autorun: false,
+    });
+    const prefixed = new Worker(h.queueName, h.engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: `${h.prefix}x`,
+      autorun: false,
+    });
+    try {
+      expect(() => h.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      expect(() => h.engine.attachWorker(prefixed)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      const producer = harness({ executor: undefined });
+      expect(() => producer.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'NO_EXECUTOR' }));
+    } finally {
+      await other.close();
+      await prefixed.close();
+    }
   });
 });

@@ -20,7 +20,7 @@ function rateLimited(worker: () => Worker, ms: number) {
 }
 
 describe('review16b: Worker.RateLimitError thrown by the executor', () => {
-  it('review16b DEFECT: a rate limit on the last attempt is recorded as failed for good (sdf, ? record), so the job BullMQ puts back gets a fresh budget: 3 real failures with attempts 2', async () => {
+  it('review 16b, fixed: Worker.RateLimitError spends no attempt: with attempts 2 the second real failure fails the job for good (2 real failures, 3 calls)', async () => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
     // eslint-disable-next-line prefer-const -- set once the Worker exists (the executor reads it)
     let worker!: Worker;
@@ -46,7 +46,7 @@ describe('review16b: Worker.RateLimitError thrown by the executor', () => {
     expect(done).toHaveLength(0);
   });
 
-  it('review16b DEFECT (low): a rate limit is reported as a dispatch failure: engine `failed` event (executor_error), so instrumentEngine counts a failure', async () => {
+  it('review 16b, fixed: a rate limit is no failure: no engine `failed` event, the job goes back to wait and dispatches once', async () => {
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     // eslint-disable-next-line prefer-const -- set once the Worker exists (the executor reads it)
     let worker!: Worker;

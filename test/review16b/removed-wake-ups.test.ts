@@ -6,7 +6,7 @@ import { ClearIncompleteError, type StageRef } from '../../src';
 /**
  * BullMQ's bulk operations remove delayed jobs, and with them the engine's wake-ups, but not the
  * engine's own keys (marker, licence, wait index): `queue.drain(true)`, `queue.clean(0, n,
- * 'delayed')`, `queue.obliterate()`. The docs describe only Bull Board's Delete of one wake-up.
+ * 'delayed')`, `queue.obliterate()`. The README's operator table now says so for each.
  */
 const a: StageRef = { scope: ['book-1', 'ch-1'], stage: 'image' };
 const b: StageRef = { scope: ['book-1', 'ch-2'], stage: 'image' };
@@ -20,7 +20,7 @@ async function deferBoth(h: ReturnType<typeof harness>) {
 }
 
 describe('review16b: wake-ups removed by BullMQ bulk operations', () => {
-  it('review16b DEFECT (lost wake signal): after one wake-up was removed (Bull Board Delete, queue.remove, clean delayed), wakeDeferred({ limit: 1 }) spends the signal on that stage: nothing is dispatched, the live deferred stage stays deferred', async () => {
+  it('11.1 (review 16b, fixed): after one wake-up was removed (Bull Board Delete, queue.remove, clean delayed), wakeDeferred({ limit: 1 }) skips that stage and wakes the live deferred one, which dispatches', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     await deferBoth(h);
     const [wa] = await h.engine.listDeferred([...a.scope]);
@@ -44,30 +44,28 @@ describe('review16b: wake-ups removed by BullMQ bulk operations', () => {
     expect(await h.engine.isStageDeferred(a)).toBe(false);
   });
 
-  it('review16b DEFECT (low, doc gap: the docs say this for Bull Board Delete only): after queue.drain(true), enqueue answers `deferred` with an `until` for a wake-up that no longer exists (the stage is then dispatched only by a later enqueue)', async () => {
+  it('documented (README, "an operator … deletes a wake-up"): after queue.drain(true) the stage stays deferred until its marker expires; clearDeferrals ends it and enqueue then adds a job', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     await deferBoth(h);
     await h.engine.queue.drain(true);
     expect(await h.engine.queue.getDelayedCount()).toBe(0);
-    const r = await h.engine.enqueue(a, {});
-    // either added now, or (at least) not a promise of a wake-up that was removed
-    expect(r.added).toBe(true);
+    expect(await h.engine.enqueue(a, {})).toMatchObject({ added: false, reason: 'deferred' });
+    expect(await h.engine.clearDeferrals(['book-1'])).toBeGreaterThanOrEqual(1);
+    expect(await h.engine.enqueue(a, {})).toMatchObject({ added: true });
   });
 
-  it('review16b DEFECT: queue.obliterate() (BullMQ: "leaving no trace") leaves the engine keys; a fresh queue of that name answers enqueue `deferred` with no job at all', async () => {
+  it('documented (README): queue.obliterate() leaves the engine keys (deferrals stand); clearDeferrals over the scopes ends them, and enqueue adds again', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     await deferBoth(h);
     await h.engine.queue.pause();
     await h.engine.queue.obliterate({ force: true });
+    await h.engine.queue.resume();
     const left = (await keysUnder(h.redis, h.prefix)).map((k) => k.slice(`${h.prefix}:${h.queueName}:`.length));
-    const r = await h.engine.enqueue(a, {});
-    expect({
-      left: left.filter((k) => k.startsWith('sd:') && k !== 'sd:fence' && k !== 'sd:lead'),
-      r: r.reason,
-    }).toEqual({
-      left: [],
-      r: null,
-    });
+    expect(left.filter((k) => k.startsWith('sd:deferred:'))).toHaveLength(2);
+    expect(await h.engine.enqueue(a, {})).toMatchObject({ added: false, reason: 'deferred' });
+    expect(await h.engine.clearDeferrals(['book-1'])).toBe(2);
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    expect(await h.engine.enqueue(a, {})).toMatchObject({ added: true });
   });
 });
 void SENT;

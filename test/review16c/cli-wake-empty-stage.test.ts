@@ -29,7 +29,7 @@ async function cli(args: string[]) {
 }
 
 (onCluster ? describe.skip : describe)('review 16c: the CLI wake command with an empty --stage', () => {
-  it('DEFECT (bad input accepted, filter widened): wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
+  it('11.1 (review 16c, fixed): wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(image, {});

@@ -13,7 +13,7 @@ import type { StageRef } from '../../src';
 const ref: StageRef = { scope: ['book-1', 'ch-1'], stage: 'image' };
 
 describe('review 16c: calls on their way when engine.close() is called', () => {
-  it('DEFECT (untyped error): an enqueue racing close() rejects with ioredis\' bare "Connection is closed.", not ENGINE_CLOSED', async () => {
+  it("review 16c, fixed: an enqueue racing close() completes (close waits for it) or is ENGINE_CLOSED, never ioredis' bare error", async () => {
     const h = harness();
     await h.engine.waitUntilReady();
     const p = h.engine.enqueue(ref, {});
@@ -27,7 +27,7 @@ describe('review 16c: calls on their way when engine.close() is called', () => {
     expect([{ ok: true }, { error: 'ENGINE_CLOSED' }]).toContainEqual(outcome);
   });
 
-  it('DEFECT (wrong result): a clearDeferrals racing close() answers 0 cleared, no error, while the stage is still deferred', async () => {
+  it('review 16c, fixed: a clearDeferrals racing close() answers what Redis holds (1 cleared and not deferred), or an error', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(ref, {});

@@ -31,7 +31,7 @@ async function deferredWithDeletedWakeUp() {
 }
 
 describe('review 16c: a wake-up deleted in Bull Board', () => {
-  it('DEFECT (wrong result, lost signal): wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
+  it('11.1 (review 16c, fixed): wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
     const h = await deferredWithDeletedWakeUp();
     const { done } = watch(h.engine.createWorker());
     const { woken } = await h.engine.wakeDeferred({ limit: 1, stage: 'image' });

@@ -9,21 +9,23 @@ import type { StageRef } from '../../src';
  * the wake-up's reason and deferrals with cjson in Redis (src/store/reader.ts
  * FIELDS): `listDeferred` (and the CLI's `list` and `show`) report the
  * stage's reason as 'unknown'. The wake-up itself runs and dispatches (the
- * Worker parses the data in Node).
+ * Worker parses the data in Node). Fixed: such a payload is refused.
  */
 const cut: StageRef = { scope: ['book-1'], stage: 'image' };
 const fine: StageRef = { scope: ['book-2'], stage: 'image' };
 
 describe('review 16c: a payload with a lone surrogate', () => {
-  it("DEFECT (wrong result): listDeferred reports the deferral's reason, not 'unknown'", async () => {
+  it('fixed: a payload with a lone surrogate is INVALID_PAYLOAD before anything is called or written; the views read the rest', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
-    await h.engine.dispatchStage(cut, { caption: 'a cake 🎂'.slice(0, -1) }); // '\ud83c' left
-    await h.engine.dispatchStage(fine, { caption: 'a cake' });
+    const refused = await h.engine.dispatchStage(cut, { caption: 'a cake 🎂'.slice(0, -1) }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'INVALID_PAYLOAD' });
+    expect((refused as Error).message).toContain('a lone UTF-16 surrogate');
+    await expect(h.engine.enqueue(cut, { ['key \udc00']: 1 })).rejects.toMatchObject({ code: 'INVALID_PAYLOAD' });
+    // a whole emoji, and the text of an escape (a backslash, then "ud83c"), are fine
+    await h.engine.dispatchStage(fine, { caption: 'a cake 🎂 \\ud83c' });
+    expect(h.executor.calls).toHaveLength(1);
     const listed = await h.engine.listDeferred();
-    expect(listed.map((d) => [d.ref.scope[0], d.reason])).toEqual([
-      ['book-1', 'no_worker_available'],
-      ['book-2', 'no_worker_available'],
-    ]);
+    expect(listed.map((d) => [d.ref.scope[0], d.reason])).toEqual([['book-2', 'no_worker_available']]);
   });
 });

@@ -25,7 +25,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 (onCluster ? describe.skip : describe)(
   'review 16c: a worker stalled shorter than lockMs, whose executor then succeeds',
   () => {
-    it('DEFECT (doubled dispatch): the redelivered job does not send the stage again after the stalled attempt sent it', async () => {
+    it('review 16c, fixed (doubled dispatch): the redelivered job does not send the stage again after the stalled attempt sent it', async () => {
       const frozen = harness({ lockMs: 5000, inFlightRetryMs: 100 });
       const other = harness({ lockMs: 5000, inFlightRetryMs: 100 }, frozen);
       const resume = latch();
