@@ -351,10 +351,11 @@ local function handedOn(t, ts)
   local a = string.find(t, '\\n', 1, true)
   local b = a and string.find(t, '\\n', a + 1, true)
   if not b then return end
-  local J = BASE .. string.sub(t, 1, a - 1)
-  if redis.call('GET', J .. ':lock') == string.sub(t, b + 1) then return end
-  local h = redis.call('HMGET', J, 'timestamp', 'finishedOn')
-  if h[1] == ts and not h[2] then redis.call('HSET', J, 'sds', 1) end
+  local id = string.sub(t, 1, a - 1)
+  -- (the job's hash first: a lazy release mostly lands after BullMQ completed and removed the job)
+  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn')
+  if h[1] ~= ts or h[2] then return end
+  if redis.call('GET', BASE .. id .. ':lock') ~= string.sub(t, b + 1) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
@@ -724,7 +725,7 @@ return 1
  * stage kind. Their markers are deleted (no longer deferred at once) and
  * their licences kept (the chain goes on); the engine then promotes their
  * wake-ups. Idempotent deferrals are never woken, nor a stage whose wake-up
- * is no longer delayed (removed by hand, or promoted). The wake sequences are
+ * job is gone (removed by hand, drained, cleaned). The wake sequences are
  * bumped, so an attempt of a matching stage in flight now records a short
  * window instead of the full one (the signal is not consumed by nothing).
  * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
@@ -736,12 +737,12 @@ export const WAKE = `
 ${HELPERS}
 local BASE, limit, scope, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.call('INCR', BASE .. 'sd:wseq') end
--- a stage deferred for capacity whose wake-up is still delayed: its wake-up id. One whose wake-up
--- is gone (removed by hand, a drain or a clean) or already on its way (promoted by hand) is
--- skipped: waking it would spend the signal on a stage nothing more would run
+-- a stage deferred for capacity whose wake-up still exists: its wake-up id. One whose wake-up is
+-- gone (removed by hand, a drain or a clean) is skipped: waking it would spend the signal on a
+-- stage nothing would run. (One promoted already is woken: its deferral ends at once)
 local function deferredCap(sid)
   local m = redis.call('GET', BASE .. 'sd:deferred:' .. sid)
-  if m and string.find(m, '@cap.', 1, true) and redis.call('ZSCORE', BASE .. 'delayed', m) then return m end
+  if m and string.find(m, '@cap.', 1, true) and redis.call('EXISTS', BASE .. m) == 1 then return m end
   return nil
 end
 local picked = {}
