@@ -23,7 +23,8 @@
  * Fields the engine keeps on a dispatch job's own hash (they go with the job):
  *   sdc  cancelled: the job must not dispatch when it (next) runs
  *   sds  superseded: the job recorded a deferral (its wake-up carries the stage), or
- *        another attempt revoked its licence (a deferral, a success, a newer holder)
+ *        another attempt revoked its licence (a deferral, a success, a newer holder), or
+ *        it sent the stage from a worker BullMQ had handed the job on from (handedOn)
  *   sdf  finished (failed for good, or completed and kept): BullMQ's \`atm\` when it was
  *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
  *        was retried by hand (a fresh chain and budget); a redelivery after a crash
