@@ -1,0 +1,82 @@
+import { harness } from '../helpers/engine';
+import { fast, sleep, watch } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+import type { ExecutorResult, StageRef } from '../../src';
+
+/**
+ * Review 17, item 1. Review 16a/16c's fix: an answer that says `dispatched: true` stands as a
+ * dispatch whatever else it got wrong ("a sent stage is never retried"; `resultInvalid`). But the
+ * engine reads the answer's fields more than once, outside any guard: `checkExecutorResult` reads
+ * `jobs` (`typeof r.jobs`) inside the executor's try, so a field that throws when read is taken
+ * for the EXECUTOR's error (reason `executor_error`, a real failure: BullMQ retries the job, the
+ * executor sends the stage again); and `locked`/`sent` read `raw.jobs` again for the `dispatched`
+ * event after the release, where a throw escapes the attempt (the job's processor throws: BullMQ
+ * retries and sends again; a direct call rejects with an untyped error though the stage went out).
+ * An answer of a host's own class (a getter computing `jobs` from a response that a later read
+ * finds consumed), or a Proxy around a response object, does this.
+ */
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+/** `dispatched: true`, `reason: null`, and `jobs` a getter that answers `okReads` times, then throws. */
+function sentWithJobsGetter(okReads: number): ExecutorResult {
+  let reads = 0;
+  return {
+    dispatched: true,
+    reason: null,
+    get jobs(): number {
+      if (reads++ >= okReads) throw new Error('response body already consumed');
+      return 1;
+    },
+  } as ExecutorResult;
+}
+
+describe('review 17: an answer saying dispatched: true whose `jobs` throws when read', () => {
+  it('review 17 (doubled dispatch): `jobs` a getter that throws: the sent stage is taken for an executor error, retried and sent again', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: fast } });
+    let sends = 0;
+    const engineFailed: string[] = [];
+    h.engine.on('failed', (e) => engineFailed.push(e.reason));
+    h.executor.script(image, async () => {
+      sends++; // the executor sent the stage downstream, then answered
+      return sentWithJobsGetter(0);
+    });
+    h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done, failed } = watch(worker);
+    await waitFor(() => done.length + failed.length >= 1, 'the job settled', 8000);
+    await sleep(300);
+    expect({
+      engineFailed,
+      bullFailed: failed.length,
+      executorCalls: h.executor.calls.length,
+    }).toEqual({ engineFailed: [], bullFailed: 0, executorCalls: 1 });
+    expect(sends).toBe(1);
+  });
+
+  it('review 17 (doubled dispatch): `jobs` reads fine once (the check), then throws (the `dispatched` event): the job is retried and sends again', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: fast } });
+    h.executor.script(image, async () => sentWithJobsGetter(1));
+    h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done, failed } = watch(worker);
+    await waitFor(() => done.length >= 1, 'the job completed', 8000);
+    await sleep(300);
+    // one call: the first answer said the stage was sent
+    expect({ executorCalls: h.executor.calls.length, bullFailed: failed.length }).toEqual({
+      executorCalls: 1,
+      bullFailed: 0,
+    });
+  });
+
+  it("review 17 (untyped error after a send): a direct dispatchStage whose answer says dispatched: true rejects with the getter's error", async () => {
+    const h = harness();
+    h.executor.script(image, async () => sentWithJobsGetter(1));
+    const r = await h.engine.dispatchStage(image, {}).then(
+      (v) => ({ resolved: v.dispatched }),
+      (e: unknown) => ({ rejected: (e as Error).message }),
+    );
+    expect(r).toEqual({ resolved: true });
+  });
+});
