@@ -247,13 +247,10 @@ export class DeferralStore {
     token: string,
     mode: 'end' | 'hold' | 'plain',
     chain = '',
-    jobTimestamp: number | undefined = undefined,
+    run: string | undefined = undefined,
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
     const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
-    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain, jobTimestamp ?? ''])) as [
-      number,
-      ...string[],
-    ];
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }
 
@@ -264,12 +261,12 @@ export class DeferralStore {
    * completed the job (its BullMQ lock is gone), and live until then, as the
    * attempt's job is still active. It deletes the lock only if it is still
    * this attempt's; an error is ignored (the dead lock expires after `lockMs`).
-   * `jobTimestamp` (BullMQ's, of the attempt's job): a job BullMQ handed on
+   * `run` (the attempt's job's, see `JobContext.run`): a job BullMQ handed on
    * while this attempt ran (its worker stalled) is marked superseded by it, as
    * by an `end` release given one.
    */
-  releaseLater(sid: string, token: string, jobTimestamp?: number): void {
-    this.batch.later(['z', sid, token, jobTimestamp ?? '']);
+  releaseLater(sid: string, token: string, run?: string): void {
+    this.batch.later(['z', sid, token, run ?? '']);
   }
 
   /**

@@ -47,8 +47,12 @@ export interface JobContext {
   backoff: ResolvedOptions['retry']['backoff'];
   /** The worker's BullMQ lock token of the job: the stage lock is tied to BullMQ's job lock. */
   bullToken?: string;
-  /** BullMQ's `timestamp` of the job (when it was added): tells the job from one re-added under its id. */
-  timestamp?: number;
+  /**
+   * The job's run as BullMQ handed it over, `<timestamp>:<stalled count>`: a
+   * success's release tells by it whether BullMQ has since handed the job on
+   * (see `handedOn` in the scripts). None without those fields.
+   */
+  run?: string;
   /**
    * Whether a real failure, the `spent`-th of the job's chain, ends the job for
    * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
@@ -297,7 +301,7 @@ export class Dispatcher<P> {
     // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
     // A cancel or a lost lock this engine saw is still reported, by a release awaited.
     if (!begun.lazyRelease || running.abortedBy !== undefined) return this.sent(running, raw, executorMs);
-    this.store.releaseLater(running.sid, running.token, running.job?.timestamp);
+    this.store.releaseLater(running.sid, running.token, running.job?.run);
     if (opts.faultHook) await opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
@@ -346,7 +350,7 @@ export class Dispatcher<P> {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
-        const released = await this.store.release(sid, job?.id ?? '', token, 'end', '', job?.timestamp);
+        const released = await this.store.release(sid, job?.id ?? '', token, 'end', '', job?.run);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -476,7 +480,7 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', '', job?.timestamp);
+      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', '', job?.run);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
@@ -659,6 +663,10 @@ export function checkCall(call: { buildId?: unknown; force?: unknown } | undefin
   if (call.buildId !== undefined && typeof call.buildId !== 'string') {
     throw new InvalidPayloadError(`Expected \`buildId\` to be a string, got ${typeof call.buildId}`);
   }
+  // written into the job data as the payload is: Redis' JSON must read it back (see checkPayload)
+  if (call.buildId !== undefined && LONE_SURROGATE.test(JSON.stringify(call.buildId))) {
+    throw new InvalidPayloadError('Expected `buildId` without a lone UTF-16 surrogate');
+  }
   if (call.force !== undefined && typeof call.force !== 'boolean') {
     throw new InvalidPayloadError(`Expected \`force\` to be a boolean, got ${typeof call.force}`);
   }
@@ -709,9 +717,9 @@ function reportedReason(raw: ExecutorResult): string {
   return failures[0]![0];
 }
 
-/** BullMQ's `Worker.RateLimitError()` (BullMQ tells it by its message; its name since 5.x). */
+/** BullMQ's `Worker.RateLimitError()`, told as BullMQ tells it: by its message (an HTTP client's `RateLimitError` is a failure). */
 function isRateLimit(error: unknown): boolean {
-  return error instanceof Error && (error.message === 'bullmq:rateLimitExceeded' || error.name === 'RateLimitError');
+  return error instanceof Error && error.message === 'bullmq:rateLimitExceeded';
 }
 
 /** A value as an error message shows it: JSON, or its string when JSON cannot hold it (a BigInt). */
@@ -723,41 +731,75 @@ function shown(value: unknown): string {
   }
 }
 
+/** The fields of an answer the engine reads. */
+const ANSWER_FIELDS = ['dispatched', 'jobs', 'reason', 'retryable', 'notSent', 'retryAfterMs'] as const;
+
+/**
+ * The executor's answer, read once: its own enumerable fields and the ones
+ * the engine reads copied into a plain object, each read in a guard (a getter
+ * or a Proxy is read once, never again). The first field that throws is named.
+ */
+function readAnswer(value: object): { answer: Record<string, unknown>; unreadable?: string } {
+  const answer: Record<string, unknown> = {};
+  let unreadable: string | undefined;
+  let keys: string[] = [];
+  try {
+    keys = Object.keys(value);
+  } catch {
+    // (a Proxy that refuses to list its keys: the engine's fields are read one by one below)
+  }
+  for (const key of [...keys, ...ANSWER_FIELDS]) {
+    if (Object.hasOwn(answer, key)) continue;
+    try {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined || keys.includes(key)) answer[key] = v;
+    } catch (error) {
+      if ((ANSWER_FIELDS as readonly string[]).includes(key)) unreadable ??= `${key}: ${(error as Error)?.message}`;
+    }
+  }
+  return { answer, unreadable };
+}
+
 /**
  * Checks the executor's answer at the boundary (hand-written: this runs once
- * per dispatch). An answer of the wrong shape is `InvalidExecutorResultError`,
- * naming the field, except when it says `dispatched: true`: the stage went
- * out, and an error would have BullMQ retry the job and send it again. Such
- * an answer stands as a dispatch, and its problem is returned to be reported
- * (`resultInvalid`). The fields only a stage not sent has (`retryable`,
- * `notSent`, `retryAfterMs`) are not read, and so not checked, on a dispatch;
- * `retryAfterMs` is read only for a capacity outcome.
+ * per dispatch), on a copy read once (`readAnswer`): the engine reads nothing
+ * of the executor's object afterwards. An answer of the wrong shape is
+ * `InvalidExecutorResultError`, naming the field, except when it says
+ * `dispatched: true`: the stage went out, and an error would have BullMQ
+ * retry the job and send it again. Such an answer stands as a dispatch, and
+ * its problem is returned to be reported (`resultInvalid`). The fields only a
+ * stage not sent has (`retryable`, `notSent`, `retryAfterMs`) are not read,
+ * and so not checked, on a dispatch; `retryAfterMs` is read only for a
+ * capacity outcome.
  */
 export function checkExecutorResult(value: unknown): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
-  const r = value as Partial<ExecutorResult> | null;
-  const sent = typeof r === 'object' && r !== null && r.dispatched === true;
+  const read = typeof value === 'object' && value !== null ? readAnswer(value) : undefined;
+  const r = (read ? read.answer : value) as Partial<ExecutorResult> | null;
+  const sent = read !== undefined && r!.dispatched === true;
   const problem =
     typeof r !== 'object' || r === null
       ? `an object, got ${r === null ? 'null' : typeof r}`
       : typeof r.dispatched !== 'boolean'
         ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
-        : typeof r.jobs !== 'number'
-          ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
-          : r.reason !== null && typeof r.reason !== 'string'
-            ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
-            : sent
-              ? null
-              : r.retryable !== undefined && typeof r.retryable !== 'boolean'
-                ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
-                : r.notSent !== undefined && !(r.notSent instanceof Map)
-                  ? '`notSent` to be a Map'
-                  : r.retryAfterMs !== undefined &&
-                      // (Number.isFinite is false for anything but a finite number: no typeof needed)
-                      (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs)) &&
-                      // read (and so checked) only for a capacity outcome
-                      outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity'
-                    ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
-                    : null;
+        : read!.unreadable !== undefined
+          ? `fields that can be read, got ${read!.unreadable}`
+          : typeof r.jobs !== 'number'
+            ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
+            : r.reason !== null && typeof r.reason !== 'string'
+              ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
+              : sent
+                ? null
+                : r.retryable !== undefined && typeof r.retryable !== 'boolean'
+                  ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
+                  : r.notSent !== undefined && !(r.notSent instanceof Map)
+                    ? '`notSent` to be a Map'
+                    : r.retryAfterMs !== undefined &&
+                        // (Number.isFinite is false for anything but a finite number: no typeof needed)
+                        (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs)) &&
+                        // read (and so checked) only for a capacity outcome
+                        outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity'
+                      ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
+                      : null;
   if (!problem) return { raw: r as ExecutorResult };
   const invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   if (!sent) throw invalid;

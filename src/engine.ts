@@ -1,7 +1,7 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
 import { checkCall, checkPayload, Dispatcher } from './dispatch';
-import { EngineClosedError, InvalidOptionsError, NoExecutorError } from './errors';
+import { EngineClosedError, InvalidOptionsError, isStageDeferralError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { keptWhenFinished } from './job-data';
 import { createProcessor } from './bullmq/processor';
@@ -297,10 +297,18 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   // the calls under way besides attempts (enqueue, cancel, clear, wake, the views): close() waits
   // for them before it closes their connections, so each ends with its answer, not ioredis' error
   const calls = new Set<Promise<unknown>>();
+  // settles every call still under way once close() has closed the connections (one waiting for a
+  // connection that never came up would wait forever)
+  let cutOff!: () => void;
+  const cut = new Promise<never>((_, reject) => (cutOff = () => reject(new EngineClosedError())));
+  cut.catch(() => undefined);
   for (const name of TRACKED) {
     const call = engine[name] as (...args: unknown[]) => Promise<unknown>;
     (engine as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
-      const p = call.apply(engine, args);
+      // a call the close cut off (its connection closed under it) fails as the engine closed
+      const p = Promise.race([call.apply(engine, args), cut]).catch((error: unknown) => {
+        throw closed && !isStageDeferralError(error) ? new EngineClosedError(error) : error;
+      });
       calls.add(p);
       void p.then(
         () => calls.delete(p),
@@ -314,17 +322,27 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     closed = true;
     // no new attempt starts; running ones are aborted, keep their locks renewed, and end
     // (a job interrupted this way is delayed, no attempt spent); then the workers close
-    await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), Promise.allSettled([...calls])]);
+    // (calls waited for a while only: one waiting on a Redis that does not answer ends once its
+    // connection closes below, or at the end of the close, with EngineClosedError)
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_CALLS_MS)));
+    const waited = Promise.race([Promise.allSettled([...calls]), bound]).finally(() => clearTimeout(timer));
+    await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), waited]);
     await store.close();
     await queue.close();
     await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
+    cutOff();
     events.removeAllListeners();
   };
   return engine;
 }
 
+/** How long close() waits for the calls under way before it closes their connections, ms. */
+const CLOSE_CALLS_MS = 2000;
+
 /** The engine's calls close() waits for (an attempt's `dispatchStage` is the dispatcher's). */
 const TRACKED = [
+  'waitUntilReady',
   'enqueue',
   'cancelActiveDispatch',
   'clearDeferrals',

@@ -145,8 +145,10 @@ export class DeferralLimitError extends StageDeferralError {
 
 /** A method was called after `close()`. */
 export class EngineClosedError extends StageDeferralError {
-  constructor() {
+  /** `cause`: what a call the close cut off failed with (its connection closed under it). */
+  constructor(cause?: unknown) {
     super('ENGINE_CLOSED', 'The dispatch engine is closed');
+    if (cause !== undefined) (this as Error & { cause?: unknown }).cause = cause;
   }
 }
 

@@ -11,7 +11,7 @@ import {
 import { checkJobOptions, isWakeUpId, keptWhenFinished, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
 import { stageId } from '../stage-ref';
-import type { DispatchResult, StageRef } from '../types';
+import type { DispatchResult, ExecutorResult, StageRef } from '../types';
 
 /**
  * BullMQ's own test (`err instanceof UnrecoverableError || err.name == 'UnrecoverableError'`):
@@ -30,19 +30,27 @@ function terminal(error: Error): Error {
   return e;
 }
 
+/** The largest executor answer a job's return value keeps, as JSON characters. */
+const MAX_STORED_ANSWER = 1 << 20;
+
 /**
  * The job's return value, which BullMQ stores as JSON when it completes the
- * job: an executor answer JSON cannot hold (a BigInt, a cycle) would make that
- * completion throw after the stage was sent, and BullMQ's retry would send it
- * again. Such an answer is left out (a direct `dispatchStage` still returns it).
+ * job: an executor answer that JSON cannot hold (a BigInt, a cycle, a
+ * `toJSON` that throws) would make that completion throw after the stage was
+ * sent, and BullMQ's retry would send it again. The answer is kept as plain
+ * data made from its JSON once (BullMQ serialises it again, maybe more than
+ * once: a value that changes between calls must not matter), and left out
+ * when JSON cannot hold it or it is over 1 MiB of JSON (a direct
+ * `dispatchStage` still returns it whole).
  */
 function storable(result: DispatchResult): DispatchResult {
   if (result.result === undefined) return result;
+  const { result: answer, ...rest } = result;
   try {
-    JSON.stringify(result.result);
-    return result;
+    const json = JSON.stringify(answer);
+    if (json === undefined || json.length > MAX_STORED_ANSWER) return rest;
+    return { ...rest, result: JSON.parse(json) as ExecutorResult };
   } catch {
-    const { result: _unstorable, ...rest } = result;
     return rest;
   }
 }
@@ -145,7 +153,9 @@ export function createProcessor<P>(
       (!!maxStarted && job.attemptsStarted >= maxStarted);
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
-    if (typeof job.timestamp === 'number') ctx.timestamp = job.timestamp;
+    // (a BullMQ without the stalled count gives none: the release then never marks a job handed on)
+    if (typeof job.timestamp === 'number' && typeof job.stalledCounter === 'number')
+      ctx.run = `${job.timestamp}:${job.stalledCounter}`;
     let attempt;
     try {
       // Stryker disable next-line ConditionalExpression: equivalent: a new `{ buildId: undefined, force: false }` says what JOB_CALL says (the shared object only saves an allocation)

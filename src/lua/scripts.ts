@@ -201,10 +201,10 @@ end
  *        run: the largest lead measured in the fleet is added to it), the job's BullMQ
  *        lock token ('' for none: a plain lock)
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), the chain it ran in, the job's BullMQ timestamp
- *        ('' for none; see handedOn)
- *   'z', stageId, token, the job's BullMQ timestamp: the lazy release of a success that had
- *        nothing else to do
+ *        holds the licence, '' otherwise), the chain it ran in, the job's run
+ *        ('<timestamp>:<stalled count>', '' for none; see handedOn)
+ *   'z', stageId, token, the job's run: the lazy release of a success that had nothing else
+ *        to do
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -345,18 +345,26 @@ end
 -- the job: it stalled past BullMQ's job lock but not past lockMs, so the job, handed on, waited
 -- for this attempt and would run again and send the stage again. It is marked superseded.
 -- 't': the attempt's token ('<job id>\\n<fence>\\n<BullMQ token>' when tied to the job);
--- 'ts': the job's BullMQ timestamp as the attempt read it ('' for none: a job re-added under the
--- same id is another job, and is left alone)
-local function handedOn(t, ts)
-  if ts == '' then return end
+-- 'run': '<timestamp>:<stalled count>' of the job as the attempt's run got it ('' for none).
+-- Handed on means: the same job (its timestamp: not one re-added under its id), not finished,
+-- no longer under this run's lock, and either BullMQ's stalled check moved it since this run
+-- began (its stalled count grew) or will (its lock is gone while it is still in the active
+-- list). A job retried by hand meanwhile is neither (its count is kept, and it waits or runs
+-- under a lock of its own): it is left alone
+local function handedOn(t, run)
+  if run == '' then return end
   local a = string.find(t, '\\n', 1, true)
   local b = a and string.find(t, '\\n', a + 1, true)
   if not b then return end
   local id = string.sub(t, 1, a - 1)
+  local c = string.find(run, ':', 1, true)
   -- (the job's hash first: a lazy release mostly lands after BullMQ completed and removed the job)
-  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn')
-  if h[1] ~= ts or h[2] then return end
-  if redis.call('GET', BASE .. id .. ':lock') ~= string.sub(t, b + 1) then redis.call('HSET', BASE .. id, 'sds', 1) end
+  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
+  if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
+  local lock = redis.call('GET', BASE .. id .. ':lock')
+  if lock == string.sub(t, b + 1) then return end
+  local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
+  if moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
@@ -369,12 +377,12 @@ end
 -- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
 -- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
-local function release(L, sid, own, token, mode, me, chain, ts)
+local function release(L, sid, own, token, mode, me, chain, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
   if mode == 'z' then
     redis.call('DEL', L)
-    handedOn(token, ts)
+    handedOn(token, run)
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
@@ -382,7 +390,7 @@ local function release(L, sid, own, token, mode, me, chain, ts)
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  if mode == '1' then handedOn(token, ts) end
+  if mode == '1' then handedOn(token, run) end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -699,6 +707,7 @@ try('HMGET', K, 'p')
 try('HINCRBY', K, 'p', 1)
 try('HDEL', K, 'p')
 try('RPUSH', K, 'p')
+try('LPOS', K, 'p')
 try('DEL', K)
 try('SADD', K, 'p')
 try('SMEMBERS', K)

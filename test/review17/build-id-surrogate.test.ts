@@ -12,7 +12,7 @@ import type { StageRef } from '../../src';
 const cut: StageRef = { scope: ['book-1'], stage: 'image' };
 
 describe('review 17: a buildId with a lone surrogate', () => {
-  it('review 17 (wrong view / unchecked input): dispatchStage with such a buildId is accepted and its deferral is listed with reason unknown', async () => {
+  it('review 17, fixed: a buildId with a lone surrogate is INVALID_PAYLOAD before anything is written', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     const r = await h.engine.dispatchStage(cut, { caption: 'ok' }, { buildId: 'build 🎂'.slice(0, -1) }).then(

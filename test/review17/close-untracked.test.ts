@@ -9,7 +9,7 @@ import { harness } from '../helpers/engine';
  * BullMQ's untyped "Connection is closed." instead.
  */
 describe('review 17: waitUntilReady racing close()', () => {
-  it('review 17 (untyped error): waitUntilReady racing close() resolves or is ENGINE_CLOSED, never a bare connection error', async () => {
+  it('review 17, fixed: waitUntilReady racing close() resolves or is ENGINE_CLOSED, never a bare connection error', async () => {
     const h = harness();
     const p = h.engine.waitUntilReady();
     const closing = h.engine.close();

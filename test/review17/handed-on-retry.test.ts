@@ -23,7 +23,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 (onCluster ? describe.skip : describe)('review 17: a completed job retried by hand at once', () => {
-  it('review 17 (lost stage): a job retried by hand (resetAttemptsMade) while its lazy release is queued ends superseded: the retry sends nothing', async () => {
+  it('review 17, fixed (lost stage): a job retried by hand (resetAttemptsMade) while its lazy release is queued is not marked handed on: the retry dispatches', async () => {
     const h = harness();
     h.executor.fallback = SENT;
     const own = await h.engine.queue.add('image', data); // by hand: kept once completed

@@ -18,7 +18,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe("review 17: an executor error named RateLimitError that is not BullMQ's", () => {
-  it('review 17 (wrong event): BullMQ fails the job for a 429 error class named RateLimitError, and the engine emits no `failed`', async () => {
+  it("review 17, fixed: a 429 error class named RateLimitError (not BullMQ's) is a real failure: the engine emits `failed`", async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
     const engineFailed: string[] = [];
     h.engine.on('failed', (e) => engineFailed.push(e.reason));

@@ -31,7 +31,7 @@ function sentWithJobsGetter(okReads: number): ExecutorResult {
 }
 
 describe('review 17: an answer saying dispatched: true whose `jobs` throws when read', () => {
-  it('review 17 (doubled dispatch): `jobs` a getter that throws: the sent stage is taken for an executor error, retried and sent again', async () => {
+  it('review 17, fixed (doubled dispatch): `jobs` a getter that throws: the sent stage stands (resultInvalid), sent once', async () => {
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     let sends = 0;
     const engineFailed: string[] = [];
@@ -54,7 +54,7 @@ describe('review 17: an answer saying dispatched: true whose `jobs` throws when 
     expect(sends).toBe(1);
   });
 
-  it('review 17 (doubled dispatch): `jobs` reads fine once (the check), then throws (the `dispatched` event): the job is retried and sends again', async () => {
+  it('review 17, fixed (doubled dispatch): `jobs` reads fine once, then throws: read once only, the job completes, sent once', async () => {
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     h.executor.script(image, async () => sentWithJobsGetter(1));
     h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
@@ -70,7 +70,7 @@ describe('review 17: an answer saying dispatched: true whose `jobs` throws when 
     });
   });
 
-  it("review 17 (untyped error after a send): a direct dispatchStage whose answer says dispatched: true rejects with the getter's error", async () => {
+  it('review 17, fixed: a direct dispatchStage whose answer says dispatched: true resolves dispatched, though a getter throws on a second read', async () => {
     const h = harness();
     h.executor.script(image, async () => sentWithJobsGetter(1));
     const r = await h.engine.dispatchStage(image, {}).then(
