@@ -78,3 +78,23 @@ describe('review 18: the plain copy of the answer', () => {
     });
   });
 });
+
+describe('review 18: an answer whose `dispatched` cannot be read', () => {
+  it('review 18 (unclear error): a `dispatched` getter that throws is reported as "`dispatched` ... got undefined", not as the throw', () => {
+    const answer = {
+      get dispatched(): boolean {
+        throw new Error('response body already consumed');
+      },
+      jobs: 1,
+      reason: null,
+    };
+    let message = '';
+    try {
+      checkExecutorResult(answer);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    // readAnswer recorded `dispatched: response body already consumed`; the check above it wins
+    expect(message).toContain('response body already consumed');
+  });
+});
