@@ -1,0 +1,100 @@
+import { harness } from '../helpers/engine';
+import { checkExecutorResult } from '../../src/dispatch';
+import { InvalidExecutorResultError, type ExecutorResult, type StageRef } from '../../src';
+
+/**
+ * Review 18, item 1: the plain copy commit 994478d makes of the executor's answer
+ * (`readAnswer`, src/dispatch.ts), by `answer[key] = v` for each own enumerable key.
+ *  - An own key `__proto__` (what `JSON.parse` of a downstream's response body makes, kept by
+ *    a spread `{ ...body }`) is not copied as a field: the assignment SETS THE COPY'S PROTOTYPE.
+ *    The engine then reads the answer's fields off that prototype: an answer that never said
+ *    `dispatched` (invalid: a failure, retried) is taken for a dispatch, and the stage is lost.
+ *  - `keys.includes(key)` runs for every key whose value is undefined: quadratic in them.
+ *  - storable's comment (src/bullmq/processor.ts) says "a direct `dispatchStage` still returns
+ *    it whole"; it returns the copy: a class answer's prototype getters, its class, and symbol
+ *    keys are gone from `DispatchResult.result`.
+ */
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe('review 18: the plain copy of the answer', () => {
+  it('review 18 (lost stage): an answer with an own `__proto__` key and no `dispatched` is taken for a dispatch', async () => {
+    const h = harness();
+    // a downstream's JSON body: it says nothing of `dispatched` at its top level
+    const body = JSON.parse('{"jobs":0,"reason":"capacity","__proto__":{"dispatched":true}}') as ExecutorResult;
+    expect(Object.hasOwn(body, 'dispatched')).toBe(false);
+    expect((body as { dispatched?: unknown }).dispatched).toBeUndefined();
+    h.executor.script(image, async () => ({ ...body }));
+    const r = await h.engine.dispatchStage(image, {}).then(
+      (v) => ({ resolved: v.dispatched }),
+      (e: unknown) => ({ rejected: e instanceof InvalidExecutorResultError }),
+    );
+    // `dispatched` is undefined on the executor's object: InvalidExecutorResultError, not a dispatch
+    expect(r).toEqual({ rejected: true });
+  });
+
+  it('review 18 (wrong result): the copy of an answer with an own `__proto__` key drops that key', () => {
+    const body = JSON.parse('{"dispatched":true,"jobs":1,"reason":null,"__proto__":{"region":"eu"}}') as ExecutorResult;
+    const { raw } = checkExecutorResult(body);
+    expect(JSON.stringify(raw)).toBe(JSON.stringify(body));
+  });
+
+  it('review 18 (cost): reading an answer is quadratic in its keys whose value is undefined', () => {
+    const many = (value: (i: number) => unknown) => {
+      const o: Record<string, unknown> = { dispatched: true, jobs: 1, reason: null };
+      for (let i = 0; i < 60_000; i++) o[`k${i}`] = value(i);
+      return o;
+    };
+    const time = (o: unknown) => {
+      const s = performance.now();
+      checkExecutorResult(o);
+      return performance.now() - s;
+    };
+    const defined = time(many((i) => i));
+    const undef = time(many(() => undefined));
+    // the same number of keys: a linear read costs about the same either way (measured ~60 ms vs ~3 s)
+    expect(undef).toBeLessThan(Math.max(500, 10 * defined));
+  });
+
+  it('review 18 (doc): a direct dispatchStage does not return the answer whole (storable says it does): class, prototype getters, symbol keys dropped', async () => {
+    const h = harness();
+    const trace = Symbol('trace');
+    class Receipt {
+      dispatched = true as const;
+      jobs = 1;
+      reason = null;
+      [trace] = 'span-9';
+      constructor(private readonly body: { id: string }) {}
+      get renderId(): string {
+        return this.body.id;
+      }
+    }
+    h.executor.script(image, async () => new Receipt({ id: 'render-42' }) as unknown as ExecutorResult);
+    const r = await h.engine.dispatchStage(image, {});
+    const got = r.result as unknown as Receipt & Record<symbol, unknown>;
+    expect({ isReceipt: got instanceof Receipt, renderId: got.renderId, trace: got[trace] }).toEqual({
+      isReceipt: true,
+      renderId: 'render-42',
+      trace: 'span-9',
+    });
+  });
+});
+
+describe('review 18: an answer whose `dispatched` cannot be read', () => {
+  it('review 18 (unclear error): a `dispatched` getter that throws is reported as "`dispatched` ... got undefined", not as the throw', () => {
+    const answer = {
+      get dispatched(): boolean {
+        throw new Error('response body already consumed');
+      },
+      jobs: 1,
+      reason: null,
+    };
+    let message = '';
+    try {
+      checkExecutorResult(answer);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    // readAnswer recorded `dispatched: response body already consumed`; the check above it wins
+    expect(message).toContain('response body already consumed');
+  });
+});
