@@ -5,7 +5,7 @@ import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { Batcher, type OpArgs } from './store/batch';
-import { checkPermissions, CMD, defineCommands, type Client } from './store/client';
+import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
 import { StoreKeys } from './store/keys';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
@@ -169,7 +169,7 @@ export class DeferralStore {
     this.renewPromise = undefined;
     if (!p) return;
     const c = await p.catch(() => undefined);
-    await c?.quit?.().catch(() => c.disconnect?.());
+    if (c?.quit && c.disconnect) await quitOrDrop(c as { quit(): Promise<unknown>; disconnect(): void });
   }
 
   begin(req: BeginRequest): Promise<BeginOutcome> {

@@ -284,7 +284,9 @@ export class Dispatcher<P> {
     let invalid: InvalidExecutorResultError | undefined;
     const started = performance.now();
     try {
-      ({ raw, invalid } = checkExecutorResult(await opts.executor(ref, payload, ctx)));
+      const answer: unknown = await opts.executor(ref, payload, ctx);
+      // (the check never throws for an answer that says dispatched: true: see checkExecutorResult)
+      ({ raw, invalid } = checkExecutorResult(answer));
     } catch (error) {
       // BullMQ's manual rate limit (the executor called worker.rateLimit): no failure, no attempt spent
       const reason = isRateLimit(error) ? 'rate_limited' : 'executor_error';
@@ -722,12 +724,20 @@ function isRateLimit(error: unknown): boolean {
   return error instanceof Error && error.message === 'bullmq:rateLimitExceeded';
 }
 
-/** A value as an error message shows it: JSON, or its string when JSON cannot hold it (a BigInt). */
+/**
+ * A value as an error message shows it: JSON, or its string when JSON cannot
+ * hold it (a BigInt), or `<unprintable>` (a revoked Proxy, a Symbol's
+ * message): describing an answer must never throw.
+ */
 function shown(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {
-    return String(value);
+    try {
+      return String(value);
+    } catch {
+      return '<unprintable>';
+    }
   }
 }
 
@@ -748,16 +758,30 @@ function readAnswer(value: object): { answer: Record<string, unknown>; unreadabl
   } catch {
     // (a Proxy that refuses to list its keys: the engine's fields are read one by one below)
   }
+  const own = new Set(keys);
   for (const key of [...keys, ...ANSWER_FIELDS]) {
     if (Object.hasOwn(answer, key)) continue;
     try {
       const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined || keys.includes(key)) answer[key] = v;
+      // defined as an own field: a key `__proto__` (from JSON.parse) is a field, never the copy's prototype
+      if (v !== undefined || own.has(key)) Object.defineProperty(answer, key, { value: v, ...FIELD });
     } catch (error) {
-      if ((ANSWER_FIELDS as readonly string[]).includes(key)) unreadable ??= `${key}: ${(error as Error)?.message}`;
+      if ((ANSWER_FIELDS as readonly string[]).includes(key)) unreadable ??= `${key}: threw ${errorText(error)}`;
     }
   }
   return { answer, unreadable };
+}
+
+/** An own, plain data property (what assignment makes). */
+const FIELD = { enumerable: true, writable: true, configurable: true } as const;
+
+/** What a thrown value says, never throwing itself. */
+function errorText(error: unknown): string {
+  try {
+    return error instanceof Error ? String(error.message) : shown(error);
+  } catch {
+    return '<unprintable>';
+  }
 }
 
 /**
@@ -779,10 +803,10 @@ export function checkExecutorResult(value: unknown): { raw: ExecutorResult; inva
   const problem =
     typeof r !== 'object' || r === null
       ? `an object, got ${r === null ? 'null' : typeof r}`
-      : typeof r.dispatched !== 'boolean'
-        ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
-        : read!.unreadable !== undefined
-          ? `fields that can be read, got ${read!.unreadable}`
+      : read!.unreadable !== undefined
+        ? `fields that can be read, got ${read!.unreadable}`
+        : typeof r.dispatched !== 'boolean'
+          ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
           : typeof r.jobs !== 'number'
             ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
             : r.reason !== null && typeof r.reason !== 'string'

@@ -10,6 +10,7 @@ import { enqueueStage } from './bullmq/producer';
 import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
 import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
+import { quitOrDrop } from './store/client';
 import { ioReader } from './store/reader';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
@@ -330,7 +331,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), waited]);
     await store.close();
     await queue.close();
-    await Promise.all(ownedConnections.map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all(ownedConnections.map(quitOrDrop));
     cutOff();
     events.removeAllListeners();
   };

@@ -41,7 +41,7 @@ const MAX_STORED_ANSWER = 1 << 20;
  * data made from its JSON once (BullMQ serialises it again, maybe more than
  * once: a value that changes between calls must not matter), and left out
  * when JSON cannot hold it or it is over 1 MiB of JSON (a direct
- * `dispatchStage` still returns it whole).
+ * `dispatchStage` returns the engine's copy of it: its own fields, read once).
  */
 function storable(result: DispatchResult): DispatchResult {
   if (result.result === undefined) return result;

@@ -20,6 +20,21 @@ export type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & 
   disconnect?(): void;
   quit?(): Promise<unknown>;
 };
+/** How long a connection's QUIT may take before it is dropped (a Redis that accepts and never answers), ms. */
+const QUIT_MS = 1000;
+
+/** Quits a connection the engine owns, or drops it when QUIT gets no answer in time. */
+export async function quitOrDrop(c: { quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), QUIT_MS)));
+  const quit = c.quit().then(
+    () => true,
+    () => false,
+  );
+  if (!(await Promise.race([quit, late]))) c.disconnect();
+  clearTimeout(timer);
+}
+
 export type Multi = Record<string, (...args: unknown[]) => Multi> & {
   exec(): Promise<[Error | null, unknown][] | null>;
 };

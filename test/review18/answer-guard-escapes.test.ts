@@ -40,7 +40,7 @@ describe('review 18: an answer saying dispatched: true whose problem cannot be d
   it.each([
     ['a getter throwing a value whose message is a Symbol', sentGetterThrowsOdd],
     ['`jobs` a revoked Proxy (shown() throws)', sentJobsRevoked],
-  ])('review 18 (doubled dispatch): %s: the sent stage is retried and sent again', async (_t, answer) => {
+  ])('review 18, fixed (doubled dispatch): %s: the sent stage is retried and sent again', async (_t, answer) => {
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     const engineFailed: string[] = [];
     h.engine.on('failed', (e) => engineFailed.push(e.reason));
@@ -58,7 +58,7 @@ describe('review 18: an answer saying dispatched: true whose problem cannot be d
   it.each([
     ['a getter throwing a value whose message is a Symbol', sentGetterThrowsOdd],
     ['`jobs` a revoked Proxy (shown() throws)', sentJobsRevoked],
-  ])('review 18 (wrong result): a direct dispatchStage rejects though the answer said dispatched: %s', async (_t, answer) => {
+  ])('review 18, fixed: a direct dispatchStage rejects though the answer said dispatched: %s', async (_t, answer) => {
     const h = harness();
     const invalid: string[] = [];
     h.engine.on('resultInvalid', (e) => invalid.push(e.error.code));
