@@ -763,8 +763,10 @@ function readAnswer(value: object): { answer: Record<string, unknown>; unreadabl
     if (Object.hasOwn(answer, key)) continue;
     try {
       const v = (value as Record<string, unknown>)[key];
-      // defined as an own field: a key `__proto__` (from JSON.parse) is a field, never the copy's prototype
-      if (v !== undefined || own.has(key)) Object.defineProperty(answer, key, { value: v, ...FIELD });
+      // a key `__proto__` (from JSON.parse) is defined as a field, never set as the copy's prototype
+      if (v === undefined && !own.has(key)) continue;
+      if (key === '__proto__') Object.defineProperty(answer, key, { value: v, ...FIELD });
+      else answer[key] = v;
     } catch (error) {
       if ((ANSWER_FIELDS as readonly string[]).includes(key)) unreadable ??= `${key}: threw ${errorText(error)}`;
     }

@@ -30,6 +30,21 @@ function terminal(error: Error): Error {
   return e;
 }
 
+/**
+ * Whether an answer is already plain data JSON holds as it is, the common case:
+ * the engine's copy of it (own fields, read once) whose values are strings,
+ * finite numbers, booleans or null, its strings well under the size cap.
+ */
+function isFlat(answer: object): boolean {
+  let size = 0;
+  for (const key in answer) {
+    const v = (answer as Record<string, unknown>)[key];
+    if (typeof v === 'string') size += v.length;
+    else if (!(v === null || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))) return false;
+  }
+  return size < MAX_STORED_ANSWER / 8;
+}
+
 /** The largest executor answer a job's return value keeps, as JSON characters. */
 const MAX_STORED_ANSWER = 1 << 20;
 
@@ -44,7 +59,7 @@ const MAX_STORED_ANSWER = 1 << 20;
  * `dispatchStage` returns the engine's copy of it: its own fields, read once).
  */
 function storable(result: DispatchResult): DispatchResult {
-  if (result.result === undefined) return result;
+  if (result.result === undefined || isFlat(result.result)) return result;
   const { result: answer, ...rest } = result;
   try {
     const json = JSON.stringify(answer);
