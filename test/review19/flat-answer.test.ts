@@ -1,0 +1,91 @@
+import type { Job } from 'bullmq';
+import { createProcessor } from '../../src/bullmq/processor';
+import { checkExecutorResult } from '../../src/dispatch';
+import { dispatchJobData } from '../../src/job-data';
+import type { DispatchResult, ExecutorResult, StageRef } from '../../src';
+
+/**
+ * Review 19, pure unit tests (no Redis) of commit a51e08d's `isFlat` (src/bullmq/processor.ts):
+ * an answer whose copy holds only strings, finite numbers, booleans and null is returned as the
+ * job's return value as it is, without `storable`'s JSON round trip. The processor is driven by
+ * a fake dispatcher whose attempt returns the engine's copy of an executor answer
+ * (`checkExecutorResult`), as `Dispatcher.attempt` does for a dispatch.
+ */
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+const MAX_STORED_ANSWER = 1 << 20;
+
+/** The job's return value for a dispatch whose executor answered `answer`. */
+async function returnValueFor(answer: unknown): Promise<DispatchResult> {
+  const { raw } = checkExecutorResult(answer);
+  const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
+  const dispatcher = {
+    closed: false,
+    attempt: async () => ({ kind: 'dispatched', chain: { capacity: 0, idempotent: 0, failures: 0 }, ownFailures: 0, result }),
+  };
+  const store = { queue: { qualifiedName: 'bull:q' }, markFinished: async () => undefined };
+  const opts = { inFlightRetryMs: 100, retry: { attempts: 3, backoff: { type: 'fixed', delay: 1 } } };
+  const processor = createProcessor(dispatcher as never, store as never, opts as never);
+  const job = {
+    id: 'job-1',
+    data: dispatchJobData(image, {}, undefined),
+    opts: { removeOnComplete: true },
+    timestamp: 1,
+    stalledCounter: 0,
+    attemptsMade: 0,
+    attemptsStarted: 1,
+  } as unknown as Job;
+  return (await processor(job, 'token-1')) as DispatchResult;
+}
+
+/** What the job's return value was before a51e08d: the answer's JSON, parsed (or left out). */
+function roundTrip(result: DispatchResult): DispatchResult {
+  const { result: answer, ...rest } = result;
+  const json = JSON.stringify(answer);
+  if (json === undefined || json.length > MAX_STORED_ANSWER) return rest;
+  return { ...rest, result: JSON.parse(json) as ExecutorResult };
+}
+
+describe('review 19: the job return value of a flat answer (isFlat skips the JSON round trip)', () => {
+  it('review 19 (size cap bypassed): a flat answer with a key of 2 M characters is stored whole, far over the documented 1 MiB cap', async () => {
+    const answer = { dispatched: true, jobs: 1, reason: null, ['k'.repeat(2_000_000)]: null };
+    const rv = await returnValueFor(answer);
+    // storable's doc: the answer is "left out when ... it is over 1 MiB of JSON"; isFlat counts
+    // only string VALUES, never keys, so BullMQ writes 2 MB of JSON into the job's hash
+    expect(JSON.stringify(rv.result ?? null).length).toBeLessThanOrEqual(MAX_STORED_ANSWER);
+  });
+
+  it('review 19 (size cap bypassed): a flat answer of 100 000 numeric fields (~3 MB of JSON) is stored whole', async () => {
+    const answer: Record<string, unknown> = { dispatched: true, jobs: 1, reason: null };
+    for (let i = 0; i < 100_000; i++) answer[`metric_${i}`] = 1.2345678901234567e-300 * (i + 1);
+    expect(JSON.stringify(answer).length).toBeGreaterThan(2 * MAX_STORED_ANSWER);
+    const rv = await returnValueFor(answer);
+    // numbers (and booleans, null) add nothing to isFlat's size: no cap at all on them
+    expect(JSON.stringify(rv.result ?? null).length).toBeLessThanOrEqual(MAX_STORED_ANSWER);
+  });
+
+  it('review 19 (copy differs from the JSON): jobs: -0 is returned as -0, where the JSON round trip (and Redis) give 0', async () => {
+    const answer = { dispatched: true, jobs: -0, reason: null };
+    const rv = await returnValueFor(answer);
+    // a Worker's `completed` listener gets this value in-process; getJob/QueueEvents read 0 from Redis
+    expect(rv).toEqual(roundTrip(rv));
+  });
+
+  it('review 19, passing check: a flat answer with own constructor / toJSON / hasOwnProperty / toString / __proto__ keys set to primitives is returned as its JSON round trip gives it', async () => {
+    const answer = JSON.parse(
+      '{"dispatched":true,"jobs":1,"reason":null,"constructor":"c","toJSON":"t","hasOwnProperty":1,"toString":false,"valueOf":null,"__proto__":"p"}',
+    ) as ExecutorResult;
+    const rv = await returnValueFor(answer);
+    const expected = roundTrip({ dispatched: true, reason: null, retryable: false, result: answer });
+    expect(JSON.stringify(rv)).toBe(JSON.stringify(expected));
+    expect(Object.keys(rv.result!)).toEqual(Object.keys(expected.result!));
+    expect(Object.getPrototypeOf(rv.result)).toBe(Object.prototype);
+    for (const key of ['constructor', 'toJSON', 'hasOwnProperty', 'toString', 'valueOf', '__proto__'])
+      expect([key, Object.hasOwn(rv.result!, key)]).toEqual([key, true]);
+  });
+
+  it('review 19, passing check: a flat answer with strings needing \\u escapes stays under the cap (6 JSON chars each, the cap is length / 8)', async () => {
+    const answer = { dispatched: true, jobs: 1, reason: null, s: '\u0001'.repeat(MAX_STORED_ANSWER / 8 - 1) };
+    const rv = await returnValueFor(answer);
+    expect(JSON.stringify(rv.result).length).toBeLessThanOrEqual(MAX_STORED_ANSWER);
+  });
+});
