@@ -2,9 +2,10 @@ import { checkExecutorResult } from '../../src/dispatch';
 
 /**
  * Review 19, pure unit test of commit a51e08d's `readAnswer` (src/dispatch.ts): the copy now
- * ASSIGNS each field (`answer[key] = v`), defineProperty only for `__proto__`. Under hardened
- * JavaScript (`node --frozen-intrinsics`, SES `lockdown()`, `Object.freeze(Object.prototype)`),
- * assignment of a key that Object.prototype holds as a read-only data property (`constructor`,
+ * ASSIGNS each field (`answer[key] = v`), defineProperty only for `__proto__`. In an app that
+ * freezes Object.prototype against prototype pollution (`Object.freeze(Object.prototype)`, a
+ * common hardening advice; `node --frozen-intrinsics` and SES' default override taming keep
+ * these keys assignable, so they are not affected), assignment of a key that Object.prototype holds as a read-only data property (`constructor`,
  * `toString`, `valueOf`, `hasOwnProperty`, ...) throws in strict mode (the "override mistake");
  * readAnswer's catch swallows it for any key that is not one of the engine's fields, and the
  * field silently disappears from the copy: from `dispatchStage`'s `result` and the job's return
