@@ -74,3 +74,15 @@ describe('review 19: through a worker (Redis)', () => {
     expect({ executorCalls: h.executor.calls.length, failed: failed.length }).toEqual({ executorCalls: 1, failed: 0 });
   });
 });
+
+describe('review 19: a not-sent answer whose retryAfterMs cannot be compared', () => {
+  it('review 19 (untyped error): a capacity answer with retryAfterMs: Symbol() throws TypeError from the `>= 0` test, not INVALID_EXECUTOR_RESULT', () => {
+    const r = outcome({ dispatched: false, jobs: 0, reason: 'no_worker_available', retryAfterMs: Symbol('later') });
+    expect(r).toEqual({ threw: expect.stringContaining('InvalidExecutorResultError') });
+  });
+
+  it('review 19 (doc contradicted): a non-capacity answer with retryAfterMs: Symbol() throws TypeError, though retryAfterMs "is read only for a capacity outcome"', () => {
+    const r = outcome({ dispatched: false, jobs: 0, reason: 'boom', retryAfterMs: Symbol('later') });
+    expect(r).toEqual({ dispatched: false, invalid: undefined });
+  });
+});
