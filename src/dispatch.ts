@@ -730,16 +730,31 @@ function isRateLimit(error: unknown): boolean {
  * message): describing an answer must never throw.
  */
 function shown(value: unknown): string {
+  let text: string;
   try {
-    return JSON.stringify(value) ?? String(value);
+    text = JSON.stringify(value) ?? String(value);
   } catch {
     try {
-      return String(value);
+      text = String(value);
     } catch {
       return '<unprintable>';
     }
   }
+  return text.length > SHOWN_MAX ? `${text.slice(0, SHOWN_MAX)}…` : text;
 }
+
+/** A value's string (as a template shows it), capped, never throwing. */
+function stringOf(value: unknown): string {
+  try {
+    const text = String(value);
+    return text.length > SHOWN_MAX ? `${text.slice(0, SHOWN_MAX)}…` : text;
+  } catch {
+    return '<unprintable>';
+  }
+}
+
+/** The longest text of a value an error message shows. */
+const SHOWN_MAX = 200;
 
 /** The fields of an answer the engine reads. */
 const ANSWER_FIELDS = ['dispatched', 'jobs', 'reason', 'retryable', 'notSent', 'retryAfterMs'] as const;
@@ -765,7 +780,8 @@ function readAnswer(value: object): { answer: Record<string, unknown>; unreadabl
       const v = (value as Record<string, unknown>)[key];
       // a key `__proto__` (from JSON.parse) is defined as a field, never set as the copy's prototype
       if (v === undefined && !own.has(key)) continue;
-      if (key === '__proto__') Object.defineProperty(answer, key, { value: v, ...FIELD });
+      // (also a key Object.prototype has: an app may freeze it, and assignment then throws)
+      if (key in Object.prototype) Object.defineProperty(answer, key, { value: v, ...FIELD });
       else answer[key] = v;
     } catch (error) {
       if ((ANSWER_FIELDS as readonly string[]).includes(key)) unreadable ??= `${key}: threw ${errorText(error)}`;
@@ -780,7 +796,7 @@ const FIELD = { enumerable: true, writable: true, configurable: true } as const;
 /** What a thrown value says, never throwing itself. */
 function errorText(error: unknown): string {
   try {
-    return error instanceof Error ? String(error.message) : shown(error);
+    return error instanceof Error ? stringOf(error.message) : shown(error);
   } catch {
     return '<unprintable>';
   }
@@ -802,34 +818,48 @@ export function checkExecutorResult(value: unknown): { raw: ExecutorResult; inva
   const read = typeof value === 'object' && value !== null ? readAnswer(value) : undefined;
   const r = (read ? read.answer : value) as Partial<ExecutorResult> | null;
   const sent = read !== undefined && r!.dispatched === true;
-  const problem =
-    typeof r !== 'object' || r === null
-      ? `an object, got ${r === null ? 'null' : typeof r}`
-      : read!.unreadable !== undefined
-        ? `fields that can be read, got ${read!.unreadable}`
-        : typeof r.dispatched !== 'boolean'
-          ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
-          : typeof r.jobs !== 'number'
-            ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
-            : r.reason !== null && typeof r.reason !== 'string'
-              ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
-              : sent
-                ? null
-                : r.retryable !== undefined && typeof r.retryable !== 'boolean'
-                  ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
-                  : r.notSent !== undefined && !(r.notSent instanceof Map)
-                    ? '`notSent` to be a Map'
-                    : r.retryAfterMs !== undefined &&
-                        // (Number.isFinite is false for anything but a finite number: no typeof needed)
-                        (!(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs)) &&
-                        // read (and so checked) only for a capacity outcome
-                        outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity'
-                      ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${String(r.retryAfterMs)}`
-                      : null;
-  if (!problem) return { raw: r as ExecutorResult };
-  const invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
+  let invalid: InvalidExecutorResultError | undefined;
+  try {
+    const problem = answerProblem(r, read?.unreadable, sent);
+    if (problem)
+      invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
+  } catch {
+    // describing it failed (a text past V8's longest string): still refused, or, sent, still a dispatch
+    invalid = new InvalidExecutorResultError('The executor returned an invalid result that cannot be described');
+  }
+  if (!invalid) return { raw: r as ExecutorResult };
   if (!sent) throw invalid;
   return { raw: r as ExecutorResult, invalid };
+}
+
+/** What is wrong with an answer (its copy), or null. */
+function answerProblem(
+  r: Partial<ExecutorResult> | null,
+  unreadable: string | undefined,
+  sent: boolean,
+): string | null {
+  return typeof r !== 'object' || r === null
+    ? `an object, got ${r === null ? 'null' : typeof r}`
+    : unreadable !== undefined
+      ? `fields that can be read, got ${unreadable}`
+      : typeof r.dispatched !== 'boolean'
+        ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
+        : typeof r.jobs !== 'number'
+          ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
+          : r.reason !== null && typeof r.reason !== 'string'
+            ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
+            : sent
+              ? null
+              : r.retryable !== undefined && typeof r.retryable !== 'boolean'
+                ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
+                : r.notSent !== undefined && !(r.notSent instanceof Map)
+                  ? '`notSent` to be a Map'
+                  : r.retryAfterMs !== undefined &&
+                      // read (and so checked) only for a capacity outcome
+                      outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity' &&
+                      (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
+                    ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${stringOf(r.retryAfterMs)}`
+                    : null;
 }
 
 /**

@@ -37,13 +37,25 @@ function terminal(error: Error): Error {
  */
 function isFlat(answer: object): boolean {
   let size = 0;
+  let keys = 0;
   for (const key in answer) {
+    if (++keys > FLAT_KEYS) return false;
     const v = (answer as Record<string, unknown>)[key];
+    size += key.length;
     if (typeof v === 'string') size += v.length;
-    else if (!(v === null || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))) return false;
+    else if (!(
+      v === null ||
+      typeof v === 'boolean' ||
+      (typeof v === 'number' && Number.isFinite(v) && !Object.is(v, -0))
+    ))
+      return false;
   }
+  // (a character takes 6 of JSON at most, `\uXXXX`; a key or value's quotes and separators a few more)
   return size < MAX_STORED_ANSWER / 8;
 }
+
+/** The most fields an answer stored without the JSON round trip may have. */
+const FLAT_KEYS = 64;
 
 /** The largest executor answer a job's return value keeps, as JSON characters. */
 const MAX_STORED_ANSWER = 1 << 20;

@@ -24,7 +24,9 @@ export type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & 
 const QUIT_MS = 1000;
 
 /** Quits a connection the engine owns, or drops it when QUIT gets no answer in time. */
-export async function quitOrDrop(c: { quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
+export async function quitOrDrop(c: { quit(): Promise<unknown>; disconnect(): void; status?: string }): Promise<void> {
+  // (ended already: a disconnect now would only start ioredis' timer on a closed socket)
+  if (c.status === 'end') return;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), QUIT_MS)));
   const quit = c.quit().then(

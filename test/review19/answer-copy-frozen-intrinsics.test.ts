@@ -15,9 +15,13 @@ import { checkExecutorResult } from '../../src/dispatch';
  * Object.prototype has them), and restores them.
  */
 describe('review 19: the copy of an answer under a frozen Object.prototype', () => {
-  it('review 19 (field dropped): with Object.prototype frozen, an answer field named `toString` or `constructor` is lost from the copy', () => {
-    const answer = JSON.parse('{"dispatched":true,"jobs":1,"reason":null,"toString":"ts","constructor":"c1"}') as object;
-    const saved = ['toString', 'constructor'].map((k) => [k, Object.getOwnPropertyDescriptor(Object.prototype, k)!] as const);
+  it('review 19, fixed (field dropped), was: with Object.prototype frozen, an answer field named `toString` or `constructor` is lost from the copy', () => {
+    const answer = JSON.parse(
+      '{"dispatched":true,"jobs":1,"reason":null,"toString":"ts","constructor":"c1"}',
+    ) as object;
+    const saved = ['toString', 'constructor'].map(
+      (k) => [k, Object.getOwnPropertyDescriptor(Object.prototype, k)!] as const,
+    );
     let raw: unknown;
     try {
       for (const [k, d] of saved) Object.defineProperty(Object.prototype, k, { ...d, writable: false });

@@ -28,7 +28,7 @@ const outcome = (answer: unknown) => {
 };
 
 describe('review 19: describing a bad answer of a sent stage throws after all', () => {
-  it('review 19 (doubled dispatch): dispatched: true with a `jobs` whose String() is at the maximum string length makes checkExecutorResult throw RangeError', () => {
+  it('review 19, fixed (doubled dispatch), was: dispatched: true with a `jobs` whose String() is at the maximum string length makes checkExecutorResult throw RangeError', () => {
     const jobs = {
       toJSON() {
         throw new Error('not JSON');
@@ -41,7 +41,7 @@ describe('review 19: describing a bad answer of a sent stage throws after all', 
     });
   });
 
-  it('review 19 (doubled dispatch): dispatched: true with a `jobs` getter that throws an Error of the maximum message length makes checkExecutorResult throw RangeError', () => {
+  it('review 19, fixed (doubled dispatch), was: dispatched: true with a `jobs` getter that throws an Error of the maximum message length makes checkExecutorResult throw RangeError', () => {
     const answer = {
       dispatched: true,
       reason: null,
@@ -54,7 +54,7 @@ describe('review 19: describing a bad answer of a sent stage throws after all', 
 });
 
 describe('review 19: through a worker (Redis)', () => {
-  it('review 19 (doubled dispatch): a sent stage whose answer has a `jobs` getter throwing an Error of the maximum message length is sent again by the retry', async () => {
+  it('review 19, fixed (doubled dispatch), was: a sent stage whose answer has a `jobs` getter throwing an Error of the maximum message length is sent again by the retry', async () => {
     const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     h.executor.script(image, async () => ({
@@ -76,12 +76,12 @@ describe('review 19: through a worker (Redis)', () => {
 });
 
 describe('review 19: a not-sent answer whose retryAfterMs cannot be compared', () => {
-  it('review 19 (untyped error): a capacity answer with retryAfterMs: Symbol() throws TypeError from the `>= 0` test, not INVALID_EXECUTOR_RESULT', () => {
+  it('review 19, fixed (untyped error), was: a capacity answer with retryAfterMs: Symbol() throws TypeError from the `>= 0` test, not INVALID_EXECUTOR_RESULT', () => {
     const r = outcome({ dispatched: false, jobs: 0, reason: 'no_worker_available', retryAfterMs: Symbol('later') });
     expect(r).toEqual({ threw: expect.stringContaining('InvalidExecutorResultError') });
   });
 
-  it('review 19 (doc contradicted): a non-capacity answer with retryAfterMs: Symbol() throws TypeError, though retryAfterMs "is read only for a capacity outcome"', () => {
+  it('review 19, fixed (doc contradicted), was: a non-capacity answer with retryAfterMs: Symbol() throws TypeError, though retryAfterMs "is read only for a capacity outcome"', () => {
     const r = outcome({ dispatched: false, jobs: 0, reason: 'boom', retryAfterMs: Symbol('later') });
     expect(r).toEqual({ dispatched: false, invalid: undefined });
   });

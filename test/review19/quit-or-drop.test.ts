@@ -14,7 +14,10 @@ describe('review 19: quitOrDrop', () => {
     const before = timeouts();
     let drops = 0;
     const started = performance.now();
-    await quitOrDrop({ quit: () => Promise.reject(new Error('Connection is closed.')), disconnect: () => void drops++ });
+    await quitOrDrop({
+      quit: () => Promise.reject(new Error('Connection is closed.')),
+      disconnect: () => void drops++,
+    });
     expect({ drops, fast: performance.now() - started < 200, timers: timeouts() - before }).toEqual({
       drops: 1,
       fast: true,
@@ -45,7 +48,7 @@ describe('review 19: quitOrDrop', () => {
     expect({ drops, inWindow: took >= 900 && took < 3000 }).toEqual({ drops: 1, inWindow: true });
   });
 
-  it('review 19 (process held after close): quitOrDrop of an ioredis connection already `end` drops it again, arming ioredis\' 2 s disconnect timer on its closed socket', async () => {
+  it("review 19, fixed (process held after close), was: quitOrDrop of an ioredis connection already `end` drops it again, arming ioredis' 2 s disconnect timer on its closed socket", async () => {
     const c = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: null });
     await c.connect();
     await c.quit();
