@@ -11,6 +11,7 @@ import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from
 import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { quitOrDrop } from './store/client';
+import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
@@ -325,9 +326,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     // (a job interrupted this way is delayed, no attempt spent); then the workers close
     // (calls waited for a while only: one waiting on a Redis that does not answer ends once its
     // connection closes below, or at the end of the close, with EngineClosedError)
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_CALLS_MS)));
-    const waited = Promise.race([Promise.allSettled([...calls]), bound]).finally(() => clearTimeout(timer));
+    const waited = settlesWithin(Promise.allSettled([...calls]), CLOSE_CALLS_MS);
     await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), waited]);
     await store.close();
     await queue.close();

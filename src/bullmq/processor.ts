@@ -99,6 +99,21 @@ async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: Job
 }
 
 /**
+ * Whether a real failure, the `spent`-th of the job's chain, ends the job for good: its budget
+ * is spent, the error is unrecoverable, or the Worker's maxStartedAttempts is reached (each wait
+ * in flight counts as a start). Read only on a failure: the hot path reads nothing for it.
+ */
+function failsForGood(job: Job, ctx: JobContext, spent: number, error: unknown): boolean {
+  const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
+    ?.maxStartedAttempts;
+  return (
+    spent >= ctx.attempts ||
+    (error instanceof Error && isUnrecoverable(error)) ||
+    (!!maxStarted && job.attemptsStarted >= maxStarted)
+  );
+}
+
+/**
  * BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the
  * built-in strategies. A job's custom type (a Worker's `backoffStrategy`, which
  * the processor does not see) waits by the engine's own `retry.backoff`.
@@ -171,13 +186,7 @@ export function createProcessor<P>(
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
     };
-    // a Worker's maxStartedAttempts also ends the job (each wait in flight counts as a start)
-    const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
-      ?.maxStartedAttempts;
-    ctx.failsForGood = (spent, error) =>
-      spent >= ctx.attempts ||
-      (error instanceof Error && isUnrecoverable(error)) ||
-      (!!maxStarted && job.attemptsStarted >= maxStarted);
+    ctx.failsForGood = (spent, error) => failsForGood(job, ctx, spent, error);
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
     // (a BullMQ without the stalled count gives none: the release then never marks a job handed on)

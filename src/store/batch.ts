@@ -1,5 +1,6 @@
 import { CMD, type Client } from './client';
 import type { StoreKeys } from './keys';
+import { settlesWithin } from './within';
 
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
@@ -85,10 +86,7 @@ export class Batcher {
     if (this.lazy.length > 0) void this.flush();
     // Stryker disable next-line ConditionalExpression: equivalent: waiting on an empty set resolves at once (a timer made and cleared)
     if (this.lazyInFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, LAZY_CLOSE_MS)));
-    await Promise.race([Promise.all(this.lazyInFlight), bound]);
-    clearTimeout(timer);
+    await settlesWithin(Promise.all(this.lazyInFlight), LAZY_CLOSE_MS);
   }
 
   private flush(): Promise<void> {

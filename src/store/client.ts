@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as lua from '../lua/scripts';
 import { InvalidOptionsError, MissingPermissionError } from '../errors';
 import type { StoreKeys } from './keys';
+import { settlesWithin } from './within';
 
 /**
  * The engine's Redis client: BullMQ's ioredis connection with the engine's
@@ -27,14 +28,13 @@ const QUIT_MS = 1000;
 export async function quitOrDrop(c: { quit(): Promise<unknown>; disconnect(): void; status?: string }): Promise<void> {
   // (ended already: a disconnect now would only start ioredis' timer on a closed socket)
   if (c.status === 'end') return;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), QUIT_MS)));
-  const quit = c.quit().then(
-    () => true,
-    () => false,
+  // dropped unless QUIT was answered in time (a QUIT refused is dropped too)
+  let quit = false;
+  await settlesWithin(
+    c.quit().then(() => (quit = true)),
+    QUIT_MS,
   );
-  if (!(await Promise.race([quit, late]))) c.disconnect();
-  clearTimeout(timer);
+  if (!quit) c.disconnect();
 }
 
 export type Multi = Record<string, (...args: unknown[]) => Multi> & {

@@ -22,50 +22,39 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
-(onCluster ? describe.skip : describe)('review 17: a completed job retried by hand at once', () => {
-  it('review 17, fixed (lost stage): a job retried by hand (resetAttemptsMade) while its lazy release is queued is not marked handed on: the retry dispatches', async () => {
-    const h = harness();
-    h.executor.fallback = SENT;
-    const own = await h.engine.queue.add('image', data); // by hand: kept once completed
-    const worker = h.engine.createWorker();
-    const { done } = watch(worker);
-    let retried = false;
-    worker.on('completed', (job: Job) => {
-      if (retried) return;
-      retried = true;
-      // the operator (a dashboard's "retry" button, a script) retries the completed job afresh
-      void job.retry('completed', { resetAttemptsMade: true });
-    });
-    await waitFor(() => done.length >= 2, 'the retried job completed too', 8000);
-    await sleep(100);
-    expect(done.map((d) => d.id)).toEqual([own.id, own.id]);
-    expect({
-      second: { dispatched: done[1]!.result.dispatched, reason: done[1]!.result.reason },
-      executorCalls: h.executor.calls.length,
-    }).toEqual({ second: { dispatched: true, reason: null }, executorCalls: 2 });
+/**
+ * A job added by hand (kept once completed) that an operator retries from the Worker's
+ * `completed` listener, at once (its lazy release still queued), with `retry`'s options:
+ * the retried job must dispatch again.
+ */
+async function retriedAtOnce(opts?: { resetAttemptsMade: boolean }) {
+  const h = harness();
+  h.executor.fallback = SENT;
+  const own = await h.engine.queue.add('image', data); // by hand: kept once completed
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  let retried = false;
+  worker.on('completed', (job: Job) => {
+    if (retried) return;
+    retried = true;
+    // the operator (a dashboard's "retry" button, a script) retries the completed job afresh
+    void job.retry('completed', opts);
   });
+  await waitFor(() => done.length >= 2, 'the retried job completed too', 8000);
+  await sleep(100);
+  expect(done.map((d) => d.id)).toEqual([own.id, own.id]);
+  expect({
+    second: { dispatched: done[1]!.result.dispatched, reason: done[1]!.result.reason },
+    executorCalls: h.executor.calls.length,
+  }).toEqual({ second: { dispatched: true, reason: null }, executorCalls: 2 });
+}
 
-  it('review 17 PASSING CHECK: a plain retry by hand (atm counted) while the lazy release is queued dispatches again (sdf differs from atm)', async () => {
-    const h = harness();
-    h.executor.fallback = SENT;
-    const own = await h.engine.queue.add('image', data); // by hand: kept once completed
-    const worker = h.engine.createWorker();
-    const { done } = watch(worker);
-    let retried = false;
-    worker.on('completed', (job: Job) => {
-      if (retried) return;
-      retried = true;
-      // the operator (a dashboard's "retry" button, a script) retries the completed job afresh
-      void job.retry('completed');
-    });
-    await waitFor(() => done.length >= 2, 'the retried job completed too', 8000);
-    await sleep(100);
-    expect(done.map((d) => d.id)).toEqual([own.id, own.id]);
-    expect({
-      second: { dispatched: done[1]!.result.dispatched, reason: done[1]!.result.reason },
-      executorCalls: h.executor.calls.length,
-    }).toEqual({ second: { dispatched: true, reason: null }, executorCalls: 2 });
-  });
+(onCluster ? describe.skip : describe)('review 17: a completed job retried by hand at once', () => {
+  it('review 17, fixed (lost stage): a job retried by hand (resetAttemptsMade) while its lazy release is queued is not marked handed on: the retry dispatches', () =>
+    retriedAtOnce({ resetAttemptsMade: true }));
+
+  it('review 17 PASSING CHECK: a plain retry by hand (atm counted) while the lazy release is queued dispatches again (sdf differs from atm)', () =>
+    retriedAtOnce());
 
   it('review 17 PASSING CHECK: the same retry once the lazy release went out dispatches again (the mark comes from the queued release)', async () => {
     const h = harness();
