@@ -1,0 +1,64 @@
+import { Worker, type Job } from 'bullmq';
+import { harness } from '../helpers/engine';
+import { client, waitFor } from '../helpers/redis';
+import type { StageRef } from '../../src';
+
+/**
+ * Review 20. docs/design.md, Keys table, `sdf`: "finished (BullMQ's `atm` when the engine saw it
+ * fail for good …: a later run with another `atm` is a retry by hand, a redelivery after a crash
+ * keeps the same one)" — and so is NOT a retry by hand. BATCH's begin (src/lua/scripts.ts) also
+ * treats as a retry by hand any run while the job's `<member>?` record exists ("or it is running
+ * again while recorded as failed for good"). The engine writes that record (FAIL, in
+ * `failForGood`) BEFORE BullMQ moves the job to failed: a worker that crashes or freezes past its
+ * lock between the two leaves the job active with its record; the stalled check redelivers it,
+ * and the redelivery is taken for a retry by hand: a fresh chain and a fresh budget (here 3 more
+ * executor calls instead of the one a plain BullMQ redelivery costs). The retry budget is not
+ * kept ("a real failure uses the normal retry budget"); a capacity chain at its bound likewise
+ * starts again from 0 deferrals.
+ * The crash is simulated on the user's own Worker: after the engine's processor threw the job's
+ * final (unrecoverable) failure, the wrapper drops BullMQ's lock of the job and waits for the
+ * stalled check to hand the job on before it lets the error reach BullMQ (which then refuses it).
+ */
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe('review 20: a crash between the failed-job record and BullMQ failing the job', () => {
+  it('review 20: a job redelivered after a crash between FAIL and BullMQ moving it to failed is taken for a retry by hand: a fresh retry budget (executor called 3 more times, not once)', async () => {
+    const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
+    h.executor.script(image, ...Array.from({ length: 10 }, (_, i) => new Error(`downstream 500 #${i + 1}`)));
+    const { jobId } = await h.engine.enqueue(image, {});
+    const redis = client();
+    let crashed = false;
+    const worker = new Worker(
+      h.queueName,
+      async (job: Job, token?: string) => {
+        try {
+          return await h.engine.processor(job, token);
+        } catch (error) {
+          if (!crashed && (error as Error).name === 'UnrecoverableError') {
+            crashed = true;
+            // the process froze (or died) here: its lock lapses and the stalled check hands the job on
+            await redis.del(`${h.prefix}:${h.queueName}:${job.id}:lock`);
+            await waitFor(async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0, 'handed on', 10_000);
+          }
+          throw error;
+        }
+      },
+      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
+    );
+    worker.on('error', () => undefined);
+    h.engine.attachWorker(worker);
+    try {
+      const finals: string[] = [];
+      worker.on('failed', (job) => void (job?.finishedOn && finals.push(job.id!)));
+      await waitFor(() => crashed, 'the final failure, then the crash', 10_000);
+      await waitFor(() => finals.includes(jobId!), 'the redelivered job failed for good', 15_000);
+      // BullMQ's own behaviour on such a crash: the job runs once more (its count was never moved)
+      expect({ calls: h.executor.callsFor(image), state: await h.engine.queue.getJobState(jobId!) }).toEqual({
+        calls: 4,
+        state: 'failed',
+      });
+    } finally {
+      await worker.close();
+    }
+  }, 30_000);
+});
