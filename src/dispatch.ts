@@ -6,6 +6,7 @@ import { EngineClosedError, InvalidExecutorResultError, InvalidPayloadError } fr
 import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
 import { classifyNotSentReasons, outcomeClass } from './outcomes';
+import { settlesWithin } from './store/within';
 import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, StageRef } from './types';
 
 /** How one dispatch attempt ended, for the processor; `result` is what `dispatchStage` returns. */
@@ -55,10 +56,13 @@ export interface JobContext {
   run?: string;
   /**
    * Whether a real failure, the `spent`-th of the job's chain, ends the job for
-   * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
-   * the processor decides by the same rule after the attempt.
+   * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`, a
+   * custom backoff strategy's -1): the processor decides by the same rule after
+   * the attempt.
    */
-  failsForGood?: (spent: number, error: unknown) => boolean;
+  failsForGood?: (spent: number, error: unknown) => boolean | Promise<boolean>;
+  /** The delay a custom backoff strategy gave for this failure (asked once, by `failsForGood`). */
+  customDelay?: Promise<number>;
 }
 
 /** The retry options a job was added with: what a wake-up it leads to keeps. */
@@ -82,6 +86,9 @@ interface Carry {
 
 /** A begin that took the lock. */
 type Locked = Extract<BeginOutcome, { kind: 'locked' }>;
+
+/** How long close() waits for attempts still waiting for their begin, ms (see `close`). */
+const BEGIN_WAIT_MS = 2000;
 type Released = Awaited<ReturnType<DeferralStore['release']>>;
 
 /** How long a dispatched attempt waits before it sends its release again (`releaseSent`), ms. */
@@ -178,7 +185,13 @@ export class Dispatcher<P> {
   async close(): Promise<void> {
     this.closing = true;
     for (const r of this.running) r.abort(new EngineClosedError());
-    if (this.pending > 0) await (this.idle ??= new Promise<void>((resolve) => (this.drained = resolve)));
+    if (this.pending > 0) {
+      const idle = (this.idle ??= new Promise<void>((resolve) => (this.drained = resolve)));
+      // an attempt holding its lock is waited for (its executor may have sent the stage: its
+      // release must land); one still waiting for its begin (a Redis that stopped answering) only
+      // for a while: it sent nothing, and ends with EngineClosedError once its connection closes
+      while (!(await settlesWithin(idle, BEGIN_WAIT_MS)) && this.running.size > 0);
+    }
     clearInterval(this.ticker);
   }
 
@@ -204,14 +217,20 @@ export class Dispatcher<P> {
     this.pending++;
     try {
       const { store, opts } = this;
-      const begun = await store.begin({
-        sid,
-        ownJobId: job?.id ?? '',
-        lockMs: opts.lockMs,
-        wakeUp: job?.isWakeUp ?? false,
-        skewToleranceMs: opts.maxClockSkewMs,
-        bullToken: job?.bullToken,
-      });
+      let begun: BeginOutcome;
+      try {
+        begun = await store.begin({
+          sid,
+          ownJobId: job?.id ?? '',
+          lockMs: opts.lockMs,
+          wakeUp: job?.isWakeUp ?? false,
+          skewToleranceMs: opts.maxClockSkewMs,
+          bullToken: job?.bullToken,
+        });
+      } catch (error) {
+        // a begin the close cut off (close() stopped waiting for it and closed its connection)
+        throw this.closing ? new EngineClosedError(error) : error;
+      }
       if (begun.kind !== 'locked') return this.notBegun(ref, begun);
       const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures);
       this.running.add(running);
@@ -389,7 +408,7 @@ export class Dispatcher<P> {
     // window ended) and then fail for good, and nothing would carry the stage any more
     const spent = chain.failures + running.ownFailures + 1;
     const limited = reason === 'rate_limited';
-    const failing = running.abortedBy === undefined && !limited && !job?.failsForGood?.(spent, error);
+    const failing = running.abortedBy === undefined && !limited && !(await job?.failsForGood?.(spent, error));
     // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
     const released = await this.store.release(
@@ -832,34 +851,50 @@ export function checkExecutorResult(value: unknown): { raw: ExecutorResult; inva
   return { raw: r as ExecutorResult, invalid };
 }
 
-/** What is wrong with an answer (its copy), or null. */
+/**
+ * A `notSent` map read once into a plain copy, or what is wrong with it: each entry a reason (a
+ * string) and a count (a finite number >= 0).
+ */
+function countsOf(notSent: unknown): Map<string, number> | string {
+  if (!(notSent instanceof Map)) return '`notSent` to be a Map';
+  const counts = new Map<string, number>();
+  for (const [reason, n] of notSent as Map<unknown, unknown>) {
+    if (typeof reason !== 'string' || typeof n !== 'number' || !(n >= 0) || !Number.isFinite(n))
+      return `\`notSent\` to map reasons (strings) to counts (finite numbers >= 0), got ${shown(reason)} → ${stringOf(n)}`;
+    counts.set(reason, n);
+  }
+  return counts;
+}
+
+/** What is wrong with an answer (its copy), or null. A stage not sent gets its `notSent` copied. */
 function answerProblem(
   r: Partial<ExecutorResult> | null,
   unreadable: string | undefined,
   sent: boolean,
 ): string | null {
-  return typeof r !== 'object' || r === null
-    ? `an object, got ${r === null ? 'null' : typeof r}`
-    : unreadable !== undefined
-      ? `fields that can be read, got ${unreadable}`
-      : typeof r.dispatched !== 'boolean'
-        ? `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`
-        : typeof r.jobs !== 'number'
-          ? `\`jobs\` to be a number, got ${shown(r.jobs)}`
-          : r.reason !== null && typeof r.reason !== 'string'
-            ? `\`reason\` to be a string or null, got ${shown(r.reason)}`
-            : sent
-              ? null
-              : r.retryable !== undefined && typeof r.retryable !== 'boolean'
-                ? `\`retryable\` to be a boolean, got ${shown(r.retryable)}`
-                : r.notSent !== undefined && !(r.notSent instanceof Map)
-                  ? '`notSent` to be a Map'
-                  : r.retryAfterMs !== undefined &&
-                      // read (and so checked) only for a capacity outcome
-                      outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity' &&
-                      (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
-                    ? `\`retryAfterMs\` to be a finite number of ms >= 0, got ${stringOf(r.retryAfterMs)}`
-                    : null;
+  if (typeof r !== 'object' || r === null) return `an object, got ${r === null ? 'null' : typeof r}`;
+  if (unreadable !== undefined) return `fields that can be read, got ${unreadable}`;
+  if (typeof r.dispatched !== 'boolean') return `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`;
+  if (typeof r.jobs !== 'number') return `\`jobs\` to be a number, got ${shown(r.jobs)}`;
+  if (r.reason !== null && typeof r.reason !== 'string')
+    return `\`reason\` to be a string or null, got ${shown(r.reason)}`;
+  if (sent) return null;
+  if (r.retryable !== undefined && typeof r.retryable !== 'boolean')
+    return `\`retryable\` to be a boolean, got ${shown(r.retryable)}`;
+  if (r.notSent !== undefined) {
+    const counts = countsOf(r.notSent);
+    if (typeof counts === 'string') return counts;
+    // (read once: the engine reads the copy, never the executor's map again)
+    r.notSent = counts;
+  }
+  // read (and so checked) only for a capacity outcome
+  if (
+    r.retryAfterMs !== undefined &&
+    outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity' &&
+    (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
+  )
+    return `\`retryAfterMs\` to be a finite number of ms >= 0, got ${stringOf(r.retryAfterMs)}`;
+  return null;
 }
 
 /**

@@ -10,7 +10,7 @@ import { enqueueStage } from './bullmq/producer';
 import { resolveOptions, type DispatchEngineOptions, type ResolvedOptions } from './options';
 import { encodeStageKind, parseStageId, scopePrefix, stageId } from './stage-ref';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
-import { quitOrDrop } from './store/client';
+import { closeOrDrop, quitOrDrop } from './store/client';
 import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
@@ -100,6 +100,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
   const opts: ResolvedOptions<P> = { ...rest, executor: executor ?? refuseWithoutExecutor };
   checkConnection(opts.connection);
   const queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
+  // (connection options: BullMQ made the Queue's client, the engine's to drop; a client passed in is the user's)
+  const ownsQueueConnection = typeof (opts.connection as { duplicate?: unknown }).duplicate !== 'function';
   try {
     checkQueue(queue);
   } catch (error) {
@@ -328,10 +330,16 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     // connection closes below, or at the end of the close, with EngineClosedError)
     const waited = settlesWithin(Promise.allSettled([...calls]), CLOSE_CALLS_MS);
     await Promise.all([dispatcher.close(), ...workers.map((w) => w.close()), waited]);
-    await store.close();
-    await queue.close();
-    await Promise.all(ownedConnections.map(quitOrDrop));
+    // the calls still waiting end now (their connections close below)
     cutOff();
+    await store.close();
+    // BullMQ's Queue.close() waits for its QUIT; a Redis that stopped answering never answers it:
+    // its connection is dropped then, unless it is the user's own (BullMQ does not close those)
+    await closeOrDrop(
+      () => queue.close(),
+      () => (ownsQueueConnection ? queue.disconnect() : undefined),
+    );
+    await Promise.all(ownedConnections.map(quitOrDrop));
     events.removeAllListeners();
   };
   return engine;

@@ -100,23 +100,64 @@ async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: Job
 
 /**
  * Whether a real failure, the `spent`-th of the job's chain, ends the job for good: its budget
- * is spent, the error is unrecoverable, or the Worker's maxStartedAttempts is reached (each wait
- * in flight counts as a start). Read only on a failure: the hot path reads nothing for it.
+ * is spent, the error is unrecoverable, the Worker's maxStartedAttempts is reached (each wait
+ * in flight counts as a start), or the job's custom backoff strategy says -1 (BullMQ's "do not
+ * retry"). Read only on a failure: the hot path reads nothing for it.
  */
-function failsForGood(job: Job, ctx: JobContext, spent: number, error: unknown): boolean {
+function failsForGood(job: Job, ctx: JobContext, spent: number, error: unknown): boolean | Promise<boolean> {
   const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
     ?.maxStartedAttempts;
-  return (
+  if (
     spent >= ctx.attempts ||
     (error instanceof Error && isUnrecoverable(error)) ||
     (!!maxStarted && job.attemptsStarted >= maxStarted)
-  );
+  )
+    return true;
+  const strategy = customStrategy(job, ctx.backoff);
+  if (!strategy) return false;
+  // asked once (the release asks first, the processor again): the engine then retries the job
+  // itself after this delay, as BullMQ would have asked the strategy again
+  ctx.customDelay ??= askStrategy(strategy, spent, ctx.backoff.type, error, job);
+  return ctx.customDelay.then((delay) => delay === -1);
+}
+
+type BackoffStrategy = (attemptsMade: number, type?: string, error?: Error, job?: Job) => unknown;
+
+/**
+ * The Worker's own strategy for a job of a custom backoff type (BullMQ's
+ * `settings.backoffStrategy`, on the Worker running the job), if it has one.
+ */
+function customStrategy(job: Job, backoff: JobContext['backoff']): BackoffStrategy | undefined {
+  if (backoff.type === 'fixed' || backoff.type === 'exponential') return undefined;
+  const strategy = (job as unknown as { queue?: { opts?: { settings?: { backoffStrategy?: unknown } } } }).queue?.opts
+    ?.settings?.backoffStrategy;
+  return typeof strategy === 'function' ? (strategy as BackoffStrategy) : undefined;
+}
+
+/**
+ * A custom strategy's delay for the n-th failure, as BullMQ reads it: -1 ends the job (so does
+ * a strategy that throws: BullMQ could not retry it either), anything else not a number >= 0
+ * retries at once.
+ */
+async function askStrategy(
+  strategy: BackoffStrategy,
+  n: number,
+  type: string,
+  error: unknown,
+  job: Job,
+): Promise<number> {
+  try {
+    const delay = Number(await strategy(n, type, error as Error, job));
+    return delay === -1 ? -1 : delay >= 0 && Number.isFinite(delay) ? delay : 0;
+  } catch {
+    return -1;
+  }
 }
 
 /**
  * BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the
- * built-in strategies. A job's custom type (a Worker's `backoffStrategy`, which
- * the processor does not see) waits by the engine's own `retry.backoff`.
+ * built-in strategies. A job's custom type without a Worker's `backoffStrategy`
+ * waits by the engine's own `retry.backoff`.
  */
 function backoffMs(backoff: JobContext['backoff'], n: number, fallback: JobContext['backoff']): number {
   if (backoff.type !== 'fixed' && backoff.type !== 'exponential') return backoffMs(fallback, n, fallback);
@@ -234,15 +275,17 @@ export function createProcessor<P>(
               new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
         // (the attempt's release used the same rule: a last failure took no licence)
-        if (ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
+        if (await ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
         // tick sees its failures
-        // BullMQ retries while its own count allows; past it (a job retried by hand), the engine does
-        if (job.attemptsMade + 1 < ctx.attempts) throw error;
+        // BullMQ retries while its own count allows; past it (a job retried by hand), the engine
+        // does, and also for a custom strategy it asked already (BullMQ would ask it again)
+        const custom = await ctx.customDelay;
+        if (custom === undefined && job.attemptsMade + 1 < ctx.attempts) throw error;
         await store.countRetried(id);
         // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
         await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
-        return later(job, token, backoffMs(ctx.backoff, spent, opts.retry.backoff));
+        return later(job, token, custom ?? backoffMs(ctx.backoff, spent, opts.retry.backoff));
       }
       default:
         // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`

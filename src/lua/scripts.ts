@@ -29,6 +29,8 @@
  *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
  *        was retried by hand (a fresh chain and budget); a redelivery after a crash
  *        before BullMQ finished it keeps the same \`atm\` and is not
+ *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked on a failure: a run after the
+ *        count grew is a redelivery (the worker died before BullMQ failed the job), not a retry by hand
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
@@ -273,7 +275,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
@@ -285,9 +287,12 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     end
     if c[1] then return {4} end
     -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
-    -- again while recorded as failed for good (also after a resetAttemptsMade that hides the count)
+    -- again while recorded as failed for good (also after a resetAttemptsMade that hides the
+    -- count), unless BullMQ's stalled check handed it on since it was marked: its worker died
+    -- between the mark and BullMQ's failure, and this is the redelivery (a retry by hand keeps
+    -- the stalled count)
     retried = c[3] ~= false and tonumber(c[3]) ~= (tonumber(c[4]) or 0)
-    if not retried then
+    if not retried and not (c[10] and (tonumber(c[9]) or 0) > tonumber(c[10])) then
       for _, m in ipairs(members) do
         if m == me .. '?' then retried = true end
       end
@@ -305,7 +310,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
     redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
-    redis.call('HDEL', J, 'sdf', 'sds', 'sdk')
+    redis.call('HDEL', J, 'sdf', 'sdt', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
       lic = me .. '!'
@@ -634,7 +639,10 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
-redis.call('HSET', KEYS[2], 'sdf', redis.call('HGET', KEYS[2], 'atm') or 0, 'sdi', ARGV[1])
+-- (with BullMQ's stalled count: a run after a crash before BullMQ failed the job is a redelivery,
+-- handed on by BullMQ's stalled check, not a retry by hand: see begin)
+local counts = redis.call('HMGET', KEYS[2], 'atm', 'stc')
+redis.call('HSET', KEYS[2], 'sdf', counts[1] or 0, 'sdt', counts[2] or 0, 'sdi', ARGV[1])
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 -- the chain ends with its holder's failure; a job failing for good while another job holds the

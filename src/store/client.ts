@@ -24,17 +24,31 @@ export type Client = Record<string, (...args: unknown[]) => Promise<unknown>> & 
 /** How long a connection's QUIT may take before it is dropped (a Redis that accepts and never answers), ms. */
 const QUIT_MS = 1000;
 
+/**
+ * Closes something gracefully (a connection's QUIT, a BullMQ Queue's close), or drops it when the
+ * graceful close gets no answer in time (a Redis that accepts and never answers), then waits a
+ * while more for the close to end (a dropped connection fails its QUIT at once).
+ */
+export async function closeOrDrop(close: () => Promise<unknown>, drop: () => unknown): Promise<void> {
+  let closed = false;
+  const closing = close().then(() => (closed = true));
+  await settlesWithin(closing, QUIT_MS);
+  if (closed) return;
+  await Promise.resolve()
+    .then(drop)
+    .catch(() => undefined);
+  await settlesWithin(closing, QUIT_MS);
+}
+
 /** Quits a connection the engine owns, or drops it when QUIT gets no answer in time. */
 export async function quitOrDrop(c: { quit(): Promise<unknown>; disconnect(): void; status?: string }): Promise<void> {
   // (ended already: a disconnect now would only start ioredis' timer on a closed socket)
   if (c.status === 'end') return;
-  // dropped unless QUIT was answered in time (a QUIT refused is dropped too)
-  let quit = false;
-  await settlesWithin(
-    c.quit().then(() => (quit = true)),
-    QUIT_MS,
+  // (a QUIT refused is dropped too)
+  await closeOrDrop(
+    () => c.quit(),
+    () => c.disconnect(),
   );
-  if (!quit) c.disconnect();
 }
 
 export type Multi = Record<string, (...args: unknown[]) => Multi> & {

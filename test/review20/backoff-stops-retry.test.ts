@@ -20,7 +20,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 20: a custom backoff strategy that stops retrying (-1)', () => {
-  it('review 20: a stage is lost when a job whose custom backoff returns -1 fails after a wake-up window ended: its failure takes the licence, removes the wake-up, then BullMQ fails it for good', async () => {
+  it('review 20, fixed: a job whose custom backoff returns -1 fails after a wake-up window ended: its failure is its last, takes no licence, and the wake-up dispatches the stage (was lost)', async () => {
     const h = harness({ windows: { capacitySeconds: 0.3, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), new Error('400 bad request'));
     h.executor.fallback = SENT;
@@ -34,7 +34,9 @@ describe('review 20: a custom backoff strategy that stops retrying (-1)', () => 
     });
     const worker = h.engine.createWorker({
       concurrency: 1,
-      settings: { backoffStrategy: (_n: number, _t?: string, err?: Error) => (err?.message.startsWith('4') ? -1 : 100) },
+      settings: {
+        backoffStrategy: (_n: number, _t?: string, err?: Error) => (err?.message.startsWith('4') ? -1 : 100),
+      },
     });
     const { done, failed } = watch(worker);
     await waitFor(() => failed.length >= 1, 'the user job failed', 5000);
@@ -51,5 +53,45 @@ describe('review 20: a custom backoff strategy that stops retrying (-1)', () => 
       dispatched: 1,
       jobsLeft: { wait: 0, delayed: 0, active: 0, prioritized: 0 },
     });
+  });
+});
+
+describe('review 20, fixed: the Worker strategy of a custom backoff type is asked once per failure', () => {
+  it("review 20, fixed: a custom strategy is called once per real failure, with the failure's number, and the job waits the delay it gave", async () => {
+    const h = harness();
+    h.executor.script(image, new Error('500 one'), new Error('500 two'));
+    h.executor.fallback = SENT;
+    const asked: number[] = [];
+    await h.engine.queue.add('image', data, { attempts: 5, backoff: { type: 'counted' } as never });
+    const worker = h.engine.createWorker({
+      settings: { backoffStrategy: (n: number) => (asked.push(n), 300) },
+    });
+    const { done } = watch(worker);
+    await waitFor(() => done.length === 1, 'the job dispatched', 5000);
+    const [first, second, third] = h.executor.calls;
+    expect({ asked, calls: h.executor.calls.length }).toEqual({ asked: [1, 2], calls: 3 });
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(250);
+    expect(third!.at - second!.at).toBeGreaterThanOrEqual(250);
+  });
+
+  it("review 20, fixed: a custom strategy that throws ends the job for good with the executor's error (BullMQ could not retry it either)", async () => {
+    const h = harness();
+    h.executor.script(image, new Error('500 boom'));
+    h.executor.fallback = SENT;
+    const own = await h.engine.queue.add('image', data, { attempts: 5, backoff: { type: 'broken' } as never });
+    const worker = h.engine.createWorker({
+      settings: {
+        backoffStrategy: () => {
+          throw new Error('strategy bug');
+        },
+      },
+    });
+    const { failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the job failed', 5000);
+    expect({
+      error: failed[0]!.error.message,
+      state: await h.engine.queue.getJobState(own.id!),
+      calls: h.executor.calls.length,
+    }).toEqual({ error: '500 boom', state: 'failed', calls: 1 });
   });
 });

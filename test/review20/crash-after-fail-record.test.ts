@@ -22,7 +22,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('review 20: a crash between the failed-job record and BullMQ failing the job', () => {
-  it('review 20: a job redelivered after a crash between FAIL and BullMQ moving it to failed is taken for a retry by hand: a fresh retry budget (executor called 3 more times, not once)', async () => {
+  it('review 20, fixed: a job redelivered after a crash between FAIL and BullMQ moving it to failed is no retry by hand: it runs once more and fails for good (was a fresh budget: 3 more calls)', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(image, ...Array.from({ length: 10 }, (_, i) => new Error(`downstream 500 #${i + 1}`)));
     const { jobId } = await h.engine.enqueue(image, {});
@@ -38,7 +38,11 @@ describe('review 20: a crash between the failed-job record and BullMQ failing th
             crashed = true;
             // the process froze (or died) here: its lock lapses and the stalled check hands the job on
             await redis.del(`${h.prefix}:${h.queueName}:${job.id}:lock`);
-            await waitFor(async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0, 'handed on', 10_000);
+            await waitFor(
+              async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0,
+              'handed on',
+              10_000,
+            );
           }
           throw error;
         }

@@ -26,16 +26,27 @@ async function thrownBy(notSent: Map<unknown, unknown>): Promise<string> {
     await h.engine.dispatchStage(image, {});
     return 'resolved';
   } catch (e) {
-    return e instanceof InvalidExecutorResultError ? 'InvalidExecutorResultError' : `${(e as Error).name}: ${(e as Error).message}`;
+    return e instanceof InvalidExecutorResultError && e.message.includes('`notSent`')
+      ? 'InvalidExecutorResultError naming notSent'
+      : `${(e as Error).name}: ${(e as Error).message}`;
   }
 }
 
 describe('review 20: notSent counts of the wrong type', () => {
-  it('review 20: an executor answer whose notSent counts are BigInts (two failure reasons) rejects dispatchStage with a bare TypeError, not InvalidExecutorResultError', async () => {
-    expect(await thrownBy(new Map([['gpu_oom', 2n], ['bad_input', 1n]]))).toBe('InvalidExecutorResultError');
+  it('review 20, fixed: an executor answer whose notSent counts are BigInts (two failure reasons) is InvalidExecutorResultError naming notSent (was a bare TypeError)', async () => {
+    expect(
+      await thrownBy(
+        new Map([
+          ['gpu_oom', 2n],
+          ['bad_input', 1n],
+        ]),
+      ),
+    ).toBe('InvalidExecutorResultError naming notSent');
   });
 
-  it('review 20: an executor answer whose notSent count is a Symbol rejects dispatchStage with a bare TypeError, not InvalidExecutorResultError', async () => {
-    expect(await thrownBy(new Map([['no_worker_available', Symbol('n')]]))).toBe('InvalidExecutorResultError');
+  it('review 20, fixed: an executor answer whose notSent count is a Symbol is InvalidExecutorResultError naming notSent (was a bare TypeError)', async () => {
+    expect(await thrownBy(new Map([['no_worker_available', Symbol('n')]]))).toBe(
+      'InvalidExecutorResultError naming notSent',
+    );
   });
 });
