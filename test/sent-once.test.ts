@@ -1,8 +1,7 @@
-import type { EngineEvents, ExecutorResult, StageRef } from '../src';
+import type { ExecutorResult, StageRef } from '../src';
 import { InvalidExecutorResultError } from '../src/errors';
 import { harness, notSent, SENT } from './helpers/engine';
-import { fast, watch } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { viaJob } from './helpers/runs';
 
 /**
  * The contract's "a real failure still uses the normal retry budget", from
@@ -14,19 +13,7 @@ import { waitFor } from './helpers/redis';
  * a cycle), which made BullMQ's completion of the job throw.
  */
 const image: StageRef = { scope: ['book-s', 'ch-1'], stage: 'image' };
-
-/** Runs one enqueued job to its end with `answer` as every executor answer; resolves what happened. */
-async function viaJob(answer: ExecutorResult) {
-  const h = harness({ retry: { attempts: 3, backoff: fast } });
-  h.executor.fallback = answer;
-  const invalid: EngineEvents['resultInvalid'][] = [];
-  h.engine.on('resultInvalid', (e) => invalid.push(e));
-  const { done, failed } = watch(h.engine.createWorker());
-  await h.engine.enqueue(image, {});
-  // a completion ends the job: a retry (the defect) would have had to fail it first
-  await waitFor(() => done.length > 0 || failed.length >= 3, 'the job completed (or failed three times)');
-  return { h, done, failed, invalid };
-}
+// viaJob(image, { fallback: answer }): one enqueued job run to its end with `answer` as every executor answer
 
 describe('a sent stage stays sent: nothing after the executor answered dispatched: true retries the job', () => {
   it.each([
@@ -36,7 +23,9 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer dispatched: true with %s stands as a dispatch, sent once; resultInvalid names the field',
     async (_, bad, problem) => {
-      const { h, done, failed, invalid } = await viaJob({ ...SENT, ...bad } as unknown as ExecutorResult);
+      const { h, done, failed, invalid } = await viaJob(image, {
+        fallback: { ...SENT, ...bad } as unknown as ExecutorResult,
+      });
       expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
         calls: 1,
         completed: 1,
@@ -56,7 +45,9 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
     ['retryable a string', { retryable: 'no' }],
     ['notSent an object', { notSent: { a: 1 } }],
   ])('a dispatch does not read %s: it is not checked, and nothing is reported', async (_, extra) => {
-    const { h, done, failed, invalid } = await viaJob({ ...SENT, ...extra } as unknown as ExecutorResult);
+    const { h, done, failed, invalid } = await viaJob(image, {
+      fallback: { ...SENT, ...extra } as unknown as ExecutorResult,
+    });
     expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
       calls: 1,
       completed: 1,
@@ -84,7 +75,7 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer holding %s: the job completes once, its return value without the answer JSON cannot hold',
     async (_, answer) => {
-      const { h, done, failed } = await viaJob(answer as unknown as ExecutorResult);
+      const { h, done, failed } = await viaJob(image, { fallback: answer as unknown as ExecutorResult });
       expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
         calls: 1,
         completed: 1,
@@ -95,7 +86,7 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   );
 
   it('an answer JSON can hold is kept in the job return value as before', async () => {
-    const { done } = await viaJob({ ...SENT, jobs: 2 });
+    const { done } = await viaJob(image, { fallback: { ...SENT, jobs: 2 } });
     expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: { ...SENT, jobs: 2 } });
   });
 });

@@ -16,7 +16,7 @@ export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): Ex
   ...extra,
 });
 
-type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
+export type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
 
 /** One call of a `ScriptedExecutor`: what it was given, when, and what it answered (once it has). */
 export interface ExecutorCall {
