@@ -1,5 +1,5 @@
 import type { EngineEvents, ExecutorResult, StageRef } from '../../src';
-import { harness, type Answer } from './engine';
+import { harness, notSent, SENT, type Answer, type Harness } from './engine';
 import { fast, watch } from './jobs';
 import { waitFor } from './redis';
 
@@ -43,3 +43,54 @@ export const settledOnce = {
   what: 'the job settled',
   timeoutMs: 8000,
 };
+
+/**
+ * Dispatches `payload` to `ref` on an engine whose executor answers capacity
+ * once (a 50 ms window), then runs the wake-up: `refused`, what
+ * dispatchStage threw, when it refused the payload; else the payloads the
+ * executor got on the first call and on the wake-up's.
+ */
+export async function payloadThroughWakeUp(
+  ref: StageRef,
+  payload: unknown,
+): Promise<{ refused: unknown } | { first: unknown; woken: unknown }> {
+  const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 } });
+  h.executor.script(ref, notSent('no_worker_available'));
+  let first;
+  try {
+    first = await h.engine.dispatchStage(ref, payload);
+  } catch (e) {
+    return { refused: e };
+  }
+  expect(first.reason).toBe('no_worker_available');
+  const { done } = watch(h.engine.createWorker());
+  await waitFor(() => done.length === 1, 'the wake-up ran');
+  return { first: h.executor.calls[0]!.payload, woken: h.executor.calls[1]!.payload };
+}
+
+/**
+ * Defers `ref` by a direct dispatchStage on an engine with a
+ * `capacitySeconds` window (no jitter); its executor answers capacity, then
+ * SENT. Resolves the harness and the deferral's `until` (its `deferred`
+ * event's).
+ */
+export async function deferredOnce(ref: StageRef, capacitySeconds: number): Promise<{ h: Harness; until: number }> {
+  const h = harness({ windows: { capacitySeconds, jitter: 0 } });
+  h.executor.script(ref, notSent('no_worker_available'), SENT);
+  let until = 0;
+  h.engine.on('deferred', (e) => (until = e.until));
+  await h.engine.dispatchStage(ref, {});
+  return { h, until };
+}
+
+/**
+ * Runs the engine's worker until the (one) wake-up ran, within 12 s:
+ * resolves its result, and when `clock` said it was dispatched.
+ */
+export async function runWakeUp(h: Harness, clock: () => number) {
+  let calledAt = 0;
+  h.engine.on('dispatched', () => (calledAt = clock()));
+  const { done } = watch(h.engine.createWorker());
+  await waitFor(() => done.length === 1, 'the wake-up ran', 12_000);
+  return { result: done[0]!.result, calledAt };
+}
