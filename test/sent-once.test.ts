@@ -13,7 +13,18 @@ import { viaJob } from './helpers/runs';
  * a cycle), which made BullMQ's completion of the job throw.
  */
 const image: StageRef = { scope: ['book-s', 'ch-1'], stage: 'image' };
-// viaJob(image, { fallback: answer }): one enqueued job run to its end with `answer` as every executor answer
+/**
+ * One enqueued job run to its end with `answer` as every executor answer (viaJob), and its counts: executor
+ * calls, completed and failed jobs (`ONCE` when the stage was sent once and the job completed).
+ */
+async function runWith(answer: unknown) {
+  const run = await viaJob(image, { fallback: answer as ExecutorResult });
+  return {
+    ...run,
+    counts: { calls: run.h.executor.callsFor(image), completed: run.done.length, failed: run.failed.length },
+  };
+}
+const ONCE = { calls: 1, completed: 1, failed: 0 };
 
 describe('a sent stage stays sent: nothing after the executor answered dispatched: true retries the job', () => {
   it.each([
@@ -23,14 +34,8 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer dispatched: true with %s stands as a dispatch, sent once; resultInvalid names the field',
     async (_, bad, problem) => {
-      const { h, done, failed, invalid } = await viaJob(image, {
-        fallback: { ...SENT, ...bad } as unknown as ExecutorResult,
-      });
-      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-        calls: 1,
-        completed: 1,
-        failed: 0,
-      });
+      const { done, counts, invalid } = await runWith({ ...SENT, ...bad });
+      expect(counts).toEqual(ONCE);
       expect(done[0]!.result).toMatchObject({ dispatched: true });
       expect(invalid).toHaveLength(1);
       expect(invalid[0]!.ref).toEqual(image);
@@ -45,14 +50,8 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
     ['retryable a string', { retryable: 'no' }],
     ['notSent an object', { notSent: { a: 1 } }],
   ])('a dispatch does not read %s: it is not checked, and nothing is reported', async (_, extra) => {
-    const { h, done, failed, invalid } = await viaJob(image, {
-      fallback: { ...SENT, ...extra } as unknown as ExecutorResult,
-    });
-    expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-      calls: 1,
-      completed: 1,
-      failed: 0,
-    });
+    const { counts, invalid } = await runWith({ ...SENT, ...extra });
+    expect(counts).toEqual(ONCE);
     expect(invalid).toEqual([]);
   });
 
@@ -75,18 +74,14 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer holding %s: the job completes once, its return value without the answer JSON cannot hold',
     async (_, answer) => {
-      const { h, done, failed } = await viaJob(image, { fallback: answer as unknown as ExecutorResult });
-      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-        calls: 1,
-        completed: 1,
-        failed: 0,
-      });
+      const { done, counts } = await runWith(answer);
+      expect(counts).toEqual(ONCE);
       expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false });
     },
   );
 
   it('an answer JSON can hold is kept in the job return value as before', async () => {
-    const { done } = await viaJob(image, { fallback: { ...SENT, jobs: 2 } });
+    const { done } = await runWith({ ...SENT, jobs: 2 });
     expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: { ...SENT, jobs: 2 } });
   });
 });
