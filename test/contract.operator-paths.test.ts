@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { Worker } from 'bullmq';
 import { DeferralStore } from '../src/deferral-store';
 import { stageId, type DispatchContext, type ExecutorResult, type StageRef } from '../src';
-import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from './helpers/engine';
+import { expectUnwritten, harness, notSent, SENT, snapshot, type Answer, type Harness } from './helpers/engine';
 import { connect, waitFor } from './helpers/redis';
 import { fast, latch, watch } from './helpers/jobs';
 
@@ -21,14 +21,24 @@ async function failedJob(h: Harness): Promise<Job> {
   return waitFor(async () => (await h.engine.queue.getJobs(['failed']))[0], 'a failed job');
 }
 
+/**
+ * Enqueues the stage on `h`, its executor given `answers` first, and runs the
+ * engine's worker until the job failed `failures` times: the worker, and its
+ * completed and failed jobs.
+ */
+async function failingJob(h: Harness, answers: Answer[], failures: number, what: string) {
+  h.executor.script(image, ...answers);
+  await h.engine.enqueue(image, {});
+  const worker = h.engine.createWorker();
+  const jobs = watch(worker);
+  await waitFor(() => jobs.failed.length === failures, what);
+  return { worker, ...jobs };
+}
+
 describe('10.1: a failed job retried by hand dispatches the stage, with a fresh budget', () => {
   it.each([false, true])('job.retry("failed") of an enqueued job (resetAttemptsMade: %s)', async (reset) => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
-    h.executor.script(image, new Error('down'), new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => failed.length === 2, 'the budget spent');
+    const { done } = await failingJob(h, [new Error('down'), new Error('down')], 2, 'the budget spent');
     const job = await failedJob(h);
     // retried by hand: a fresh budget, so one more real failure is not final
     h.executor.script(image, new Error('still down'), SENT);
@@ -41,11 +51,12 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
 
   it('a failed wake-up re-added by hand with queue.add(job.name, job.data) dispatches the stage', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
-    h.executor.script(image, notSent('no_worker_available'), new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'the wake-up failed for good');
+    const { done } = await failingJob(
+      h,
+      [notSent('no_worker_available'), new Error('down')],
+      1,
+      'the wake-up failed for good',
+    );
     const job = await failedJob(h);
     expect(job.id).toMatch(/@cap\./); // the wake-up itself (its data re-added under another id)
     await h.engine.queue.add(job.name, job.data);
@@ -56,11 +67,7 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
 
   it('a failed job retried by hand after the stage was dispatched since still gets a fresh budget', async () => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
-    h.executor.script(image, new Error('down'), new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => failed.length === 2, 'failed for good');
+    const { done } = await failingJob(h, [new Error('down'), new Error('down')], 2, 'failed for good');
     const job = await failedJob(h);
     // the stage is enqueued again and dispatched: its chain (and the failed job's licence) ended
     expect((await h.engine.enqueue(image, {})).added).toBe(true);
@@ -76,11 +83,7 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
 
   it('a failed job cancelled after it failed, then retried by hand, does not dispatch', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
-    h.executor.script(image, new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'failed for good');
+    const { done } = await failingJob(h, [new Error('down')], 1, 'failed for good');
     await h.engine.cancelActiveDispatch(image);
     await (await failedJob(h)).retry('failed');
     await waitFor(() => done.length === 1, 'the retried job completed');
@@ -93,11 +96,7 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
   // so the queued job stays (it later completes as cancelled) and removedJobs says 0.
   it('10.1: a cancel before the retried job began removes it (removedJobs: 1, nothing queued)', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
-    h.executor.script(image, new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'failed for good');
+    const { worker } = await failingJob(h, [new Error('down')], 1, 'failed for good');
     await worker.close();
     await (await failedJob(h)).retry('failed');
     const res = await h.engine.cancelActiveDispatch(image);
@@ -111,11 +110,7 @@ describe('10.1: a failed job retried by hand dispatches the stage, with a fresh 
 
   it('a retry by hand while the stage is deferred is suppressed, not dispatched', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
-    h.executor.script(image, new Error('down'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'failed for good');
+    const { done } = await failingJob(h, [new Error('down')], 1, 'failed for good');
     h.executor.script(image, notSent('no_worker_available'));
     expect((await h.engine.dispatchStage(image, {})).reason).toBe('no_worker_available');
     await (await failedJob(h)).retry('failed');
@@ -131,11 +126,12 @@ describe("10.2: a host's ticks do not erase the retry budget", () => {
       retry: { attempts: 2, backoff: { type: 'fixed', delay: 60_000 } },
       windows: { capacitySeconds: 0.05, jitter: 0 },
     });
-    h.executor.script(image, notSent('no_worker_available'), new Error('down #1'));
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { failed } = watch(worker);
-    await waitFor(() => failed.length === 1, 'the wake-up failed once, now in backoff');
+    const { failed } = await failingJob(
+      h,
+      [notSent('no_worker_available'), new Error('down #1')],
+      1,
+      'the wake-up failed once, now in backoff',
+    );
     // the host's tick: a capacity answer defers the stage, revoking the wake-up in backoff
     h.executor.script(image, notSent('no_worker_available'), new Error('down #2'), SENT);
     // the id comes from the event, not from listDeferred: the 50 ms window may be over by the time we look

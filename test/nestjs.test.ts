@@ -1,7 +1,5 @@
 import 'reflect-metadata';
 import { Inject, Injectable, Module } from '@nestjs/common';
-import { Test, type TestingModule } from '@nestjs/testing';
-import { Queue } from 'bullmq';
 import {
   EngineClosedError,
   InvalidOptionsError,
@@ -20,7 +18,8 @@ import {
 } from '../src/nestjs';
 import { notSent, SENT } from './helpers/engine';
 import { latch } from './helpers/jobs';
-import { client, closeClients, connect, dropPrefix, isolated, redisOptions, waitFor } from './helpers/redis';
+import { closedByTest, closeNest, look, place, startNest } from './helpers/nest';
+import { connect, redisOptions, waitFor } from './helpers/redis';
 
 /** Issue 13.2: the NestJS module, with `@nestjs/testing` against the real Redis. */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
@@ -68,45 +67,12 @@ class ScenesService {
 /** What `BullModule.forRootAsync` would be given too: one connection and prefix for both. */
 const QUEUE_CONFIG = 'QUEUE_CONFIG';
 
-const opened: TestingModule[] = [];
-const prefixes: string[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((app) => app.close()));
-  for (const prefix of prefixes.splice(0)) await dropPrefix(client(), prefix);
-  await closeClients();
-});
+afterEach(closeNest);
 
-function place() {
-  const where = isolated();
-  prefixes.push(where.prefix);
-  return where;
-}
-
-async function start(imports: unknown[], providers: unknown[] = [ScenesService]): Promise<TestingModule> {
-  const app = await Test.createTestingModule({
-    imports: imports as never[],
-    providers: providers as never[],
-  })
-    .setLogger(false as never)
-    .compile();
-  // a start that failed has closed what it opened; Nest's close() would throw its error again
-  await app.init();
-  opened.push(app);
-  return app;
-}
+/** A testing module of the app, ScenesService provided unless `providers` says otherwise. */
+const start = (imports: unknown[], providers: unknown[] = [ScenesService]) => startNest(imports, providers);
 
 const fastWindows = { capacitySeconds: 1, jitter: 0 } satisfies StageDeferralModuleOptions['windows'];
-
-/** A Queue of the test's own on the engine's queue, to look at jobs and workers from outside. */
-function look(where: { prefix: string; queueName: string }): Queue {
-  const queue = new Queue(where.queueName, { connection: connect(), prefix: where.prefix });
-  afterEachClose.push(queue);
-  return queue;
-}
-const afterEachClose: Queue[] = [];
-afterEach(async () => {
-  await Promise.all(afterEachClose.splice(0).map((q) => q.close()));
-});
 
 describe('13.2: StageDeferralModule', () => {
   it('13.2: a capacity outcome defers the stage (its wake-up delayed); the wake-up runs and dispatches', async () => {
@@ -195,7 +161,7 @@ describe('13.2: StageDeferralModule', () => {
     // the Worker is on the queue, under the same prefix
     await waitFor(async () => (await look(where).getWorkers()).length === 1, 'one Worker on the queue');
     await app.close();
-    opened.splice(opened.indexOf(app), 1);
+    closedByTest(app);
     // the engine never closes a client it was given
     expect(connection.status).toBe('ready');
   });
@@ -243,7 +209,7 @@ describe('13.2: StageDeferralModule', () => {
     await waitFor(async () => (await queue.getWorkers()).length === 1, 'the module Worker is up');
 
     await app.close();
-    opened.splice(opened.indexOf(app), 1);
+    closedByTest(app);
     expect(ctx.signal.aborted).toBe(true);
     expect(ctx.signal.reason).toBeInstanceOf(EngineClosedError);
     // the engine is closed and its Worker is gone from the queue

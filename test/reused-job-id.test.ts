@@ -1,6 +1,6 @@
 import { parseLicence } from '../src/job-data';
 import { stageId } from '../src/stage-ref';
-import { harness, notSent, SENT } from './helpers/engine';
+import { harness, notSent, SENT, type Harness } from './helpers/engine';
 import { watch } from './helpers/jobs';
 import { waitFor } from './helpers/redis';
 
@@ -17,21 +17,30 @@ const dataOf = (ref: typeof A) => ({ v: 1, scope: ref.scope, stage: ref.stage, p
 const crash = new Error('executor crashed');
 
 /**
+ * Adds job `jobId` of `ref` by hand (a 60 s backoff) on `h`, whose executor
+ * crashes for `ref`, and runs the engine's worker until the job failed once:
+ * the worker's completed and failed jobs.
+ */
+async function handJobFailedOnce(h: Harness, ref: typeof A, jobId: string, what: string, attempts = 3) {
+  h.executor.script(ref, crash);
+  await h.engine.queue.add('image', dataOf(ref), {
+    jobId,
+    attempts,
+    backoff: { type: 'fixed', delay: 60_000 },
+  });
+  const jobs = watch(h.engine.createWorker());
+  await waitFor(() => jobs.failed.length === 1, what);
+  return jobs;
+}
+
+/**
  * Job 'x-1' of stage A failed once and waits out its retry, holding A's licence (or, with `attempts` 1,
  * failed for good: its record); then it is removed and 'x-1' reused for stage B (delayed).
  */
 async function reusedUnderLicence(members: string[], attempts = 3) {
   const h = harness();
   const index = `${h.prefix}:${h.queueName}:sd:licences`;
-  h.executor.script(A, crash);
-  await h.engine.queue.add('image', dataOf(A), {
-    jobId: 'x-1',
-    attempts,
-    backoff: { type: 'fixed', delay: 60_000 },
-  });
-  const worker = h.engine.createWorker();
-  const w = watch(worker);
-  await waitFor(() => w.failed.length === 1, 'job x-1 of stage A failed once');
+  const w = await handJobFailedOnce(h, A, 'x-1', 'job x-1 of stage A failed once', attempts);
   expect(await h.redis.zrange(index, '0', '-1')).toEqual(members.map((m) => `${stageId(A)}@${m}`));
   await (await h.engine.queue.getJob('x-1'))!.remove();
   await h.engine.queue.add('image', dataOf(B), { jobId: 'x-1', attempts: 3, delay: 60_000 });
@@ -106,14 +115,7 @@ describe('design: a job added by hand is the stage’s own when its data names t
     ['a segment that looks encoded', { scope: ['%41', 'ch'], stage: 'x%2Fy' }],
   ])('%s: its licence still speaks for it (enqueue answers pending with it, a cancel removes it)', async (_, ref) => {
     const h = harness();
-    h.executor.script(ref, crash);
-    await h.engine.queue.add('image', dataOf(ref), {
-      jobId: 'x-9',
-      attempts: 3,
-      backoff: { type: 'fixed', delay: 60_000 },
-    });
-    const { failed } = watch(h.engine.createWorker());
-    await waitFor(() => failed.length === 1, 'job x-9 failed once');
+    await handJobFailedOnce(h, ref, 'x-9', 'job x-9 failed once');
     expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'x-9' });
     // the same scope with another stage kind is another stage: its data does not name this one
     const other = { scope: ref.scope, stage: 'other' };
@@ -133,14 +135,7 @@ describe('design: a job under a reused id whose data does not name the stage', (
     ['a job whose data is not an object', 'plain text'],
   ])('%s: is not the stage’s: a cancel of the stage leaves it in place', async (_, data) => {
     const h = harness();
-    h.executor.script(A, crash);
-    await h.engine.queue.add('image', dataOf(A), {
-      jobId: 'x-1',
-      attempts: 3,
-      backoff: { type: 'fixed', delay: 60_000 },
-    });
-    const { failed } = watch(h.engine.createWorker());
-    await waitFor(() => failed.length === 1, 'job x-1 of stage A failed once');
+    await handJobFailedOnce(h, A, 'x-1', 'job x-1 of stage A failed once');
     await (await h.engine.queue.getJob('x-1'))!.remove();
     await h.engine.queue.add('image', data, { jobId: 'x-1', attempts: 3, delay: 60_000 });
     expect(await h.engine.cancelActiveDispatch(A)).toMatchObject({ removedJobs: 0 });

@@ -1,8 +1,7 @@
-import type { EngineEvents, ExecutorResult, StageRef } from '../src';
+import type { ExecutorResult, StageRef } from '../src';
 import { InvalidExecutorResultError } from '../src/errors';
 import { harness, notSent, SENT } from './helpers/engine';
-import { fast, watch } from './helpers/jobs';
-import { waitFor } from './helpers/redis';
+import { viaJob } from './helpers/runs';
 
 /**
  * The contract's "a real failure still uses the normal retry budget", from
@@ -14,19 +13,18 @@ import { waitFor } from './helpers/redis';
  * a cycle), which made BullMQ's completion of the job throw.
  */
 const image: StageRef = { scope: ['book-s', 'ch-1'], stage: 'image' };
-
-/** Runs one enqueued job to its end with `answer` as every executor answer; resolves what happened. */
-async function viaJob(answer: ExecutorResult) {
-  const h = harness({ retry: { attempts: 3, backoff: fast } });
-  h.executor.fallback = answer;
-  const invalid: EngineEvents['resultInvalid'][] = [];
-  h.engine.on('resultInvalid', (e) => invalid.push(e));
-  const { done, failed } = watch(h.engine.createWorker());
-  await h.engine.enqueue(image, {});
-  // a completion ends the job: a retry (the defect) would have had to fail it first
-  await waitFor(() => done.length > 0 || failed.length >= 3, 'the job completed (or failed three times)');
-  return { h, done, failed, invalid };
+/**
+ * One enqueued job run to its end with `answer` as every executor answer (viaJob), and its counts: executor
+ * calls, completed and failed jobs (`ONCE` when the stage was sent once and the job completed).
+ */
+async function runWith(answer: unknown) {
+  const run = await viaJob(image, { fallback: answer as ExecutorResult });
+  return {
+    ...run,
+    counts: { calls: run.h.executor.callsFor(image), completed: run.done.length, failed: run.failed.length },
+  };
 }
+const ONCE = { calls: 1, completed: 1, failed: 0 };
 
 describe('a sent stage stays sent: nothing after the executor answered dispatched: true retries the job', () => {
   it.each([
@@ -36,12 +34,8 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer dispatched: true with %s stands as a dispatch, sent once; resultInvalid names the field',
     async (_, bad, problem) => {
-      const { h, done, failed, invalid } = await viaJob({ ...SENT, ...bad } as unknown as ExecutorResult);
-      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-        calls: 1,
-        completed: 1,
-        failed: 0,
-      });
+      const { done, counts, invalid } = await runWith({ ...SENT, ...bad });
+      expect(counts).toEqual(ONCE);
       expect(done[0]!.result).toMatchObject({ dispatched: true });
       expect(invalid).toHaveLength(1);
       expect(invalid[0]!.ref).toEqual(image);
@@ -56,12 +50,8 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
     ['retryable a string', { retryable: 'no' }],
     ['notSent an object', { notSent: { a: 1 } }],
   ])('a dispatch does not read %s: it is not checked, and nothing is reported', async (_, extra) => {
-    const { h, done, failed, invalid } = await viaJob({ ...SENT, ...extra } as unknown as ExecutorResult);
-    expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-      calls: 1,
-      completed: 1,
-      failed: 0,
-    });
+    const { counts, invalid } = await runWith({ ...SENT, ...extra });
+    expect(counts).toEqual(ONCE);
     expect(invalid).toEqual([]);
   });
 
@@ -84,18 +74,14 @@ describe('a sent stage stays sent: nothing after the executor answered dispatche
   ])(
     'an answer holding %s: the job completes once, its return value without the answer JSON cannot hold',
     async (_, answer) => {
-      const { h, done, failed } = await viaJob(answer as unknown as ExecutorResult);
-      expect({ calls: h.executor.callsFor(image), completed: done.length, failed: failed.length }).toEqual({
-        calls: 1,
-        completed: 1,
-        failed: 0,
-      });
+      const { done, counts } = await runWith(answer);
+      expect(counts).toEqual(ONCE);
       expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false });
     },
   );
 
   it('an answer JSON can hold is kept in the job return value as before', async () => {
-    const { done } = await viaJob({ ...SENT, jobs: 2 });
+    const { done } = await runWith({ ...SENT, jobs: 2 });
     expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: { ...SENT, jobs: 2 } });
   });
 });

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { createDispatchEngine, type DispatchEngine, type ExecutorResult, type StageRef } from '../../src';
 import { buildOnce } from '../helpers/build';
-import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
+import { closeFileEngine, fileEngine } from '../helpers/engine';
+import { client, dropPrefix, isolated, waitFor } from '../helpers/redis';
 import { CLI, cliOn, type Run } from './run';
 
 const { prefix, queueName } = isolated();
@@ -25,16 +26,15 @@ let engine: DispatchEngine;
 beforeAll(async () => {
   buildOnce();
   // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
-  engine = createDispatchEngine({
-    connection: client(),
-    prefix,
-    queueName,
-    // windows long enough to outlast the test; nothing runs a worker here
-    windows: { capacitySeconds: 300, idempotentSeconds: 600, jitter: 0 },
-    jobLog: true, // `show` prints the wake-up's log
-
-    executor: async (ref) => (ref.stage === 'video' ? DONE : NO_WORKER),
-  });
+  engine = fileEngine(
+    { prefix, queueName },
+    {
+      // windows long enough to outlast the test; nothing runs a worker here
+      windows: { capacitySeconds: 300, idempotentSeconds: 600, jitter: 0 },
+      jobLog: true, // `show` prints the wake-up's log
+      executor: async (ref) => (ref.stage === 'video' ? DONE : NO_WORKER),
+    },
+  );
   for (const ref of [image1, video1, image2, odd, other]) {
     const r = await engine.dispatchStage(ref, { n: 1 });
     expect(r.dispatched).toBe(false);
@@ -42,11 +42,7 @@ beforeAll(async () => {
   await engine.dispatchStage(image1, { n: 1 }, { force: true }); // suppressed: no second deferral
 }, 120_000);
 
-afterAll(async () => {
-  await engine.close();
-  await dropPrefix(client(), prefix);
-  await closeClients();
-});
+afterAll(() => closeFileEngine(engine, prefix));
 
 describe('list', () => {
   it('prints every deferred stage as a table with reason, class, deferrals and until', async () => {

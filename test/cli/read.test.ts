@@ -1,12 +1,12 @@
-import { createDispatchEngine, type DispatchEngine, type ExecutorResult } from '../../src';
+import type { DispatchEngine } from '../../src';
 import { readStage } from '../../src/cli/read';
 import { listStages } from '../../src/store/listing';
 import { ioReader, QueueKeys, type Cmd, type Reader } from '../../src/store/reader';
 import { buildOnce } from '../helpers/build';
-import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
+import { closeFileEngine, fileEngine } from '../helpers/engine';
+import { client, isolated } from '../helpers/redis';
 import { cliOn } from './run';
 
-const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 const STAGES = 2000;
 /** Each stage's payload: 2,000 stages carry 4 MB; a read that loads them all cannot stay under the bounds below. */
 const PAYLOAD = 'p'.repeat(2048);
@@ -35,13 +35,7 @@ const sidOf = (i: number) => `big/s-${i}/image`;
 beforeAll(async () => {
   buildOnce();
   // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
-  engine = createDispatchEngine({
-    connection: client(),
-    ...q,
-    windows: { capacitySeconds: 300, jitter: 0 },
-    jobLog: true, // `show` reads the wake-up's log
-    executor: async () => NO_WORKER,
-  });
+  engine = fileEngine(q, { jobLog: true }); // `show` reads the wake-up's log
   for (let i = 0; i < STAGES; i += 200) {
     await Promise.all(
       Array.from({ length: 200 }, (_, j) =>
@@ -52,11 +46,7 @@ beforeAll(async () => {
   expect(await client().zcard(keys.index)).toBe(STAGES);
 }, 120_000);
 
-afterAll(async () => {
-  await engine.close();
-  await dropPrefix(client(), q.prefix);
-  await closeClients();
-});
+afterAll(() => closeFileEngine(engine, q.prefix));
 
 describe('15.10: show reads one stage only', () => {
   it('15.10: show of one stage among 2,000 in its scope reads only that stage', async () => {

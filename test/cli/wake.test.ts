@@ -1,6 +1,7 @@
-import { createDispatchEngine, type DispatchEngine, type StageRef } from '../../src';
+import type { DispatchEngine, StageRef } from '../../src';
 import { buildOnce } from '../helpers/build';
-import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
+import { closeFileEngine, fileEngine } from '../helpers/engine';
+import { isolated } from '../helpers/redis';
 import { cliOn } from './run';
 
 /** Issue 11: `wake [scope…] --stage S --limit N` (with `--json`). */
@@ -15,20 +16,11 @@ const refs: StageRef[] = [
 beforeAll(async () => {
   buildOnce();
   // by hand, not harness(): one engine fills the queue the CLI binary reads, for every test of the file
-  engine = createDispatchEngine({
-    connection: client(),
-    ...names,
-    windows: { capacitySeconds: 300, jitter: 0 },
-    executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
-  });
+  engine = fileEngine(names);
   for (const ref of refs) await engine.dispatchStage(ref, {});
 }, 120_000);
 
-afterAll(async () => {
-  await engine.close();
-  await dropPrefix(client(), names.prefix);
-  await closeClients();
-});
+afterAll(() => closeFileEngine(engine, names.prefix));
 
 describe('11.1: the CLI wake command', () => {
   it('wakes the filtered stages, longest-waiting first, and prints them (--json)', async () => {

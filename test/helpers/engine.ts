@@ -16,7 +16,7 @@ export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): Ex
   ...extra,
 });
 
-type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
+export type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
 
 /** One call of a `ScriptedExecutor`: what it was given, when, and what it answered (once it has). */
 export interface ExecutorCall {
@@ -203,4 +203,31 @@ export function expectUnwritten(
     expect({ key, dump: now.dump }).toEqual({ key, dump: was.dump });
     expect(now.pttl).toBeLessThanOrEqual(was.pttl);
   }
+}
+
+/**
+ * An engine made by hand, not by `harness()`, for every test of a file:
+ * open it in `beforeAll`, close it with `closeFileEngine` in `afterAll`. On
+ * `names`' prefix and queue, with a 300 s capacity window (no jitter) and an
+ * executor that answers `no_worker_available`, unless `options` says
+ * otherwise. The CLI tests fill the queue the CLI binary reads with it.
+ */
+export function fileEngine(
+  names: { prefix: string; queueName: string },
+  options: Partial<DispatchEngineOptions> = {},
+): DispatchEngine {
+  return createDispatchEngine({
+    connection: client(),
+    ...names,
+    windows: { capacitySeconds: 300, jitter: 0 },
+    executor: async () => notSent('no_worker_available'),
+    ...options,
+  });
+}
+
+/** Closes a `fileEngine`, deletes the keys under its prefix and closes the test's clients. */
+export async function closeFileEngine(engine: DispatchEngine, prefix: string): Promise<void> {
+  await engine.close();
+  await dropPrefix(client(), prefix);
+  await closeClients();
 }

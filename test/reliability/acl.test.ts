@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import type { ExecutorResult, StageRef } from '../../src/types';
-import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
-import { ACL_RULES } from '../helpers/acl';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
+import { aclUser, dropAclUsers } from '../helpers/acl';
 
 /** With `waitForReplicas` the engine also sends WAIT and reads CLIENT INFO (docs/reliability.md). */
 const WAIT_RULES = ['+wait', '+client|info'];
@@ -17,23 +16,22 @@ describe.each([
   },
 ])('under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
   let admin: IORedis;
-  const user = `rel-${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
+  /** How to connect as the ACL user. */
+  let connection: Awaited<ReturnType<typeof aclUser>>;
   const { prefix, queueName } = isolated();
 
   beforeAll(async () => {
     admin = client();
-    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), ...extra);
+    connection = await aclUser(admin, 'rel', prefix, extra);
   });
   afterAll(async () => {
-    await admin.call('ACL', 'DELUSER', user);
+    await dropAclUsers(admin);
     await dropPrefix(admin, prefix);
     await closeClients();
   });
 
   it('enqueues, defers, wakes up, cancels, clears and dispatches end to end', async () => {
     // by hand, not harness(): the engine connects as the least-privilege ACL user
-    const connection = { ...redisOptions(), username: user, password };
     const calls = new Map<string, number>();
     const engine = createDispatchEngine({
       connection: connection as never,
@@ -67,7 +65,7 @@ describe.each([
       expect(errors).toEqual([]);
       if (waitForReplicas) expect(lags).toBeGreaterThan(0); // the WAITs were sent, and allowed
       // the user really is confined: a key outside the prefix is refused
-      const confined = new IORedis({ ...redisOptions(), username: user, password, maxRetriesPerRequest: 0 });
+      const confined = new IORedis({ ...connection, maxRetriesPerRequest: 0 });
       await expect(confined.set(`not-${prefix}`, '1')).rejects.toThrow(/NOPERM/);
       confined.disconnect();
     } finally {
@@ -79,12 +77,11 @@ describe.each([
 
 describe('15.4: a Redis user missing a permission is refused at start-up, before anything is written', () => {
   let admin: IORedis;
-  const users: string[] = [];
   beforeAll(() => {
     admin = client();
   });
   afterAll(async () => {
-    for (const user of users) await admin.call('ACL', 'DELUSER', user);
+    await dropAclUsers(admin);
     await closeClients();
   });
 
@@ -94,14 +91,11 @@ describe('15.4: a Redis user missing a permission is refused at start-up, before
     { without: '-evalsha', extra: ['-evalsha'], waitForReplicas: undefined, names: ['evalsha'] },
     { without: '-hincrby', extra: ['-hincrby'], waitForReplicas: undefined, names: ['hincrby'] },
   ])('$without: MISSING_PERMISSION names $names; enqueue, dispatch, cancel and clear write nothing', async (c) => {
-    const user = `rel-${randomUUID().slice(0, 8)}`;
-    users.push(user);
-    const password = randomUUID();
     const { prefix, queueName } = isolated();
-    await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), ...c.extra);
+    const connection = await aclUser(admin, 'rel', prefix, c.extra);
     const executor = jest.fn(async (): Promise<ExecutorResult> => ({ dispatched: true, jobs: 1, reason: null }));
     const engine = createDispatchEngine({
-      connection: { ...redisOptions(), username: user, password } as never,
+      connection: connection as never,
       prefix,
       queueName,
       executor,

@@ -580,6 +580,31 @@ class RetryByHand implements Cmd {
 }
 
 /**
+ * The start of a command that gets in the way of the next job's attempt
+ * (`what` names it in the tallies): fetches the next job. Resolves
+ * `undefined` when there is none (then no stage may be waiting for one) or
+ * when it is a stray (a cancelled job retried by hand: processed as any
+ * other, tallied `close:stray-first` or `stall:stray-first`), the invariants
+ * checked in both cases; else the job fetched, its id and its stage.
+ */
+async function nextOwnJob(m: Model, r: Real, what: 'close' | 'stall', callsBefore: number) {
+  const next = await r.worker.fetch();
+  if (!next) {
+    expectNothingPending(m);
+    await checkInvariants(m, r);
+    return undefined;
+  }
+  const id = next.job.id as string;
+  if (m.strays.has(id)) {
+    tally(`${what}:stray-first`);
+    await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), callsBefore);
+    await checkInvariants(m, r);
+    return undefined;
+  }
+  return { next, id, s: stageOf(m, id) };
+}
+
+/**
  * The next job runs with an executor that blocks until its signal aborts,
  * and engine.close() is called meanwhile: the job goes back (delayed, no
  * attempt spent), no lock is left once close() resolved, and the next
@@ -589,18 +614,9 @@ class CloseMidFlight implements Cmd {
   check = (m: Readonly<Model>) => m.stages.some((s) => s.state === 'pending' || s.state === 'wakeable');
   async run(m: Model, r: Real) {
     const before = r.calls.length;
-    const next = await r.worker.fetch();
-    if (!next) {
-      expectNothingPending(m);
-      return checkInvariants(m, r);
-    }
-    const id = next.job.id as string;
-    if (m.strays.has(id)) {
-      tally('close:stray-first');
-      await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), before);
-      return checkInvariants(m, r);
-    }
-    const s = stageOf(m, id);
+    const taken = await nextOwnJob(m, r, 'close', before);
+    if (!taken) return;
+    const { next, id, s } = taken;
     let started!: () => void;
     const executorStarted = new Promise<'executor'>((resolve) => (started = () => resolve('executor')));
     r.hold = { started };
@@ -723,18 +739,9 @@ class Stall implements Cmd {
   check = (m: Readonly<Model>) => m.stages.some((s) => s.state === 'pending' || s.state === 'wakeable');
   async run(m: Model, r: Real) {
     const before = r.calls.length;
-    const next = await r.worker.fetch();
-    if (!next) {
-      expectNothingPending(m);
-      return checkInvariants(m, r);
-    }
-    const id = next.job.id as string;
-    if (m.strays.has(id)) {
-      tally('stall:stray-first');
-      await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), before);
-      return checkInvariants(m, r);
-    }
-    const s = stageOf(m, id);
+    const taken = await nextOwnJob(m, r, 'stall', before);
+    if (!taken) return;
+    const { next, id, s } = taken;
     const frozen = await new DeferralStore(r.engine.queue).begin({
       sid: s.sid,
       ownJobId: id,

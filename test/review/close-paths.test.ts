@@ -3,7 +3,7 @@ import { waitFor } from '../helpers/redis';
 import type { DispatchContext, StageRef } from '../../src';
 import { Worker } from 'bullmq';
 import { redisOptions } from '../helpers/redis';
-import { fast, sleep } from './util';
+import { fast, latch, sleep } from './util';
 
 /** Contract: close() spends no attempt and loses nothing. */
 afterEach(async () => {
@@ -12,12 +12,6 @@ afterEach(async () => {
 });
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-
-function latch<T = void>() {
-  let open!: (v: T) => void;
-  const opened = new Promise<T>((resolve) => (open = resolve));
-  return { open, opened };
-}
 
 /** A rollback that honours its signal, as one using fetch(url, { signal }) would. */
 function abortableRollback() {

@@ -2,7 +2,7 @@ import { harness, notSent, teardown, SENT } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
 import { DeferralStore } from '../../src/deferral-store';
 import { stageId, type DispatchContext, type StageRef } from '../../src';
-import { fast, watch } from './util';
+import { fast, latch, watch } from './util';
 
 /**
  * A worker frozen (GC pause, a partition from Redis) past lockMs: its lock
@@ -15,12 +15,6 @@ afterEach(async () => {
 });
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-
-function latch<T = void>() {
-  let open!: (v: T) => void;
-  const opened = new Promise<T>((resolve) => (open = resolve));
-  return { open, opened };
-}
 
 describe('review: the attempt that lost its lock', () => {
   it("its late success does not revoke the deferral recorded by the lock's new holder", async () => {

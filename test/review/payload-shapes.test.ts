@@ -1,5 +1,6 @@
 import { harness, notSent, teardown } from '../helpers/engine';
 import { waitFor } from '../helpers/redis';
+import { payloadThroughWakeUp } from '../helpers/runs';
 import type { StageRef } from '../../src';
 import { watch } from './util';
 
@@ -24,19 +25,12 @@ describe('review: payloads JSON does not round-trip', () => {
     ['NaN', { n: Number.NaN }],
     ['a Date', { d: new Date(0) }],
   ])('%s: refused up front, or the wake-up gets the same payload as the first call', async (_what, payload) => {
-    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 } });
-    h.executor.script(image, notSent('no_worker_available'));
-    let first;
-    try {
-      first = await h.engine.dispatchStage(image, payload);
-    } catch (e) {
-      expect(e).toMatchObject({ code: 'INVALID_PAYLOAD' });
+    const r = await payloadThroughWakeUp(image, payload);
+    if ('refused' in r) {
+      expect(r.refused).toMatchObject({ code: 'INVALID_PAYLOAD' });
       return;
     }
-    expect(first.reason).toBe('no_worker_available');
-    const { done } = watch(h.engine.createWorker());
-    await waitFor(() => done.length === 1, 'the wake-up ran');
-    expect(h.executor.calls[1]!.payload).toEqual(h.executor.calls[0]!.payload);
+    expect(r.woken).toEqual(r.first);
   });
 });
 

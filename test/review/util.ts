@@ -1,1 +1,1 @@
-export { fast, sleep, watch } from '../helpers/jobs';
+export { fast, latch, sleep, watch } from '../helpers/jobs';

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine } from '../../src';
-import { ACL_RULES } from '../helpers/acl';
+import { aclUser, dropAclUsers } from '../helpers/acl';
 import { notSent } from '../helpers/engine';
-import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } from '../helpers/redis';
+import { client, closeClients, dropPrefix, isolated, keysUnder } from '../helpers/redis';
 
 /**
  * Review 16a: the start-up permission probe (src/lua/scripts.ts PERMISSIONS, run by
@@ -16,7 +15,6 @@ import { client, closeClients, dropPrefix, isolated, keysUnder, redisOptions } f
  * the deferral's MULTI after DEFER ran: the marker and licence are written, the wake-up is not.
  */
 let admin: IORedis;
-const users: string[] = [];
 const prefixes: string[] = [];
 const engines: DispatchEngine[] = [];
 beforeAll(() => {
@@ -24,7 +22,7 @@ beforeAll(() => {
 });
 afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close().catch(() => undefined)));
-  for (const u of users.splice(0)) await admin.call('ACL', 'DELUSER', u);
+  await dropAclUsers(admin);
   for (const p of prefixes.splice(0)) await dropPrefix(admin, p);
 });
 afterAll(closeClients);
@@ -32,12 +30,8 @@ afterAll(closeClients);
 async function engineWithout(command: string) {
   const { prefix, queueName } = isolated();
   prefixes.push(prefix);
-  const user = `rv16a-${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
-  await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), `-${command}`);
-  users.push(user);
   const engine = createDispatchEngine({
-    connection: { ...redisOptions(), username: user, password },
+    connection: await aclUser(admin, 'rv16a', prefix, [`-${command}`]),
     prefix,
     queueName,
     windows: { capacitySeconds: 300, jitter: 0 },

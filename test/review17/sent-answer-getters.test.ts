@@ -1,6 +1,6 @@
-import { harness } from '../helpers/engine';
-import { fast, sleep, watch } from '../helpers/jobs';
-import { waitFor } from '../helpers/redis';
+import { harness, SENT } from '../helpers/engine';
+import { sleep } from '../helpers/jobs';
+import { settledOnce, viaJob } from '../helpers/runs';
 import type { ExecutorResult, StageRef } from '../../src';
 
 /**
@@ -32,19 +32,12 @@ function sentWithJobsGetter(okReads: number): ExecutorResult {
 
 describe('review 17: an answer saying dispatched: true whose `jobs` throws when read', () => {
   it('review 17, fixed (doubled dispatch): `jobs` a getter that throws: the sent stage stands (resultInvalid), sent once', async () => {
-    const h = harness({ retry: { attempts: 3, backoff: fast } });
     let sends = 0;
-    const engineFailed: string[] = [];
-    h.engine.on('failed', (e) => engineFailed.push(e.reason));
-    h.executor.script(image, async () => {
+    const sent = async () => {
       sends++; // the executor sent the stage downstream, then answered
       return sentWithJobsGetter(0);
-    });
-    h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => done.length + failed.length >= 1, 'the job settled', 8000);
+    };
+    const { h, failed, engineFailed } = await viaJob(image, { script: [sent], fallback: SENT }, settledOnce);
     await sleep(300);
     expect({
       engineFailed,
@@ -55,13 +48,11 @@ describe('review 17: an answer saying dispatched: true whose `jobs` throws when 
   });
 
   it('review 17, fixed (doubled dispatch): `jobs` reads fine once, then throws: read once only, the job completes, sent once', async () => {
-    const h = harness({ retry: { attempts: 3, backoff: fast } });
-    h.executor.script(image, async () => sentWithJobsGetter(1));
-    h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => done.length >= 1, 'the job completed', 8000);
+    const { h, failed } = await viaJob(
+      image,
+      { script: [async () => sentWithJobsGetter(1)], fallback: SENT },
+      { ended: ({ done }) => done.length >= 1, what: 'the job completed', timeoutMs: 8000 },
+    );
     await sleep(300);
     // one call: the first answer said the stage was sent
     expect({ executorCalls: h.executor.calls.length, bullFailed: failed.length }).toEqual({

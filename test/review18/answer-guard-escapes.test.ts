@@ -1,6 +1,6 @@
-import { harness } from '../helpers/engine';
-import { fast, sleep, watch } from '../helpers/jobs';
-import { waitFor } from '../helpers/redis';
+import { harness, SENT } from '../helpers/engine';
+import { sleep } from '../helpers/jobs';
+import { settledOnce, viaJob } from '../helpers/runs';
 import type { ExecutorResult, StageRef } from '../../src';
 
 /**
@@ -41,15 +41,7 @@ describe('review 18: an answer saying dispatched: true whose problem cannot be d
     ['a getter throwing a value whose message is a Symbol', sentGetterThrowsOdd],
     ['`jobs` a revoked Proxy (shown() throws)', sentJobsRevoked],
   ])('review 18, fixed (doubled dispatch): %s: the sent stage is retried and sent again', async (_t, answer) => {
-    const h = harness({ retry: { attempts: 3, backoff: fast } });
-    const engineFailed: string[] = [];
-    h.engine.on('failed', (e) => engineFailed.push(e.reason));
-    h.executor.script(image, async () => answer());
-    h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
-    await h.engine.enqueue(image, {});
-    const worker = h.engine.createWorker();
-    const { done, failed } = watch(worker);
-    await waitFor(() => done.length + failed.length >= 1, 'the job settled', 8000);
+    const { h, engineFailed } = await viaJob(image, { script: [async () => answer()], fallback: SENT }, settledOnce);
     await sleep(300);
     // the first answer said the stage went out: it stands (resultInvalid), never retried
     expect({ engineFailed, executorCalls: h.executor.calls.length }).toEqual({ engineFailed: [], executorCalls: 1 });

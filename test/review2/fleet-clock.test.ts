@@ -1,8 +1,8 @@
 import { Worker } from 'bullmq';
-import { harness, notSent, teardown, SENT } from '../helpers/engine';
-import { redisOptions, waitFor } from '../helpers/redis';
+import { harness, teardown } from '../helpers/engine';
+import { redisOptions } from '../helpers/redis';
+import { deferredOnce, runWakeUp } from '../helpers/runs';
 import type { StageRef } from '../../src';
-import { watch } from './util';
 
 /**
  * BullMQ promotes due delayed jobs (up to 1000 at a time) in moveToActive by
@@ -26,11 +26,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 describe('review2: a wake-up promoted by another host whose clock runs ahead', () => {
   it('is not dispatched inside its window by a host with the right clock', async () => {
     const real = Date.now.bind(Date);
-    const h = harness({ windows: { capacitySeconds: 5, jitter: 0 } });
-    h.executor.script(image, notSent('no_worker_available'), SENT);
-    let until = 0;
-    h.engine.on('deferred', (e) => (until = e.until));
-    await h.engine.dispatchStage(image, {});
+    const { h, until } = await deferredOnce(image, 5);
     // host A: a plain BullMQ worker of the fleet (another service's jobs on the queue, or a worker
     // between two jobs) whose clock is 6 s ahead fetches its next job: BullMQ promotes every job
     // due by A's clock, the wake-up too, and A takes the oldest waiting job (its own)
@@ -50,11 +46,8 @@ describe('review2: a wake-up promoted by another host whose clock runs ahead', (
       expect(taken?.name).toBe('other');
       expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toMatchObject({ wait: 1, delayed: 0 });
       // host B, right clock, runs the engine's worker
-      let calledAt = 0;
-      h.engine.on('dispatched', () => (calledAt = real()));
-      const { done } = watch(h.engine.createWorker());
-      await waitFor(() => done.length === 1, 'the wake-up ran', 12_000);
-      expect(done[0]!.result).toMatchObject({ dispatched: true });
+      const { result, calledAt } = await runWakeUp(h, real);
+      expect(result).toMatchObject({ dispatched: true });
       // Redis and this machine share a clock
       expect(calledAt).toBeGreaterThanOrEqual(until);
     } finally {

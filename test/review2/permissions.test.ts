@@ -1,12 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import IORedis from 'ioredis';
 import { createDispatchEngine, type DispatchEngine } from '../../src';
 import { StoreKeys } from '../../src/store/keys';
 import { notSent } from '../helpers/engine';
-import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
+import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis';
 import { sleep } from './util';
-import { ACL_RULES } from '../helpers/acl';
+import { aclUser, dropAclUsers } from '../helpers/acl';
 
 /**
  * The start-up probe (PERMISSIONS + MULTI + WAIT/CLIENT INFO) claims to run
@@ -18,7 +17,6 @@ import { ACL_RULES } from '../helpers/acl';
 
 const image = { scope: ['book-1'], stage: 'image' };
 const engines: DispatchEngine[] = [];
-const users: string[] = [];
 const prefixes: string[] = [];
 const servers: PrivateRedis[] = [];
 let admin: IORedis;
@@ -28,19 +26,11 @@ beforeAll(() => {
 });
 afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close().catch(() => undefined)));
-  for (const u of users.splice(0)) await admin.call('ACL', 'DELUSER', u);
+  await dropAclUsers(admin);
   for (const p of prefixes.splice(0)) await dropPrefix(admin, p);
   for (const s of servers.splice(0)) await s.stop();
 });
 afterAll(closeClients);
-
-async function userWith(prefix: string, extra: string[]) {
-  const user = `rv2-${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
-  await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, ...ACL_RULES(prefix), ...extra);
-  users.push(user);
-  return { ...redisOptions(), username: user, password };
-}
 
 function engineOn(connection: object, prefix: string, queueName: string, extra: object = {}) {
   const e = createDispatchEngine({
@@ -58,7 +48,7 @@ describe('review2: the start-up permission probe', () => {
   it('with waitForReplicas, a user without PERSIST is refused at start-up, not after a deferral was written', async () => {
     const { prefix, queueName } = isolated();
     prefixes.push(prefix);
-    const conn = await userWith(prefix, ['+wait', '+client|info', '-persist']);
+    const conn = await aclUser(admin, 'rv2', prefix, ['+wait', '+client|info', '-persist']);
     const engine = engineOn(conn, prefix, queueName, { waitForReplicas: { replicas: 1, timeoutMs: 1 } });
     let ready: unknown = 'resolved';
     await engine.waitUntilReady().catch((e: unknown) => (ready = e));
@@ -104,7 +94,7 @@ describe('review2: the start-up permission probe', () => {
   ])('14.2: a user without %s is refused at start-up, the command named', async (command) => {
     const { prefix, queueName } = isolated();
     prefixes.push(prefix);
-    const engine = engineOn(await userWith(prefix, [`-${command}`]), prefix, queueName);
+    const engine = engineOn(await aclUser(admin, 'rv2', prefix, [`-${command}`]), prefix, queueName);
     const refused = await engine.waitUntilReady().then(
       () => null,
       (e: { code?: string; commands?: string[] }) => e,
@@ -116,7 +106,7 @@ describe('review2: the start-up permission probe', () => {
   it('a user without DEL is refused, and the probe leaves nothing behind', async () => {
     const { prefix, queueName } = isolated();
     prefixes.push(prefix);
-    const conn = await userWith(prefix, ['-del']);
+    const conn = await aclUser(admin, 'rv2', prefix, ['-del']);
     const engine = engineOn(conn, prefix, queueName);
     await expect(engine.waitUntilReady()).rejects.toMatchObject({ code: 'MISSING_PERMISSION' });
     const probeKey = `${new StoreKeys(prefix, queueName).base}sd:probe`;

@@ -1,6 +1,7 @@
-import { createDispatchEngine, type DispatchEngine } from '../../src';
+import type { DispatchEngine } from '../../src';
 import { buildOnce } from '../helpers/build';
-import { client, closeClients, dropPrefix, isolated } from '../helpers/redis';
+import { closeFileEngine, fileEngine } from '../helpers/engine';
+import { isolated } from '../helpers/redis';
 import { cliOn } from '../cli/run';
 
 /** Review of issue 12: the CLI's `list` page shares the engine's bounds. */
@@ -10,20 +11,11 @@ let engine: DispatchEngine;
 beforeAll(async () => {
   buildOnce();
   // by hand, not harness(): one engine makes the queue the CLI binary reads
-  engine = createDispatchEngine({
-    connection: client(),
-    ...names,
-    windows: { capacitySeconds: 300, jitter: 0 },
-    executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
-  });
+  engine = fileEngine(names);
   await engine.dispatchStage({ scope: ['book-1'], stage: 'image' }, {});
 }, 120_000);
 
-afterAll(async () => {
-  await engine.close();
-  await dropPrefix(client(), names.prefix);
-  await closeClients();
-});
+afterAll(() => closeFileEngine(engine, names.prefix));
 
 describe('12 review: CLI list --limit', () => {
   it('12 review: list --limit above 10,000 is a usage error (exit 2), as listDeferred rejects it, not an unbounded page', async () => {

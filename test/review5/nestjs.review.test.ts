@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { Inject, Injectable, Module, Scope, type DynamicModule, type OnModuleDestroy } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { Queue } from 'bullmq';
 import {
   InvalidOptionsError,
   type DispatchContext,
@@ -13,42 +12,13 @@ import {
 import { InjectStageDeferral, STAGE_DEFERRAL_ENGINE, StageDeferralModule, type StageExecutor } from '../../src/nestjs';
 import { SENT } from '../helpers/engine';
 import { latch } from '../helpers/jobs';
-import { client, closeClients, connect, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
+import { closedByTest, closeNest, look, place, startNest } from '../helpers/nest';
+import { redisOptions, waitFor } from '../helpers/redis';
 
 /** Review of issue 13.2 (the NestJS subpath), as a NestJS user would use it. Real Redis. */
 const image: StageRef = { scope: ['book-1'], stage: 'image' };
 
-const opened: TestingModule[] = [];
-const prefixes: string[] = [];
-const queues: Queue[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((app) => app.close()));
-  await Promise.all(queues.splice(0).map((q) => q.close()));
-  for (const prefix of prefixes.splice(0)) await dropPrefix(client(), prefix);
-  await closeClients();
-});
-
-function place() {
-  const where = isolated();
-  prefixes.push(where.prefix);
-  return where;
-}
-
-function look(where: { prefix: string; queueName: string }): Queue {
-  const queue = new Queue(where.queueName, { connection: connect(), prefix: where.prefix });
-  queues.push(queue);
-  return queue;
-}
-
-async function start(imports: unknown[], providers: unknown[] = []): Promise<TestingModule> {
-  const app = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] })
-    .setLogger(false as never)
-    .compile();
-  // a start that failed has closed what it opened; Nest's close() would throw its error again
-  await app.init();
-  opened.push(app);
-  return app;
-}
+afterEach(closeNest);
 
 /** A downstream client closed by its own module's `onModuleDestroy` (a pool, an HTTP agent, Prisma's `$disconnect`). */
 @Injectable()
@@ -93,7 +63,7 @@ describe('13.2 review: shutdown order', () => {
     '13.2 review: app.close() aborts a running executor before its own dependencies are destroyed (global module): the job goes back, no attempt spent',
     async () => {
       const where = place();
-      const app = await start([
+      const app = await startNest([
         DownstreamModule,
         StageDeferralModule.forRoot({
           connection: redisOptions(),
@@ -108,7 +78,7 @@ describe('13.2 review: shutdown order', () => {
       const queue = look(where);
 
       await app.close();
-      opened.splice(opened.indexOf(app), 1);
+      closedByTest(app);
       // nothing lost: the job waits for the next worker, its one attempt unspent
       expect(await queue.getJobCounts('failed')).toEqual({ failed: 0 });
       const [job] = await queue.getJobs(['delayed', 'wait'], 0, -1);
@@ -171,7 +141,7 @@ describe('13.2 review: more than one StageDeferralModule', () => {
 
   it('13.2 review: isGlobal false, two feature modules from one helper (forRootAsync): each gets its own engine on its own queue', async () => {
     const { imports, check } = features(helper);
-    check(await start(imports));
+    check(await startNest(imports));
   });
 
   it('13.2 review: the same helper under NestFactory (deep-hashed module ids): two forRootAsync calls stay two engines', async () => {
@@ -190,7 +160,7 @@ describe('13.2 review: more than one StageDeferralModule', () => {
     const { imports, check } = features((where) =>
       StageDeferralModule.forRoot({ connection: redisOptions(), ...where, isGlobal: false }),
     );
-    check(await start(imports));
+    check(await startNest(imports));
   });
 });
 
@@ -207,7 +177,7 @@ describe('13.2 review: executor providers', () => {
       }
     }
     await expect(
-      start(
+      startNest(
         [StageDeferralModule.forRoot({ connection: redisOptions(), ...where, executor: ScopedExecutor })],
         [ScopedExecutor],
       ),
@@ -225,7 +195,7 @@ describe('13.2 review: executor providers', () => {
         return Promise.resolve(SENT);
       }
     }
-    const app = await start(
+    const app = await startNest(
       [
         StageDeferralModule.forRoot({
           connection: redisOptions(),
@@ -245,14 +215,14 @@ describe('13.2 review: executor providers', () => {
 describe('13.2 review: app.close()', () => {
   it('13.2 review: app.close() twice resolves both times; the engine is closed once', async () => {
     const where = place();
-    const app = await start([
+    const app = await startNest([
       StageDeferralModule.forRoot({ connection: redisOptions(), ...where, executor: async () => SENT }),
     ]);
     const queue = look(where);
     await waitFor(async () => (await queue.getWorkers()).length === 1, 'the module Worker is up');
     await Promise.all([app.close(), app.close()]);
     await app.close();
-    opened.splice(opened.indexOf(app), 1);
+    closedByTest(app);
     await waitFor(async () => (await queue.getWorkers()).length === 0, 'no Worker left');
   });
 });

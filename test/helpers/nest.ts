@@ -1,0 +1,47 @@
+import 'reflect-metadata';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { Queue } from 'bullmq';
+import { client, closeClients, connect, dropPrefix, isolated } from './redis';
+
+/** What a NestJS test opened (its apps, the Queues it looked through) and its prefixes: `closeNest` ends them. */
+const opened: TestingModule[] = [];
+const queues: Queue[] = [];
+const prefixes: string[] = [];
+
+/** A prefix and queue name of the test's own; `closeNest` deletes the keys under the prefix. */
+export function place() {
+  const where = isolated();
+  prefixes.push(where.prefix);
+  return where;
+}
+
+/** A Queue of the test's own on the engine's queue, to look at jobs and workers from outside; closed by `closeNest`. */
+export function look(where: { prefix: string; queueName: string }): Queue {
+  const queue = new Queue(where.queueName, { connection: connect(), prefix: where.prefix });
+  queues.push(queue);
+  return queue;
+}
+
+/** Compiles and starts a testing module (Nest's logger off); closed by `closeNest`. */
+export async function startNest(imports: unknown[], providers: unknown[] = []): Promise<TestingModule> {
+  const app = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] })
+    .setLogger(false as never)
+    .compile();
+  // a start that failed has closed what it opened; Nest's close() would throw its error again
+  await app.init();
+  opened.push(app);
+  return app;
+}
+
+/** `app` was closed by the test itself: `closeNest` does not close it again. */
+export function closedByTest(app: TestingModule): void {
+  opened.splice(opened.indexOf(app), 1);
+}
+
+/** After each test: closes its apps, then its Queues, deletes its prefixes' keys and closes the clients. */
+export async function closeNest(): Promise<void> {
+  await Promise.all(opened.splice(0).map((app) => app.close()));
+  await Promise.all(queues.splice(0).map((q) => q.close()));
+  for (const prefix of prefixes.splice(0)) await dropPrefix(client(), prefix);
+  await closeClients();
+}
