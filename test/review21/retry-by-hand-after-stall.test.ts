@@ -39,7 +39,7 @@ describe('review 21: a retry by hand whose first run is redelivered by the stall
     expect(frozen.id).toBe(job.id);
 
     // a healthy worker's stalled check hands the job on; it runs the retried job
-    const second = h.engine.createWorker({ stalledInterval: 300 });
+    h.engine.createWorker({ stalledInterval: 300 });
     await waitFor(
       async () => ['completed', 'failed'].includes(await h.engine.queue.getJobState(job.id!)),
       'the retried job finished',
