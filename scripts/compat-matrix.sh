@@ -31,6 +31,8 @@ suites=(
   # BullMQ-level: the job a user's Worker/Bull Board sees, retries, locks, errors, the adapter
   test/wake-up-job.readable.test.ts test/in-flight-retry.test.ts test/lock-renewal.test.ts
   test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts test/engine.survivors.test.ts
+  # a Worker's custom backoff strategy and BullMQ's stalled count, read by the engine (review 20)
+  test/review20/backoff-stops-retry.test.ts test/review20/crash-after-fail-record.test.ts
 )
 
 for pair in "$@"; do

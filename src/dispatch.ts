@@ -232,6 +232,12 @@ export class Dispatcher<P> {
         throw this.closing ? new EngineClosedError(error) : error;
       }
       if (begun.kind !== 'locked') return this.notBegun(ref, begun);
+      if (this.closing) {
+        // close() began while the begin was under way (and may no longer wait for this attempt):
+        // nothing is sent now; the lock goes at once (a job is delayed, no attempt spent)
+        await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
+        throw new EngineClosedError();
+      }
       const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures);
       this.running.add(running);
       try {

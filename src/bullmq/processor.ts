@@ -128,16 +128,21 @@ type BackoffStrategy = (attemptsMade: number, type?: string, error?: Error, job?
  * `settings.backoffStrategy`, on the Worker running the job), if it has one.
  */
 function customStrategy(job: Job, backoff: JobContext['backoff']): BackoffStrategy | undefined {
-  if (backoff.type === 'fixed' || backoff.type === 'exponential') return undefined;
+  if (builtIn(backoff)) return undefined;
   const strategy = (job as unknown as { queue?: { opts?: { settings?: { backoffStrategy?: unknown } } } }).queue?.opts
     ?.settings?.backoffStrategy;
   return typeof strategy === 'function' ? (strategy as BackoffStrategy) : undefined;
 }
 
+/** One of BullMQ's built-in backoff types (BullMQ computes it; any other needs a Worker's strategy). */
+function builtIn(backoff: JobContext['backoff']): boolean {
+  return backoff.type === 'fixed' || backoff.type === 'exponential';
+}
+
 /**
  * A custom strategy's delay for the n-th failure, as BullMQ reads it: -1 ends the job (so does
- * a strategy that throws: BullMQ could not retry it either), anything else not a number >= 0
- * retries at once.
+ * a strategy that throws: BullMQ could not retry it either), anything else not a finite number
+ * >= 0 retries at once.
  */
 async function askStrategy(
   strategy: BackoffStrategy,
@@ -279,9 +284,11 @@ export function createProcessor<P>(
         // it waits out its backoff as the stage's licence holder (taken with the release): a host's
         // tick sees its failures
         // BullMQ retries while its own count allows; past it (a job retried by hand), the engine
-        // does, and also for a custom strategy it asked already (BullMQ would ask it again)
+        // does, and also for a custom type: after the delay of the strategy it asked already
+        // (BullMQ would ask it again), or of retry.backoff when the Worker has none (BullMQ would
+        // throw 'Unknown backoff strategy' and leave the job active until its stalled check)
         const custom = await ctx.customDelay;
-        if (custom === undefined && job.attemptsMade + 1 < ctx.attempts) throw error;
+        if (custom === undefined && builtIn(ctx.backoff) && job.attemptsMade + 1 < ctx.attempts) throw error;
         await store.countRetried(id);
         // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
         await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);

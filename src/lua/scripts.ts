@@ -29,8 +29,9 @@
  *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
  *        was retried by hand (a fresh chain and budget); a redelivery after a crash
  *        before BullMQ finished it keeps the same \`atm\` and is not
- *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked on a failure: a run after the
- *        count grew is a redelivery (the worker died before BullMQ failed the job), not a retry by hand
+ *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked on a failure, until BullMQ failed the
+ *        job: a run after the count grew is a redelivery (the worker died before BullMQ failed the
+ *        job), not a retry by hand
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
@@ -639,10 +640,19 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
--- (with BullMQ's stalled count: a run after a crash before BullMQ failed the job is a redelivery,
--- handed on by BullMQ's stalled check, not a retry by hand: see begin)
-local counts = redis.call('HMGET', KEYS[2], 'atm', 'stc')
-redis.call('HSET', KEYS[2], 'sdf', counts[1] or 0, 'sdt', counts[2] or 0, 'sdi', ARGV[1])
+-- Before BullMQ fails the job (the processor's call), with BullMQ's stalled count: a run after a
+-- crash in between is a redelivery, handed on by BullMQ's stalled check, not a retry by hand (see
+-- begin). Once BullMQ failed it (a Worker's 'failed' listener: finishedOn is set) no redelivery
+-- can come: the count is dropped, and the processor's mark of the same failure (BullMQ's count
+-- before it counted the failure) is kept
+local h = redis.call('HMGET', KEYS[2], 'atm', 'stc', 'finishedOn', 'sdf')
+if h[3] then
+  if not h[4] then redis.call('HSET', KEYS[2], 'sdf', h[1] or 0) end
+  redis.call('HDEL', KEYS[2], 'sdt')
+  redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
+else
+  redis.call('HSET', KEYS[2], 'sdf', h[1] or 0, 'sdt', h[2] or 0, 'sdi', ARGV[1])
+end
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 -- the chain ends with its holder's failure; a job failing for good while another job holds the

@@ -16,7 +16,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 21: a job of a custom backoff type on a Worker without backoffStrategy', () => {
-  it("review 21: a transient failure of a job with a custom backoff type (no Worker strategy) is not retried by the engine's retry.backoff: the job is left stuck active until the stalled check", async () => {
+  it('review 21, fixed: a transient failure of a job with a custom backoff type (no Worker strategy) is retried by the engine after its retry.backoff (was left stuck active until the stalled check)', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 50 } } });
     h.executor.script(image, new Error('500 once'));
     const job = await h.engine.queue.add('image', data, { attempts: 3, backoff: { type: 'mine' } as never });

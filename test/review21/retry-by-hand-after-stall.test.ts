@@ -22,13 +22,17 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 21: a retry by hand whose first run is redelivered by the stalled check', () => {
-  it('review 21: a job retried by hand gets no fresh retry budget (its stage is never sent) when the retried run stalls before its begin', async () => {
+  it('review 21, fixed: a job retried by hand gets a fresh retry budget (its stage is sent) also when the retried run stalls before its begin (was taken for a crash redelivery)', async () => {
     const h = harness();
     // three failures end the first chain; after the retry by hand: one transient failure, then sent
     h.executor.script(image, new Error('500 a'), new Error('500 b'), new Error('500 c'), new Error('500 d'));
     const job = await h.engine.queue.add('image', data, { attempts: 3, backoff: fast });
     const first = h.engine.createWorker({ stalledInterval: 300 });
-    await waitFor(async () => (await h.engine.queue.getJobState(job.id!)) === 'failed', 'the job failed for good', 10_000);
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(job.id!)) === 'failed',
+      'the job failed for good',
+      10_000,
+    );
     await first.close();
     expect(h.executor.calls.length).toBe(3);
 
