@@ -160,9 +160,10 @@ local function wakeSeq(BASE, sid, seen)
   seen[kind] = seen[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
   return seen[''] .. ':' .. seen[kind]
 end
--- marks job J finished (see sdf): BullMQ's atm as it is now
+-- marks job J finished (see sdf, sdt) before BullMQ finishes it: BullMQ's atm and stc as they are now
 local function markFinished(J)
-  redis.call('HSET', J, 'sdf', redis.call('HGET', J, 'atm') or 0)
+  local h = redis.call('HMGET', J, 'atm', 'stc')
+  redis.call('HSET', J, 'sdf', h[1] or 0, 'sdt', h[2] or 0)
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
@@ -270,7 +271,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
     if p > 20 and p <= tol + fleetLead() then return {5, p} end
   end
-  local retried = false
+  local retried, redelivered, failedMe = false, false, false
   -- the stage's licence and failed-job records, read once
   local members = ${licences('IDX', 'sid')}
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
@@ -287,17 +288,17 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
       return {7}
     end
     if c[1] then return {4} end
-    -- retried by hand: BullMQ counted its finish since the engine marked it, or it is running
-    -- again while recorded as failed for good (also after a resetAttemptsMade that hides the
-    -- count), unless BullMQ's stalled check handed it on since it was marked: its worker died
-    -- between the mark and BullMQ's failure, and this is the redelivery (a retry by hand keeps
-    -- the stalled count)
-    retried = c[3] ~= false and tonumber(c[3]) ~= (tonumber(c[4]) or 0)
-    if not retried and not (c[10] and (tonumber(c[9]) or 0) > tonumber(c[10])) then
-      for _, m in ipairs(members) do
-        if m == me .. '?' then retried = true end
-      end
+    -- retried by hand: a job marked finished (or recorded as failed for good) runs again only
+    -- when an operator retried it, or when BullMQ's stalled check handed it on: its worker died
+    -- between the mark and BullMQ's finish, and this is the redelivery (the stalled count grew
+    -- since the mark; a retry by hand keeps that count, and BullMQ's own failure drops the mark's
+    -- count: see FAIL). BullMQ's count of finishes that changed since the mark is a retry too
+    -- (also one whose run then stalled before its begin)
+    redelivered = c[10] and (tonumber(c[9]) or 0) > tonumber(c[10])
+    for _, m in ipairs(members) do
+      if m == me .. '?' then failedMe = true end
     end
+    retried = (c[3] and tonumber(c[3]) ~= (tonumber(c[4]) or 0)) or ((c[3] or failedMe) and not redelivered)
     -- a job that finished (failed for good, or completed and kept) and runs again was retried by
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6} end
@@ -306,7 +307,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- ('sdc', read above), so it never gets here
   if liveLock(L, true, v[2]) then return {2} end
   local lic, failed = split(members)
-  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then return {3} end
+  -- (a wake-up redelivered after its failed-for-good record holds no licence any more: it runs
+  -- once more, as BullMQ runs a job redelivered after a crash, and fails for good again)
+  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' and not (failedMe and redelivered) then
+    return {3}
+  end
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
@@ -645,14 +650,14 @@ if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 -- begin). Once BullMQ failed it (a Worker's 'failed' listener: finishedOn is set) no redelivery
 -- can come: the count is dropped, and the processor's mark of the same failure (BullMQ's count
 -- before it counted the failure) is kept
-local h = redis.call('HMGET', KEYS[2], 'atm', 'stc', 'finishedOn', 'sdf')
-if h[3] then
-  if not h[4] then redis.call('HSET', KEYS[2], 'sdf', h[1] or 0) end
+local h = redis.call('HMGET', KEYS[2], 'finishedOn', 'sdf', 'atm')
+if h[1] then
+  if not h[2] then redis.call('HSET', KEYS[2], 'sdf', h[3] or 0) end
   redis.call('HDEL', KEYS[2], 'sdt')
-  redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 else
-  redis.call('HSET', KEYS[2], 'sdf', h[1] or 0, 'sdt', h[2] or 0, 'sdi', ARGV[1])
+  markFinished(KEYS[2])
 end
+redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 -- the chain ends with its holder's failure; a job failing for good while another job holds the

@@ -19,7 +19,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 22: a kept completed job retried by hand with resetAttemptsMade', () => {
-  it('review 22: a kept completed job that had deferred, retried by hand with resetAttemptsMade, completes as superseded and never sends its stage', async () => {
+  it('review 22, fixed: a kept completed job that had deferred, retried by hand with resetAttemptsMade, sends its stage with a fresh chain (was superseded, never sent)', async () => {
     const h = harness();
     // the kept job defers (capacity); its wake-up (cleared early) sends the stage; the retry by hand sends it again
     h.executor.script(image, notSent('no_worker_available'), SENT, SENT);

@@ -21,7 +21,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe("review 22: a retry by hand on a user's Worker not attached", () => {
-  it('review 22: a wake-up failed for good on a Worker not attached, retried by hand with resetAttemptsMade, completes as stale_wake_up when its run stalls before its begin: the stage is never sent', async () => {
+  it('review 22, fixed: a wake-up failed for good on a Worker not attached, retried by hand with resetAttemptsMade, sends the stage also when its run stalls before its begin (was stale_wake_up, never sent)', async () => {
     const h = harness();
     h.executor.script(image, notSent('no_worker_available'), new UnrecoverableError('rejected'), SENT);
     const own = (stalledInterval: number) => {

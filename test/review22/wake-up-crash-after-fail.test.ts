@@ -20,7 +20,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('review 22: a wake-up whose worker crashes between FAIL and BullMQ failing it', () => {
-  it('review 22: a wake-up redelivered after a crash between its final FAIL and BullMQ failing it completes as stale_wake_up: its failure vanishes (no failed job left to retry)', async () => {
+  it('review 22, fixed: a wake-up redelivered after a crash between its final FAIL and BullMQ failing it runs once more and fails for good (was stale_wake_up: its failure vanished)', async () => {
     const h = harness();
     h.executor.script(
       image,
