@@ -160,10 +160,19 @@ local function wakeSeq(BASE, sid, seen)
   seen[kind] = seen[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
   return seen[''] .. ':' .. seen[kind]
 end
--- marks job J finished (see sdf, sdt) before BullMQ finishes it: BullMQ's atm and stc as they are now
+-- marks job J finished (see sdf, sdt). Before BullMQ finishes it (the processor's call): BullMQ's
+-- atm and stalled count as they are now; a run after a crash in between is a redelivery (its
+-- stalled count grew), not a retry by hand (see begin). Once BullMQ finished it (a Worker's
+-- 'failed' or 'completed' listener: finishedOn is set) no redelivery can come: the count is
+-- dropped, and the processor's mark of the same finish (BullMQ's count before it counted it) kept
 local function markFinished(J)
-  local h = redis.call('HMGET', J, 'atm', 'stc')
-  redis.call('HSET', J, 'sdf', h[1] or 0, 'sdt', h[2] or 0)
+  local h = redis.call('HMGET', J, 'finishedOn', 'sdf', 'atm', 'stc')
+  if h[1] then
+    if not h[2] then redis.call('HSET', J, 'sdf', h[3] or 0) end
+    redis.call('HDEL', J, 'sdt')
+  else
+    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0)
+  end
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
@@ -307,10 +316,17 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- ('sdc', read above), so it never gets here
   if liveLock(L, true, v[2]) then return {2} end
   local lic, failed = split(members)
-  -- (a wake-up redelivered after its failed-for-good record holds no licence any more: it runs
-  -- once more, as BullMQ runs a job redelivered after a crash, and fails for good again)
-  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' and not (failedMe and redelivered) then
-    return {3}
+  local records = #failed
+  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then
+    -- a wake-up redelivered after its failed-for-good record (its worker died before BullMQ
+    -- failed it) while no other job took the stage: it takes its licence back and runs once
+    -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
+    -- whether its next failure is its last)
+    if not (failedMe and redelivered and not lic) then return {3} end
+    redis.call('ZREM', IDX, me .. '?')
+    redis.call('ZADD', IDX, 0, me)
+    lic = me
+    records = records - 1
   end
   local carried, opts, kept = 0, '', ''
   if retried then
@@ -348,7 +364,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, #failed}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records}
 end
 
 
@@ -428,7 +444,13 @@ local function release(L, sid, own, token, mode, me, chain, run)
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' then
       local id = ownJob(BASE, sid, m)
-      if not id or redis.call('EXISTS', BASE .. id) == 0 then redis.call('ZREM', IDX, m) end
+      if not id or redis.call('EXISTS', BASE .. id) == 0 then
+        redis.call('ZREM', IDX, m)
+      elseif id ~= own then
+        -- a job failed for good whose worker died before BullMQ failed it runs again, redelivered:
+        -- the stage went out meanwhile, so it is superseded (a retry by hand still runs it)
+        redis.call('HSET', BASE .. id, 'sds', 1)
+      end
     end
   end
   return {cancelled, unpack(revoked)}
@@ -645,18 +667,7 @@ ${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
--- Before BullMQ fails the job (the processor's call), with BullMQ's stalled count: a run after a
--- crash in between is a redelivery, handed on by BullMQ's stalled check, not a retry by hand (see
--- begin). Once BullMQ failed it (a Worker's 'failed' listener: finishedOn is set) no redelivery
--- can come: the count is dropped, and the processor's mark of the same failure (BullMQ's count
--- before it counted the failure) is kept
-local h = redis.call('HMGET', KEYS[2], 'finishedOn', 'sdf', 'atm')
-if h[1] then
-  if not h[2] then redis.call('HSET', KEYS[2], 'sdf', h[3] or 0) end
-  redis.call('HDEL', KEYS[2], 'sdt')
-else
-  markFinished(KEYS[2])
-end
+markFinished(KEYS[2])
 redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})

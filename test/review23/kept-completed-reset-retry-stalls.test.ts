@@ -23,7 +23,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 23: a kept completed job retried by hand whose retried run stalls before its begin', () => {
-  it('review 23: an operator retry (resetAttemptsMade) of a kept completed job that had deferred is lost (completed superseded, never sent) when the retried run stalls before its begin', async () => {
+  it('review 23, fixed: an operator retry (resetAttemptsMade) of a kept completed job that had deferred sends its stage also when the retried run stalls before its begin (was superseded, never sent)', async () => {
     const h = harness();
     h.executor.script(image, notSent('no_worker_available'), SENT, SENT);
     const job = await h.engine.queue.add('image', data, { jobId: 'kept-1', attempts: 3, removeOnComplete: false });

@@ -20,7 +20,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('review 23: the retry budget of a wake-up redelivered after a crash between FAIL and BullMQ failing it', () => {
-  it('review 23: a wake-up redelivered after its final FAIL gets a fresh retry budget (the stage is retried past the chain\'s budget) instead of running once more', async () => {
+  it("review 23, fixed: a wake-up redelivered after its final FAIL runs once more on its chain's budget and fails for good (was a fresh budget: retried past it)", async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(
       image,
@@ -61,7 +61,8 @@ describe('review 23: the retry budget of a wake-up redelivered after a crash bet
       await h.engine.enqueue(image, {});
       await waitFor(() => h.engine.isStageDeferred(image), 'deferred', 10_000);
       expect(h.executor.callsFor(image)).toBe(3);
-      await h.engine.clearDeferrals(image.scope);
+      // woken, not cleared: its chain (2 failures) goes on (a clear would start a fresh one)
+      await h.engine.wakeDeferred({ stage: image.stage });
       await waitFor(() => crashed, 'the wake-up failed for good, then the crash', 10_000);
       await waitFor(
         async () => ['completed', 'failed', null].includes(await stateOf(h, wakeUpId)),

@@ -22,7 +22,7 @@ import type { StageRef } from '../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('review 23: a wake-up redelivered after a crash between FAIL and BullMQ failing it', () => {
-  it('review 23: a stage is sent twice when a host dispatches it directly between a wake-up\'s final FAIL and the crash redelivery of that wake-up', async () => {
+  it("review 23: a stage is sent twice when a host dispatches it directly between a wake-up's final FAIL and the crash redelivery of that wake-up", async () => {
     const h = harness();
     h.executor.script(
       image,
