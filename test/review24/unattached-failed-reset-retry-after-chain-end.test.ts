@@ -15,7 +15,8 @@ import type { StageRef } from '../../src';
  * retry by hand of a job that failed for good on its only attempt (`sdf` 0 == `atm` 0 after the
  * reset) whose run stalls before its begin completes `superseded`: the stage is never sent,
  * though the README says an operator's retry of a failed job dispatches it. The doc statement is
- * wrong (and the stage the operator asked for is lost).
+ * wrong (and the stage the operator asked for is lost). Control (checked by hand): the same test
+ * with `h.engine.attachWorker(worker)` passes (its 'failed' listener drops `sdt`).
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
