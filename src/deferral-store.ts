@@ -275,7 +275,7 @@ export class DeferralStore {
    * is written, the job was handed on (BullMQ would refuse that worker's failure). `kept`: BullMQ keeps
    * the job as it fails (`keptWhenFinished(removeOnFail)`); a job it removes leaves no record.
    */
-  async markFailed(sid: string, jobId: string, kept: boolean, bullToken = ''): Promise<boolean> {
+  async markFailed(sid: string, jobId: string, kept: boolean, bullToken = '', afterBullMQ = false): Promise<boolean> {
     const r = await this.tx.one('fail', (m) =>
       m[CMD.sdFail]!(
         this.keys.index,
@@ -286,15 +286,19 @@ export class DeferralStore {
         this.keys.base,
         bullToken,
         kept ? '1' : '0',
+        afterBullMQ ? '1' : '0',
       ),
     );
     return r !== 2;
   }
 
-  /** A job added by hand completed: marked, so a retry by hand of it starts a fresh chain. */
-  async markFinished(jobId: string): Promise<void> {
+  /**
+   * A job added by hand completed: marked, so a retry by hand of it starts a fresh chain
+   * (`afterBullMQ`: a Worker listener's call, once BullMQ completed it).
+   */
+  async markFinished(jobId: string, afterBullMQ = false): Promise<void> {
     const c = await this.client();
-    await c[CMD.sdFinished]!(this.keys.job(jobId));
+    await c[CMD.sdFinished]!(this.keys.job(jobId), afterBullMQ ? '1' : '0');
   }
 
   /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */

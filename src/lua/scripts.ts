@@ -174,6 +174,14 @@ local function markFinished(J)
     redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0)
   end
 end
+-- a listener's call (after BullMQ finished J) that finds J unfinished: an operator retried it
+-- meanwhile (BullMQ's retry deletes finishedOn). Nothing is recorded; only the mark's stalled
+-- count goes (BullMQ did finish the job: a run of it that stalls is no crash redelivery)
+local function retriedSince(J, after)
+  if after ~= '1' or redis.call('HGET', J, 'finishedOn') then return false end
+  redis.call('HDEL', J, 'sdt')
+  return true
+end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
   local live, failed = nil, {}
@@ -447,9 +455,14 @@ local function release(L, sid, own, token, mode, me, chain, run)
       if not id or redis.call('EXISTS', BASE .. id) == 0 then
         redis.call('ZREM', IDX, m)
       elseif id ~= own then
-        -- a job failed for good whose worker died before BullMQ failed it runs again, redelivered:
-        -- the stage went out meanwhile, so it is superseded (a retry by hand still runs it)
-        redis.call('HSET', BASE .. id, 'sds', 1)
+        -- a job failed for good whose worker died before BullMQ failed it (still active, or
+        -- handed on: its stalled count grew since the record) runs again, redelivered: the stage
+        -- went out meanwhile, so it is superseded. One BullMQ failed (finishedOn) comes back only
+        -- by a retry by hand, which runs it
+        local f = redis.call('HMGET', BASE .. id, 'finishedOn', 'stc', 'sdt')
+        if not f[1] and ((f[3] and (tonumber(f[2]) or 0) > tonumber(f[3])) or redis.call('LPOS', BASE .. 'active', id)) then
+          redis.call('HSET', BASE .. id, 'sds', 1)
+        end
       end
     end
   end
@@ -657,7 +670,8 @@ return cleared
  * licensed to another job keeps that licence.
  * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's id (its
  *   licence member is built here: memberOf), 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
- *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it
+ *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it, 6 '1' for a
+ *   Worker listener's call, after BullMQ failed the job
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
  */
@@ -666,6 +680,7 @@ ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
+if retriedSince(KEYS[2], ARGV[6]) then return 1 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
 markFinished(KEYS[2])
 redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
@@ -754,11 +769,11 @@ return missing
 /**
  * finished: a job the engine did not add (added by hand) completed and is
  * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
- * starts a fresh chain and budget. KEYS: 1 J
+ * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it)
  */
 export const FINISHED = `
 ${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1]) end
+if redis.call('EXISTS', KEYS[1]) == 1 and not retriedSince(KEYS[1], ARGV[1]) then markFinished(KEYS[1]) end
 return 1
 `;
 

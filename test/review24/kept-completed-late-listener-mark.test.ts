@@ -28,7 +28,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe("review 24: the 'completed' listener's markFinished landing after a retry by hand", () => {
-  it('review 24: a kept completed job that deferred, retried by hand right after it completed, is never sent when its retried run stalls before its begin (the late listener mark re-records sdt)', async () => {
+  it('review 24, fixed: a kept completed job that deferred, retried by hand right after it completed, sends its stage when its retried run stalls before its begin (the late listener mark re-recorded sdt: never sent)', async () => {
     const h = harness();
     // a short capacity window (the downstream's hint): its wake-up sends the stage soon after
     h.executor.script(image, notSent('no_worker_available', { retryAfterMs: 100 }), SENT, SENT);
@@ -82,11 +82,10 @@ describe("review 24: the 'completed' listener's markFinished landing after a ret
       await waitFor(() => completions.length >= 2, 'the retried job completed', 15_000);
       const retried = completions[1] as { dispatched?: boolean; reason?: string | null };
       // the retry by hand must send the stage (README); it completes superseded, never sent
-      expect({ dispatched: retried.dispatched, reason: retried.reason, calls: h.executor.callsFor(image) }).toEqual({
-        dispatched: true,
-        reason: null,
-        calls: 3, // the deferral, its wake-up, the retry by hand
-      });
+      expect({ dispatched: retried.dispatched, reason: retried.reason }).toEqual({ dispatched: true, reason: null });
+      // the deferral, the retry by hand, and the wake-up when it ran first (this Worker, concurrency
+      // 1, was held by the stalled run: the retried job, first in line, may take the stage from it)
+      expect([2, 3]).toContain(h.executor.callsFor(image));
     } finally {
       await worker.close();
     }

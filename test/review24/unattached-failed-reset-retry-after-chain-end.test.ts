@@ -22,7 +22,7 @@ const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('review 24: a retry by hand on a Worker not attached, after a chain ended elsewhere', () => {
-  it('review 24: a failed job retried by hand (resetAttemptsMade) on a Worker not attached is never sent when its run stalls before its begin after a host dispatched the stage (design.md says only "no fresh budget")', async () => {
+  it('review 24, fixed: a failed job retried by hand (resetAttemptsMade) on a Worker not attached sends its stage when its run stalls before its begin after a host dispatched the stage (was superseded by the chain end, never sent)', async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 500'), SENT, SENT);
     const redis = client();
