@@ -275,7 +275,13 @@ export class DeferralStore {
    * is written, the job was handed on (BullMQ would refuse that worker's failure). `kept`: BullMQ keeps
    * the job as it fails (`keptWhenFinished(removeOnFail)`); a job it removes leaves no record.
    */
-  async markFailed(sid: string, jobId: string, kept: boolean, bullToken = '', afterBullMQ = false): Promise<boolean> {
+  async markFailed(
+    sid: string,
+    jobId: string,
+    kept: boolean,
+    bullToken = '',
+    afterBullMQ?: { processedOn?: number },
+  ): Promise<boolean> {
     const r = await this.tx.one('fail', (m) =>
       m[CMD.sdFail]!(
         this.keys.index,
@@ -287,6 +293,7 @@ export class DeferralStore {
         bullToken,
         kept ? '1' : '0',
         afterBullMQ ? '1' : '0',
+        String(afterBullMQ?.processedOn ?? ''),
       ),
     );
     return r !== 2;
@@ -294,11 +301,12 @@ export class DeferralStore {
 
   /**
    * A job added by hand completed: marked, so a retry by hand of it starts a fresh chain
-   * (`afterBullMQ`: a Worker listener's call, once BullMQ completed it).
+   * (`afterBullMQ`: a Worker listener's call, once BullMQ completed the run that began at its
+   * `processedOn`).
    */
-  async markFinished(jobId: string, afterBullMQ = false): Promise<void> {
+  async markFinished(jobId: string, afterBullMQ?: { processedOn?: number }): Promise<void> {
     const c = await this.client();
-    await c[CMD.sdFinished]!(this.keys.job(jobId), afterBullMQ ? '1' : '0');
+    await c[CMD.sdFinished]!(this.keys.job(jobId), afterBullMQ ? '1' : '0', String(afterBullMQ?.processedOn ?? ''));
   }
 
   /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */

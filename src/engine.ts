@@ -292,14 +292,14 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       // retry by hand, also one that stalls before its begin; see markFinished in the scripts)
       .on('completed', (job) => {
         if (job?.id && keptWhenFinished(job.opts.removeOnComplete))
-          void store.markFinished(job.id, true).catch(() => undefined);
+          void store.markFinished(job.id, job).catch(() => undefined);
       })
       .on('failed', (job) => {
         if (!job?.id || !job.finishedOn) return;
         const data = job.data as { scope?: string[]; stage?: string } | undefined;
         try {
           const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail), '', true).catch(() => undefined);
+          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail), '', job).catch(() => undefined);
         } catch {
           // not a dispatch job's data: nothing of the engine's to record
         }

@@ -29,9 +29,11 @@
  *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
  *        was retried by hand (a fresh chain and budget); a redelivery after a crash
  *        before BullMQ finished it keeps the same \`atm\` and is not
- *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked on a failure, until BullMQ failed the
- *        job: a run after the count grew is a redelivery (the worker died before BullMQ failed the
- *        job), not a retry by hand
+ *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked, until BullMQ finished the job: a
+ *        run after the count grew is a redelivery (the worker died before BullMQ finished the job),
+ *        not a retry by hand
+ *   sdp  BullMQ's \`processedOn\` of the run that marked \`sdf\`: a Worker listener's late call for an
+ *        earlier run leaves a later run's mark alone
  *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
  *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
@@ -171,15 +173,17 @@ local function markFinished(J)
     if not h[2] then redis.call('HSET', J, 'sdf', h[3] or 0) end
     redis.call('HDEL', J, 'sdt')
   else
-    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0)
+    -- (sdp: the marking run, by BullMQ's processedOn: a listener names the run it reports)
+    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0, 'sdp', redis.call('HGET', J, 'processedOn') or 0)
   end
 end
--- a listener's call (after BullMQ finished J) that finds J unfinished: an operator retried it
--- meanwhile (BullMQ's retry deletes finishedOn). Nothing is recorded; only the mark's stalled
--- count goes (BullMQ did finish the job: a run of it that stalls is no crash redelivery)
-local function retriedSince(J, after)
+-- a listener's call (after BullMQ finished J's run that began at processedOn 'run') that finds J
+-- unfinished: an operator retried it meanwhile (BullMQ's retry deletes finishedOn). Nothing is
+-- recorded; the mark of that run loses its stalled count (BullMQ did finish that run: a later run
+-- that stalls is no crash redelivery); a later run's own mark is left alone
+local function retriedSince(J, after, run)
   if after ~= '1' or redis.call('HGET', J, 'finishedOn') then return false end
-  redis.call('HDEL', J, 'sdt')
+  if redis.call('HGET', J, 'sdp') == run then redis.call('HDEL', J, 'sdt') end
   return true
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
@@ -340,7 +344,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
     redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
-    redis.call('HDEL', J, 'sdf', 'sdt', 'sds', 'sdk')
+    redis.call('HDEL', J, 'sdf', 'sdt', 'sdp', 'sds', 'sdk')
     redis.call('ZREM', IDX, me .. '?')
     if not lic then
       lic = me .. '!'
@@ -671,7 +675,7 @@ return cleared
  * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's id (its
  *   licence member is built here: memberOf), 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
  *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it, 6 '1' for a
- *   Worker listener's call, after BullMQ failed the job
+ *   Worker listener's call, after BullMQ failed the job, 7 that run's processedOn (the listener's)
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
  */
@@ -680,7 +684,7 @@ ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
-if retriedSince(KEYS[2], ARGV[6]) then return 1 end
+if retriedSince(KEYS[2], ARGV[6], ARGV[7]) then return 1 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
 markFinished(KEYS[2])
 redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
@@ -769,11 +773,11 @@ return missing
 /**
  * finished: a job the engine did not add (added by hand) completed and is
  * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
- * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it)
+ * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn
  */
 export const FINISHED = `
 ${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 1 and not retriedSince(KEYS[1], ARGV[1]) then markFinished(KEYS[1]) end
+if redis.call('EXISTS', KEYS[1]) == 1 and not retriedSince(KEYS[1], ARGV[1], ARGV[2]) then markFinished(KEYS[1]) end
 return 1
 `;
 
