@@ -162,28 +162,25 @@ local function wakeSeq(BASE, sid, seen)
   seen[kind] = seen[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
   return seen[''] .. ':' .. seen[kind]
 end
--- marks job J finished (see sdf, sdt). Before BullMQ finishes it (the processor's call): BullMQ's
--- atm and stalled count as they are now; a run after a crash in between is a redelivery (its
--- stalled count grew), not a retry by hand (see begin). Once BullMQ finished it (a Worker's
--- 'failed' or 'completed' listener: finishedOn is set) no redelivery can come: the count is
--- dropped, and the processor's mark of the same finish (BullMQ's count before it counted it) kept
-local function markFinished(J)
-  local h = redis.call('HMGET', J, 'finishedOn', 'sdf', 'atm', 'stc')
+-- marks job J finished (see sdf, sdt, sdp). Before BullMQ finishes it (the processor's call):
+-- BullMQ's atm, stalled count and the run (processedOn) as they are now; a run after a crash in
+-- between is a redelivery (its stalled count grew), not a retry by hand (see begin). Once BullMQ
+-- finished it (a Worker listener's call, after = '1': finishedOn is set) no redelivery can come:
+-- the count is dropped, and the processor's mark of the same finish kept. A listener's call that
+-- finds J unfinished (an operator retried it meanwhile: BullMQ's retry deletes finishedOn) records
+-- nothing: only the mark of the run it reports ('run', its processedOn) loses its stalled count,
+-- a later run's own mark is left alone. Returns false for that call (nothing recorded)
+local function markFinished(J, after, run)
+  local h = redis.call('HMGET', J, 'finishedOn', 'sdf', 'atm', 'stc', 'processedOn', 'sdp')
   if h[1] then
     if not h[2] then redis.call('HSET', J, 'sdf', h[3] or 0) end
     redis.call('HDEL', J, 'sdt')
+  elseif after == '1' then
+    if h[6] == run then redis.call('HDEL', J, 'sdt') end
+    return false
   else
-    -- (sdp: the marking run, by BullMQ's processedOn: a listener names the run it reports)
-    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0, 'sdp', redis.call('HGET', J, 'processedOn') or 0)
+    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0, 'sdp', h[5] or 0)
   end
-end
--- a listener's call (after BullMQ finished J's run that began at processedOn 'run') that finds J
--- unfinished: an operator retried it meanwhile (BullMQ's retry deletes finishedOn). Nothing is
--- recorded; the mark of that run loses its stalled count (BullMQ did finish that run: a later run
--- that stalls is no crash redelivery); a later run's own mark is left alone
-local function retriedSince(J, after, run)
-  if after ~= '1' or redis.call('HGET', J, 'finishedOn') then return false end
-  if redis.call('HGET', J, 'sdp') == run then redis.call('HDEL', J, 'sdt') end
   return true
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
@@ -684,9 +681,8 @@ ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
-if retriedSince(KEYS[2], ARGV[6], ARGV[7]) then return 1 end
+if not markFinished(KEYS[2], ARGV[6], ARGV[7]) then return 1 end
 -- marked finished (see markFinished), and the stage's own under its record (see ownJob)
-markFinished(KEYS[2])
 redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
 local me = memberOf(ARGV[1], ARGV[2])
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
@@ -777,7 +773,7 @@ return missing
  */
 export const FINISHED = `
 ${HELPERS}
-if redis.call('EXISTS', KEYS[1]) == 1 and not retriedSince(KEYS[1], ARGV[1], ARGV[2]) then markFinished(KEYS[1]) end
+if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1], ARGV[1], ARGV[2]) end
 return 1
 `;
 

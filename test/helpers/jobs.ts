@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import { client } from './redis';
+import { client, waitFor } from './redis';
 
 /** Completed and failed jobs of a worker, as they happen. */
 export function watch(worker: Worker) {
@@ -67,4 +67,16 @@ export async function fetchBy(
   } finally {
     await w.close();
   }
+}
+
+/**
+ * A worker frozen (or dead) in the middle of job `jobKey` (`<prefix>:<queue>:<id>`): BullMQ's
+ * lock of it goes, and the stalled check hands the job on (its stalled count grows).
+ */
+export async function handedOn(
+  redis: { del(key: string): Promise<unknown>; hget(key: string, field: string): Promise<string | null> },
+  jobKey: string,
+): Promise<void> {
+  await redis.del(`${jobKey}:lock`);
+  await waitFor(async () => Number(await redis.hget(jobKey, 'stc')) > 0, 'handed on', 10_000);
 }

@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import { harness } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -37,12 +38,7 @@ describe('review 20: a crash between the failed-job record and BullMQ failing th
           if (!crashed && (error as Error).name === 'UnrecoverableError') {
             crashed = true;
             // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await redis.del(`${h.prefix}:${h.queueName}:${job.id}:lock`);
-            await waitFor(
-              async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0,
-              'handed on',
-              10_000,
-            );
+            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
           }
           throw error;
         }

@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { harness, notSent } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -41,12 +42,7 @@ describe('review 22: a wake-up whose worker crashes between FAIL and BullMQ fail
             crashed = true;
             wakeUpId = job.id!;
             // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await redis.del(`${h.prefix}:${h.queueName}:${job.id}:lock`);
-            await waitFor(
-              async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0,
-              'handed on',
-              10_000,
-            );
+            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
           }
           throw error;
         }

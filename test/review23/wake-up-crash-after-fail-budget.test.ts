@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import { harness, notSent } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -47,8 +48,7 @@ describe('review 23: the retry budget of a wake-up redelivered after a crash bet
             crashed = true;
             wakeUpId = job.id!;
             // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await redis.del(`${key}:lock`);
-            await waitFor(async () => Number(await redis.hget(key, 'stc')) > 0, 'handed on', 10_000);
+            await handedOn(redis, key);
           }
           throw error;
         }

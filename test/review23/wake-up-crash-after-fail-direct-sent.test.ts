@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { harness, notSent, SENT } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -47,12 +48,7 @@ describe('review 23: a wake-up redelivered after a crash between FAIL and BullMQ
             // a host's tick dispatches the stage directly: no lock, no marker, no licence stand
             direct = await h.engine.dispatchStage(image, {});
             // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await redis.del(`${h.prefix}:${h.queueName}:${job.id}:lock`);
-            await waitFor(
-              async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${job.id}`, 'stc')) > 0,
-              'handed on',
-              10_000,
-            );
+            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
           }
           throw error;
         }

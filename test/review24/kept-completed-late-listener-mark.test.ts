@@ -1,6 +1,7 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { harness, notSent, SENT } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 import { redisClient } from '../../src/bullmq/adapter';
 
@@ -51,12 +52,7 @@ describe("review 24: the 'completed' listener's markFinished landing after a ret
           await held;
           await engineConn.ping();
           // ... then this worker freezes before its begin: the stalled check hands the job on
-          await redis.del(`${h.prefix}:${h.queueName}:${j.id}:lock`);
-          await waitFor(
-            async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${j.id}`, 'stc')) > 0,
-            'handed on',
-            10_000,
-          );
+          await handedOn(redis, `${h.prefix}:${h.queueName}:${j.id}`);
           throw new DelayedError();
         }
         const out = await h.engine.processor(j, token);

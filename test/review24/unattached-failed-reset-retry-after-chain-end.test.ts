@@ -1,6 +1,7 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { harness, SENT } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -37,12 +38,7 @@ describe('review 24: a retry by hand on a Worker not attached, after a chain end
         runs += 1;
         if (runs === 2) {
           // the retried run's worker freezes before its begin: the stalled check hands it on
-          await redis.del(`${h.prefix}:${h.queueName}:${j.id}:lock`);
-          await waitFor(
-            async () => Number(await redis.hget(`${h.prefix}:${h.queueName}:${j.id}`, 'stc')) > 0,
-            'handed on',
-            10_000,
-          );
+          await handedOn(redis, `${h.prefix}:${h.queueName}:${j.id}`);
           throw new DelayedError();
         }
         return h.engine.processor(j, token);

@@ -1,6 +1,7 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { harness, SENT } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
+import { handedOn } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 import { DeferralStore } from '../../src/deferral-store';
 
@@ -52,8 +53,7 @@ describe("review 25: a late Worker listener's mark drops the next run's stalled-
           // meanwhile the stage goes out by another path (a host's direct call): the chain ends
           direct = await h.engine.dispatchStage(image, {});
           // ... and this worker dies before BullMQ failed the job: the stalled check hands it on
-          await redis.del(`${jobKey}:lock`);
-          await waitFor(async () => Number(await redis.hget(jobKey, 'stc')) > 0, 'handed on', 10_000);
+          await handedOn(redis, jobKey);
           throw new DelayedError();
         }
         const out = await h.engine.processor(j, token);
