@@ -37,6 +37,7 @@ export const gateSuites = [
   'producer-only',
   // tests written for surviving mutants, and two quick review suites that reach lines the core ones do not
   'dispatch.survivors',
+  'answer.survivors',
   'dispatch.checks',
   'dispatch.results',
   'lua.survivors',

@@ -1,8 +1,5 @@
-import type { Job } from 'bullmq';
-import { createProcessor } from '../../src/bullmq/processor';
-import { checkExecutorResult } from '../../src/dispatch';
-import { dispatchJobData } from '../../src/job-data';
-import type { DispatchResult, ExecutorResult, StageRef } from '../../src';
+import { MAX_STORED_ANSWER, returnValueFor } from '../helpers/answers';
+import type { DispatchResult, ExecutorResult } from '../../src';
 
 /**
  * Review 19, pure unit tests (no Redis) of commit a51e08d's `isFlat` (src/bullmq/processor.ts):
@@ -11,37 +8,6 @@ import type { DispatchResult, ExecutorResult, StageRef } from '../../src';
  * a fake dispatcher whose attempt returns the engine's copy of an executor answer
  * (`checkExecutorResult`), as `Dispatcher.attempt` does for a dispatch.
  */
-const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-const MAX_STORED_ANSWER = 1 << 20;
-
-/** The job's return value for a dispatch whose executor answered `answer`. */
-async function returnValueFor(answer: unknown): Promise<DispatchResult> {
-  const { raw } = checkExecutorResult(answer);
-  const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
-  const dispatcher = {
-    closed: false,
-    attempt: async () => ({
-      kind: 'dispatched',
-      chain: { capacity: 0, idempotent: 0, failures: 0 },
-      ownFailures: 0,
-      result,
-    }),
-  };
-  const store = { queue: { qualifiedName: 'bull:q' }, markFinished: async () => undefined };
-  const opts = { inFlightRetryMs: 100, retry: { attempts: 3, backoff: { type: 'fixed', delay: 1 } } };
-  const processor = createProcessor(dispatcher as never, store as never, opts as never);
-  const job = {
-    id: 'job-1',
-    data: dispatchJobData(image, {}, undefined),
-    opts: { removeOnComplete: true },
-    timestamp: 1,
-    stalledCounter: 0,
-    attemptsMade: 0,
-    attemptsStarted: 1,
-  } as unknown as Job;
-  return (await processor(job, 'token-1')) as DispatchResult;
-}
-
 /** What the job's return value was before a51e08d: the answer's JSON, parsed (or left out). */
 function roundTrip(result: DispatchResult): DispatchResult {
   const { result: answer, ...rest } = result;
