@@ -655,16 +655,20 @@ export function checkPayload(payload: unknown): void {
     const proto = Object.getPrototypeOf(obj) as unknown;
     let entries: [string, unknown][];
     try {
+      // every own key, hidden ones too: JSON drops a non-enumerable or symbol-keyed field, and
+      // heeds a non-enumerable toJSON (the executor of a wake-up would get another payload)
+      const own = Reflect.ownKeys(obj).length;
       if (Array.isArray(obj)) {
         const keys = Object.keys(obj);
         if (keys.length !== obj.length) fail('an array with holes or named properties', path);
+        if (own !== keys.length + 1) fail('an array with hidden or symbol-keyed properties', path);
         entries = (obj as unknown[]).map((v, i) => [`${path}[${i}]`, v]);
         if (entries.some(([, v]) => v === undefined)) fail('undefined in an array', path);
       } else {
         if (proto !== Object.prototype && proto !== null) fail(`a ${obj.constructor?.name ?? 'class instance'}`, path);
-        entries = Object.entries(obj)
-          .filter(([, v]) => v !== undefined)
-          .map(([k, v]) => [path ? `${path}.${k}` : k, v]);
+        const all = Object.entries(obj);
+        if (own !== all.length) fail('an object with hidden (non-enumerable) or symbol-keyed properties', path);
+        entries = all.filter(([, v]) => v !== undefined).map(([k, v]) => [path ? `${path}.${k}` : k, v]);
       }
     } catch (error) {
       if (error instanceof InvalidPayloadError) throw error;

@@ -65,6 +65,26 @@ describe('INVALID_PAYLOAD: checkPayload refuses, naming what and where', () => {
       said('a class instance'),
     ],
     ['a value nested deeper than 256 levels', nested(257), said('more than 256 levels of nesting', '[0]'.repeat(257))],
+    [
+      'a symbol-keyed field (JSON drops it)',
+      { a: { [Symbol('k')]: 1, b: 2 } },
+      said('an object with hidden (non-enumerable) or symbol-keyed properties', 'a'),
+    ],
+    [
+      'a non-enumerable field (JSON drops it)',
+      { a: Object.defineProperty({ b: 2 }, 'hidden', { value: 1 }) },
+      said('an object with hidden (non-enumerable) or symbol-keyed properties', 'a'),
+    ],
+    [
+      'a non-enumerable toJSON (JSON writes its answer instead)',
+      Object.defineProperty({ b: 2 }, 'toJSON', { value: () => ({ c: 3 }) }),
+      said('an object with hidden (non-enumerable) or symbol-keyed properties'),
+    ],
+    [
+      'an array with a non-enumerable or symbol-keyed property',
+      { a: Object.defineProperty([1], Symbol('k'), { value: 1, enumerable: true }) },
+      said('an array with hidden or symbol-keyed properties', 'a'),
+    ],
   ])('%s', (_, payload, message) => {
     expect(refusal(payload)).toBe(message);
   });
