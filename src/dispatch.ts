@@ -124,6 +124,11 @@ class Running {
     this.listening = false;
   }
 
+  /** Whether its executor or rollback still runs (until `shut`): what remains after is Redis' work. */
+  get busy(): boolean {
+    return this.listening;
+  }
+
   abort(reason: Error): void {
     if (!this.listening) return;
     // the first reason stands (a cancel then a close() still records the cancelled deferral)
@@ -187,12 +192,20 @@ export class Dispatcher<P> {
     for (const r of this.running) r.abort(new EngineClosedError());
     if (this.pending > 0) {
       const idle = (this.idle ??= new Promise<void>((resolve) => (this.drained = resolve)));
-      // an attempt holding its lock is waited for (its executor may have sent the stage: its
-      // release must land); one still waiting for its begin (a Redis that stopped answering) only
-      // for a while: it sent nothing, and ends with EngineClosedError once its connection closes
-      while (!(await settlesWithin(idle, BEGIN_WAIT_MS)) && this.running.size > 0);
+      // an attempt whose executor or rollback still runs is waited for (its executor may send the
+      // stage: its outcome must be recorded); what is left then, the attempts' begins, releases and
+      // deferrals (a Redis that stopped answering may never reply), only for a while more: each
+      // ends with EngineClosedError once its connection closes, its lock left to lapse as after a
+      // crash (a stage it sent stays sent: `releaseSent`)
+      while (!(await settlesWithin(idle, BEGIN_WAIT_MS)) && this.executing());
     }
     clearInterval(this.ticker);
+  }
+
+  /** Whether an attempt's executor or rollback still runs. */
+  private executing(): boolean {
+    for (const r of this.running) if (r.busy) return true;
+    return false;
   }
 
   /** Aborts the signal of this engine's running attempt of stage `sid` (a cancel), if any. */
@@ -246,7 +259,10 @@ export class Dispatcher<P> {
         // nothing may leave the lock behind: release it (a no-op once a deferral took it)
         // Stryker disable next-line StringLiteral,ArrowFunction: equivalent: every mode but 'end' and 'hold' is the plain release, and the catch's value is dropped
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
-        throw error;
+        // a write the close cut off (it stopped waiting for it and closed its connection)
+        throw this.closing && !running.busy && !(error instanceof EngineClosedError)
+          ? new EngineClosedError(error)
+          : error;
       } finally {
         this.running.delete(running);
       }
@@ -381,7 +397,8 @@ export class Dispatcher<P> {
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
-        if (i === RELEASE_RETRY_MS.length) {
+        // (closing: no try again, the close cuts its connection off; the lock lapses)
+        if (i === RELEASE_RETRY_MS.length || this.closing) {
           this.events.emit('releaseFailed', { ref: running.ref, error });
           // Stryker disable next-line ArrayDeclaration: equivalent: a revoked id that names no job removes nothing
           return { cancelled: false, lost: false, revoked: [] };
