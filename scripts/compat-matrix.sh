@@ -33,6 +33,9 @@ suites=(
   test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts test/engine.survivors.test.ts
   # a Worker's custom backoff strategy and BullMQ's stalled count, read by the engine (review 20)
   test/review20/backoff-stops-retry.test.ts test/review20/crash-after-fail-record.test.ts
+  # BullMQ's stalled check failing a job whose frozen worker still runs, and its lock token read by
+  # the engine (review 26)
+  test/review26/stall-failed-lock-dies.test.ts test/review26/kept-job-frozen-past-job-lock.test.ts
 )
 
 for pair in "$@"; do

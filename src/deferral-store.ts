@@ -6,6 +6,7 @@ import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
 import { Batcher, type OpArgs } from './store/batch';
 import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
+import { RedisClock } from './store/clock';
 import { StoreKeys } from './store/keys';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
@@ -66,10 +67,17 @@ export interface BeginRequest {
   skewToleranceMs: number;
   /** The job's BullMQ lock token: the stage lock is tied to BullMQ's job lock (see `liveLock`). */
   bullToken?: string;
+  /** The job's stalled count as the worker got it: the tied lock outlives a finish after a stall (see `liveLock`). */
+  stalledCount?: number;
 }
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
+/**
+ * How often a host whose clock runs ahead of Redis' records its lead again while it runs no
+ * attempt, ms (the record lives 60 s; its worker promotes wake-ups by that clock all along).
+ */
+const LEAD_REFRESH_MS = 20_000;
 
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
@@ -87,7 +95,8 @@ export class DeferralStore {
   private readonly tx: Transactions;
   private readonly replicas: ReplicaWait | undefined;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
-  private clockOffsetMs = 0;
+  private readonly clock = new RedisClock();
+  private leadTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly queue: Queue,
@@ -97,7 +106,7 @@ export class DeferralStore {
     this.batch = new Batcher(
       this.keys,
       () => this.client(),
-      (redisMs) => (this.clockOffsetMs = redisMs - Date.now()),
+      (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
     );
     this.tx = new Transactions(
       () => this.client(),
@@ -115,7 +124,7 @@ export class DeferralStore {
 
   /** Redis' time now, ms since the epoch, as last measured (this host's clock corrected). */
   redisNow(): number {
-    return Date.now() + this.clockOffsetMs;
+    return this.clock.now();
   }
 
   /**
@@ -129,13 +138,18 @@ export class DeferralStore {
       const c = defineCommands((await redisClient(this.queue)) as unknown as Client);
       await checkPermissions(c, this.keys, this.replicas !== undefined);
       // this host's clock against Redis', before the first wake-up is judged by it
+      const sentAt = Date.now();
       const [sec, usec] = (await c.time!()) as [string, string];
-      this.clockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+      this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
       // a host whose clock runs ahead says so before its worker promotes anything by that clock
-      // (the batch script keeps this up to date; see BATCH)
-      const lead = -this.clockOffsetMs;
+      // (the batch script keeps this up to date; see BATCH), and keeps saying so while idle
+      const lead = this.clock.leadMs;
       if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
         await c.set!(this.keys.lead, lead, 'PX', 60_000);
+      this.leadTimer ??= setInterval(() => {
+        if (this.clock.leadMs > 50) void this.batch.tick();
+      }, LEAD_REFRESH_MS);
+      this.leadTimer.unref();
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
@@ -164,6 +178,7 @@ export class DeferralStore {
 
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
+    clearInterval(this.leadTimer);
     await this.batch.flushLazy();
     const p = this.renewPromise;
     this.renewPromise = undefined;
@@ -183,7 +198,7 @@ export class DeferralStore {
       req.wakeUp ? 'w' : '',
       req.skewToleranceMs,
       // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script ties nothing to a BullMQ token (and reads none)
-      ownJobId ? (bullToken ?? '') : '',
+      ownJobId && bullToken ? (req.stalledCount === undefined ? bullToken : `${bullToken}\n${req.stalledCount}`) : '',
     ];
     return this.batch.run(op, readBegin);
   }
@@ -304,9 +319,14 @@ export class DeferralStore {
    * (`afterBullMQ`: a Worker listener's call, once BullMQ completed the run that began at its
    * `processedOn`).
    */
-  async markFinished(jobId: string, afterBullMQ?: { processedOn?: number }): Promise<void> {
+  async markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
     const c = await this.client();
-    await c[CMD.sdFinished]!(this.keys.job(jobId), afterBullMQ ? '1' : '0', String(afterBullMQ?.processedOn ?? ''));
+    await c[CMD.sdFinished]!(
+      this.keys.job(jobId),
+      afterBullMQ ? '1' : '0',
+      String(afterBullMQ?.processedOn ?? ''),
+      bullToken,
+    );
   }
 
   /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */

@@ -48,6 +48,8 @@ export interface JobContext {
   backoff: ResolvedOptions['retry']['backoff'];
   /** The worker's BullMQ lock token of the job: the stage lock is tied to BullMQ's job lock. */
   bullToken?: string;
+  /** BullMQ's stalled count of the job as the worker got it (none from a BullMQ without it). */
+  stalledCount?: number;
   /**
    * The job's run as BullMQ handed it over, `<timestamp>:<stalled count>`: a
    * success's release tells by it whether BullMQ has since handed the job on
@@ -239,6 +241,7 @@ export class Dispatcher<P> {
           wakeUp: job?.isWakeUp ?? false,
           skewToleranceMs: opts.maxClockSkewMs,
           bullToken: job?.bullToken,
+          stalledCount: job?.stalledCount,
         });
       } catch (error) {
         // a begin the close cut off (close() stopped waiting for it and closed its connection)
@@ -277,7 +280,8 @@ export class Dispatcher<P> {
       case 'deferred': {
         const lic = parseLicence(begun.wakeUpJobId);
         const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
-        const until = Date.now() + begun.remainingMs;
+        // on Redis' clock, as the deferral's own `until` (its wake-up's id holds it)
+        const until = lic ? lic.until : this.store.redisNow() + begun.remainingMs;
         this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
         return plain('suppressed', reason, true, { deferred: true, until });
       }

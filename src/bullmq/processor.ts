@@ -236,8 +236,10 @@ export function createProcessor<P>(
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
     // (a BullMQ without the stalled count gives none: the release then never marks a job handed on)
-    if (typeof job.timestamp === 'number' && typeof job.stalledCounter === 'number')
-      ctx.run = `${job.timestamp}:${job.stalledCounter}`;
+    if (typeof job.stalledCounter === 'number') {
+      ctx.stalledCount = job.stalledCounter;
+      if (typeof job.timestamp === 'number') ctx.run = `${job.timestamp}:${job.stalledCounter}`;
+    }
     let attempt;
     try {
       // Stryker disable next-line ConditionalExpression: equivalent: a new `{ buildId: undefined, force: false }` says what JOB_CALL says (the shared object only saves an allocation)
@@ -300,7 +302,9 @@ export function createProcessor<P>(
         // own jobs are removed on completion (`removeOnComplete: true`): no mark, no request
         // The mark is best effort: the stage was dispatched, and a throw here would have BullMQ retry
         // the job and dispatch it again; a mark lost costs only the fresh budget of a later retry by hand
-        if (keptWhenFinished(job.opts.removeOnComplete)) await store.markFinished(id).catch(() => undefined);
+        // (a worker BullMQ handed the job on from, after it stalled, marks nothing: see FINISHED)
+        if (keptWhenFinished(job.opts.removeOnComplete))
+          await store.markFinished(id, undefined, ctx.bullToken).catch(() => undefined);
         return storable(attempt.result);
     }
   };

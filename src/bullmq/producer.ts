@@ -24,7 +24,9 @@ export async function enqueueStage<P>(
   checkPayload(payload);
   checkCall(call);
   const probe = await store.probe(sid);
-  if (probe.kind === 'deferred') return { added: false, reason: 'deferred', until: Date.now() + probe.remainingMs };
+  // (on Redis' clock, as the deferral's own `until`)
+  if (probe.kind === 'deferred')
+    return { added: false, reason: 'deferred', until: store.redisNow() + probe.remainingMs };
   if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
   // the stage's licensed job, or a job that failed for good and was retried by hand
   if (probe.kind === 'pending') return { added: false, reason: 'pending', jobId: probe.jobId };

@@ -43,10 +43,13 @@ local function inFlight()
   -- a cancel marks it with a leading newline (no token starts with one but a direct
   -- call's '\n<fence>', which has no second one)
   if string.sub(l, 1, 1) == '\n' and string.find(l, '\n', 2, true) then l = string.sub(l, 2) end
-  local id, bull = string.match(l, '^([^\n]*)\n[^\n]*\n(.*)$')
+  local id, bull, stalled = string.match(l, '^([^\n]*)\n[^\n]*\n([^\n]*)\n?([0-9]*)$')
   if not id then return true end
-  return redis.call('GET', BASE .. id .. ':lock') == bull
-    or (redis.call('EXISTS', BASE .. id) == 1 and not redis.call('HGET', BASE .. id, 'finishedOn'))
+  if redis.call('GET', BASE .. id .. ':lock') == bull then return true end
+  -- (or finished after BullMQ's stalled check handed the attempt's run on: its stalled count grew
+  -- since the attempt began; the attempt's worker may still run its executor)
+  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
+  return h[1] and (not h[2] or (stalled ~= '' and (tonumber(h[3]) or 0) > tonumber(stalled))) or false
 end
 if inFlight() then return {2} end
 -- a job waits, is delayed or runs: its hash exists and it is neither completed nor failed

@@ -55,28 +55,40 @@ local function unmark(l)
   if string.sub(l, 1, 1) == '\\n' and string.find(l, '\\n', 2, true) then return string.sub(l, 2), true end
   return l, false
 end
+-- a tied lock's token (unmarked): its job id, BullMQ's lock token of the job, and the job's
+-- stalled count when the attempt began (nil from a version that did not record it); nil for a
+-- plain lock ('<job id>\\n<fence>')
+local function tiedTo(t)
+  local a = string.find(t, '\\n', 1, true)
+  local b = a and string.find(t, '\\n', a + 1, true)
+  if not b then return nil end
+  local c = string.find(t, '\\n', b + 1, true)
+  if not c then return string.sub(t, 1, a - 1), string.sub(t, b + 1), nil end
+  return string.sub(t, 1, a - 1), string.sub(t, b + 1, c - 1), tonumber(string.sub(t, c + 1))
+end
 -- the stage lock L's value while it is live, else nil. A plain lock lives while its key exists.
--- A job's attempt tied to its job ('<job id>\\n<fence>\\n<BullMQ token>', marked once cancelled)
--- lives while its key exists and the job has not finished: while BullMQ's lock of the job
--- ('<base><job id>:lock') holds the token, or, once that lock is gone, while the job's hash
--- exists without 'finishedOn'. BullMQ completing or failing the job (or removing it) ends the
--- attempt in the same script: the lock is dead at once. A worker that stalled lost BullMQ's lock
--- but maybe not its executor: the lock lives out its own TTL (lockMs), as a plain lock does, and
--- the redelivered job waits. A dead lock is deleted when 'drop'.
+-- A job's attempt tied to its job ('<job id>\\n<fence>\\n<BullMQ token>\\n<stalled count>', marked
+-- once cancelled) lives while its key exists and the job has not finished: while BullMQ's lock of
+-- the job ('<base><job id>:lock') holds the token, or, once that lock is gone, while the job's
+-- hash exists without 'finishedOn'. BullMQ completing or failing the job (or removing it) ends
+-- the attempt in the same script: the lock is dead at once. A worker that stalled lost BullMQ's
+-- lock but maybe not its executor: the lock lives out its own TTL (lockMs), as a plain lock does,
+-- and the redelivered job waits; so also once the job finished after BullMQ's stalled check
+-- handed this run on (its stalled count grew since the attempt began: failed as stalled too
+-- often, or run again elsewhere), unless the job was removed meanwhile. A dead lock is deleted
+-- when 'drop'.
 local function liveLock(L, drop, l)
   -- 'l': L's value when the caller read it already (false: no such key)
   if l == nil then l = redis.call('GET', L) end
   if not l then return nil end
-  local t = unmark(l)
-  local a = string.find(t, '\\n', 1, true)
-  local b = a and string.find(t, '\\n', a + 1, true)
-  if not b then return l end
+  local id, bull, stalled = tiedTo(unmark(l))
+  if not id then return l end
   -- the queue base: L is '<base>sd:inflight:<stage id>' (a stage id has no ':'); BullMQ's lock of
   -- the job is '<base><job id>:lock', in the queue's slot like every job key
   local BASE = string.match(L, '^(.*)sd:inflight:[^:]*$')
-  local id, bull = string.sub(t, 1, a - 1), string.sub(t, b + 1)
   if redis.call('GET', BASE .. id .. ':lock') == bull then return l end
-  if redis.call('EXISTS', BASE .. id) == 1 and not redis.call('HGET', BASE .. id, 'finishedOn') then return l end
+  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
+  if h[1] and (not h[2] or (stalled and (tonumber(h[3]) or 0) > stalled)) then return l end
   if drop then redis.call('DEL', L) end
   return nil
 end
@@ -260,7 +272,13 @@ local function fleetLead()
 end
 if MINE > 50 then
   local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
-  if MINE > fleet then redis.call('SET', BASE .. 'sd:lead', MINE, 'PX', 60000) end
+  -- a larger lead is recorded at once; a lead about the one recorded (this host's own, most
+  -- likely) keeps it alive once half its time is gone: a host that runs no attempt says so
+  -- every LEAD_REFRESH_MS with a batch of no operation (deferral-store.ts), as its worker goes
+  -- on promoting wake-ups by its clock
+  if MINE > fleet or (MINE + 100 > fleet and redis.call('PTTL', BASE .. 'sd:lead') < 30000) then
+    redis.call('SET', BASE .. 'sd:lead', math.max(MINE, fleet), 'PX', 60000)
+  end
   LEAD = math.max(MINE, fleet)
 end
 -- begin: decide whether a dispatch may run, and take the lock if so.
@@ -279,6 +297,9 @@ end
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
+  -- 'bull': the worker's BullMQ lock token of the job and the job's stalled count as the worker
+  -- got it ('<token>\\n<count>'; a token alone from a version that did not send the count)
+  local token = string.match(bull, '^[^\\n]*')
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
   local v
   if own ~= '' and bull ~= '' then v = redis.call('MGET', M, L, BASE .. own .. ':lock') else v = redis.call('MGET', M, L) end
@@ -301,7 +322,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
     -- a caller without BullMQ's token, its hash is gone or finished
     if bull ~= '' then
-      if v[3] ~= bull then return {7} end
+      if v[3] ~= token then return {7} end
     elseif not c[7] or c[8] then
       return {7}
     end
@@ -389,16 +410,14 @@ end
 -- under a lock of its own): it is left alone
 local function handedOn(t, run)
   if run == '' then return end
-  local a = string.find(t, '\\n', 1, true)
-  local b = a and string.find(t, '\\n', a + 1, true)
-  if not b then return end
-  local id = string.sub(t, 1, a - 1)
+  local id, bull = tiedTo(t)
+  if not id then return end
   local c = string.find(run, ':', 1, true)
   -- (the job's hash first: a lazy release mostly lands after BullMQ completed and removed the job)
   local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
   if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
   local lock = redis.call('GET', BASE .. id .. ':lock')
-  if lock == string.sub(t, b + 1) then return end
+  if lock == bull then return end
   local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
   if moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
@@ -769,10 +788,15 @@ return missing
 /**
  * finished: a job the engine did not add (added by hand) completed and is
  * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
- * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn
+ * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn,
+ * 3 the processor's BullMQ lock token of the job ('' for none: the listener's call)
+ * Returns 1, or 0 when the token no longer holds the job (nothing marked)
  */
 export const FINISHED = `
 ${HELPERS}
+-- (the processor's call gives its BullMQ token: a worker that no longer holds the job, handed on
+-- after it stalled, marks nothing; the run that holds it now finishes it)
+if ARGV[3] ~= '' and redis.call('GET', KEYS[1] .. ':lock') ~= ARGV[3] then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1], ARGV[1], ARGV[2]) end
 return 1
 `;

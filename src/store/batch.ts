@@ -51,7 +51,8 @@ export class Batcher {
   constructor(
     private readonly keys: StoreKeys,
     private readonly client: () => Promise<Client>,
-    private readonly onClock: (redisMs: number) => void,
+    /** Redis' time in a reply, and this host's when its request was sent. */
+    private readonly onClock: (redisMs: number, sentAt: number) => void,
   ) {}
 
   /**
@@ -64,6 +65,21 @@ export class Batcher {
       // Stryker disable next-line ConditionalExpression: equivalent: a second flush of the turn finds nothing queued and sends nothing
       if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
     });
+  }
+
+  /**
+   * A call with no operation: Redis' time for `onClock`, and this host's clock lead recorded for
+   * the fleet when it runs ahead (see `BATCH`). Its error is ignored (the next one tries again).
+   */
+  async tick(): Promise<void> {
+    const sentAt = Date.now();
+    try {
+      const c = await this.client();
+      const replies = (await c[CMD.sdBatch]!(this.keys.index, this.keys.fence, this.keys.base, 0, sentAt)) as unknown[];
+      this.onClock(Number(replies[0]), sentAt);
+    } catch {
+      // (Redis unreachable now: the lead is recorded by the next tick or batch)
+    }
   }
 
   /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
@@ -107,12 +123,13 @@ export class Batcher {
     this.flushImmediate = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
-      const args: (string | number)[] = [this.keys.index, this.keys.fence, this.keys.base, chunk.length, Date.now()];
+      const sentAt = Date.now();
+      const args: (string | number)[] = [this.keys.index, this.keys.fence, this.keys.base, chunk.length, sentAt];
       for (const op of chunk) for (const a of op.args) args.push(a);
       try {
         const c = await this.client();
         const replies = (await c[CMD.sdBatch]!(...args)) as unknown[];
-        this.onClock(Number(replies[chunk.length]));
+        this.onClock(Number(replies[chunk.length]), sentAt);
         // Stryker disable next-line EqualityOperator: equivalent: settling past the end throws into the catch, which rejects operations already settled (no effect)
         for (let j = 0; j < chunk.length; j++) settle(chunk[j]!, replies[j]);
       } catch (error) {

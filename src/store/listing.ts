@@ -17,7 +17,9 @@ export function deferredStage(
     ref: parseStageId(stageIdOfJobId(id)),
     reason: fields.reason ?? 'unknown',
     class: cls,
-    until: now + Math.max(0, pttl),
+    // the window's end as the deferral recorded it (its id holds it, on Redis' clock: the same
+    // for every host and tool); from the marker's TTL for an id of another form
+    until: lic ? lic.until : now + Math.max(0, pttl),
     deferrals: fields.deferrals ?? (lic ? lic.chain[cls] : 0),
     wakeUpJobId: id,
   };
