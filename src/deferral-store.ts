@@ -323,6 +323,7 @@ export class DeferralStore {
     const c = await this.client();
     await c[CMD.sdFinished]!(
       this.keys.job(jobId),
+      `${this.keys.job(jobId)}:lock`,
       afterBullMQ ? '1' : '0',
       String(afterBullMQ?.processedOn ?? ''),
       bullToken,

@@ -475,13 +475,16 @@ local function release(L, sid, own, token, mode, me, chain, run)
       if not id or redis.call('EXISTS', BASE .. id) == 0 then
         redis.call('ZREM', IDX, m)
       elseif id ~= own then
-        -- a job failed for good whose worker died before BullMQ failed it (still active, or
-        -- handed on: its stalled count grew since the record) runs again, redelivered: the stage
-        -- went out meanwhile, so it is superseded. One BullMQ failed (finishedOn) comes back only
-        -- by a retry by hand, which runs it
-        local f = redis.call('HMGET', BASE .. id, 'finishedOn', 'stc', 'sdt')
-        if not f[1] and ((f[3] and (tonumber(f[2]) or 0) > tonumber(f[3])) or redis.call('LPOS', BASE .. 'active', id)) then
+        -- a job failed for good that is not finished runs again: redelivered (its worker died
+        -- before BullMQ failed it: still active, or handed on), or retried by hand before this
+        -- chain ended (two failed jobs of the stage retried together, Bull Board's Retry all).
+        -- The stage went out meanwhile, so it is superseded: its record and its finished mark go
+        -- (a retry by hand would overrule 'sds'). One BullMQ failed (finishedOn) comes back only
+        -- by a retry by hand after this, which runs it
+        if not redis.call('HGET', BASE .. id, 'finishedOn') then
           redis.call('HSET', BASE .. id, 'sds', 1)
+          redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
+          redis.call('ZREM', IDX, m)
         end
       end
     end
@@ -788,7 +791,7 @@ return missing
 /**
  * finished: a job the engine did not add (added by hand) completed and is
  * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
- * starts a fresh chain and budget. KEYS: 1 J   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn,
+ * starts a fresh chain and budget. KEYS: 1 J, 2 BullMQ's lock of the job   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn,
  * 3 the processor's BullMQ lock token of the job ('' for none: the listener's call)
  * Returns 1, or 0 when the token no longer holds the job (nothing marked)
  */
@@ -796,7 +799,7 @@ export const FINISHED = `
 ${HELPERS}
 -- (the processor's call gives its BullMQ token: a worker that no longer holds the job, handed on
 -- after it stalled, marks nothing; the run that holds it now finishes it)
-if ARGV[3] ~= '' and redis.call('GET', KEYS[1] .. ':lock') ~= ARGV[3] then return 0 end
+if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1], ARGV[1], ARGV[2]) end
 return 1
 `;

@@ -66,7 +66,7 @@ const SCRIPTS = {
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
-  sdFinished: { keys: 1, lua: lua.FINISHED },
+  sdFinished: { keys: 2, lua: lua.FINISHED },
   sdWake: { keys: 3, lua: lua.WAKE },
 } as const;
 
