@@ -216,7 +216,6 @@ export class DeferralStore {
     token: string,
     wakeUp: Job,
     untilMs: number,
-    windowMs: number,
     logLine: string,
     ownJobId: string,
     chain: { cls: 'capacity' | 'idempotent'; first: boolean; wakeSeq: string },
@@ -240,7 +239,6 @@ export class DeferralStore {
         chain.cls,
         chain.first ? '1' : '0',
         chain.wakeSeq,
-        windowMs,
       );
       await wakeUp.addJob(m as never);
     });

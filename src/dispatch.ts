@@ -558,7 +558,7 @@ export class Dispatcher<P> {
         : '';
       // (the deferral's script reads it only for a capacity deferral)
       const first = chain.capacity === 0;
-      const done = await store.defer(sid, token, wakeUp, until, windowMs, log, own, { cls, first, wakeSeq });
+      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, wakeSeq });
       return { ...done, id, until };
     };
     const windowMs = windowFor(opts.windows, cls, deferrals, raw.retryAfterMs);

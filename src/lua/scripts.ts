@@ -522,8 +522,7 @@ return out
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 the window's end (ms, Redis' clock),
  *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call), 7 queue base,
  *       8 class ('capacity' | 'idempotent'), 9 '1' when this is the chain's first capacity
- *       deferral, 10 the wake sequence the attempt saw at its begin ('' to ignore), 11 the
- *       window's length (ms: the marker lives no longer)
+ *       deferral, 10 the wake sequence the attempt saw at its begin ('' to ignore)
  * A capacity deferral enters the wait indexes (scored by its chain's start). If a
  * wakeDeferred for the stage's filter ran since the attempt began, a capacity
  * deferral is not recorded ({0, 2}): the engine records it again with a short window,
@@ -555,9 +554,7 @@ if not liveLock(KEYS[1], true) then return {0, 0} end
 if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1]) ~= ARGV[10] then return {0, 2} end
 local old = revoke(KEYS[3], ARGV[7], ARGV[1], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
--- (never longer than the window itself: the host's estimate of Redis' clock errs late, by a
--- request's way there, so the window's end it gave may lie that much past now + window)
-redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, math.min(tonumber(ARGV[4]) - nowMs(), tonumber(ARGV[11]))))
+redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs()))
 redis.call('DEL', KEYS[1])
 if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
 if ARGV[8] == 'capacity' then

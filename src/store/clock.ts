@@ -1,27 +1,40 @@
 /**
- * Redis' clock as this host reads it: its own clock plus an offset taken from
- * the last reply that carried Redis' time. Redis read its time after the
- * request was sent, so `Redis' time - this host's time at sending` is never
- * less than the true offset: the estimate errs late, never early, and a window
- * measured from it ends no earlier than asked (later by the request's way
- * there and its wait in Redis, well under a millisecond on a LAN), however
- * long the reply then waits for a busy event loop. Each reply replaces it: a
- * host clock that NTP steps is followed at the next one.
+ * Redis' clock as this host reads it: its own clock plus an offset measured
+ * from the replies that carry Redis' time. Redis read its time after the
+ * request was sent and before its reply was read, so each reading bounds the
+ * true offset: `Redis' time - receive time <= offset <= Redis' time - send
+ * time`. The estimate is the middle of the tightest bounds the readings agree
+ * on: a reply that waited long for a busy event loop (wide bounds) leaves it
+ * where it is instead of shortening every window by the wait (review 27), and
+ * a reading whose bounds exclude it (the host's clock was stepped) starts it
+ * afresh from that reading.
  */
 export class RedisClock {
+  private lo = -Infinity;
+  private hi = Infinity;
   private offsetMs = 0;
 
-  /** A reading: Redis' time `redisMs` in the reply to a request sent at `sentAt` (this host's ms). */
-  read(redisMs: number, sentAt: number): void {
-    this.offsetMs = redisMs - sentAt;
+  /** A reading: Redis' time `redisMs` in the reply to a request sent at `sentAt`, read at `receivedAt` (this host's ms). */
+  read(redisMs: number, sentAt: number, receivedAt = Date.now()): void {
+    const lo = redisMs - receivedAt;
+    const hi = redisMs - sentAt;
+    if (lo > this.hi || hi < this.lo) {
+      // the bounds disagree: this host's clock moved (a step, or drift over a long time)
+      this.lo = lo;
+      this.hi = hi;
+    } else {
+      this.lo = Math.max(this.lo, lo);
+      this.hi = Math.min(this.hi, hi);
+    }
+    this.offsetMs = (this.lo + this.hi) / 2;
   }
 
   /** Redis' time now, ms since the epoch, as last measured. */
   now(): number {
-    return Date.now() + this.offsetMs;
+    return Math.round(Date.now() + this.offsetMs);
   }
 
-  /** How far this host's clock runs ahead of Redis', ms (at least; negative when behind). */
+  /** How far this host's clock runs ahead of Redis', ms (negative when behind). */
   get leadMs(): number {
     return -this.offsetMs;
   }

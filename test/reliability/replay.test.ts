@@ -30,7 +30,6 @@ describe('a deferral transaction replayed after its reply was lost', () => {
         begun.token,
         new Job(engine.queue, ref.stage, data, { delay: 60_000 }, id),
         until,
-        60_000,
         'deferred #1',
         '',
         {
