@@ -680,6 +680,8 @@ export function checkPayload(payload: unknown): void {
       // heeds a non-enumerable toJSON (the executor of a wake-up would get another payload)
       const own = Reflect.ownKeys(obj).length;
       if (Array.isArray(obj)) {
+        // (an Array subclass: JSON heeds a toJSON it inherits, and the job data keeps a plain array)
+        if (proto !== Array.prototype) fail(`a ${obj.constructor?.name ?? 'Array subclass'}`, path);
         const keys = Object.keys(obj);
         if (keys.length !== obj.length) fail('an array with holes or named properties', path);
         if (own !== keys.length + 1) fail('an array with hidden or symbol-keyed properties', path);

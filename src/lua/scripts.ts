@@ -432,12 +432,41 @@ end
 -- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
 -- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
+-- a chain ended with the stage sent: the jobs of its failed-job records ('?') that BullMQ has not
+-- finished are superseded (see release); records whose jobs are gone are dropped
+local function supersedeRecords(sid, own, members)
+  for _, m in ipairs(members) do
+    if string.sub(m, -1) == '?' then
+      local id = ownJob(BASE, sid, m)
+      if not id or redis.call('EXISTS', BASE .. id) == 0 then
+        redis.call('ZREM', IDX, m)
+      elseif id ~= own then
+        -- a job failed for good that is not finished runs again: redelivered (its worker died
+        -- before BullMQ failed it: still active, or handed on), or retried by hand before this
+        -- chain ended (two failed jobs of the stage retried together, Bull Board's Retry all).
+        -- The stage went out meanwhile, so it is superseded: its record and its finished mark go
+        -- (a retry by hand would overrule 'sds'). One BullMQ failed (finishedOn) comes back only
+        -- by a retry by hand after this, which runs it
+        if not redis.call('HGET', BASE .. id, 'finishedOn') then
+          redis.call('HSET', BASE .. id, 'sds', 1)
+          redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
+          redis.call('ZREM', IDX, m)
+        end
+      end
+    end
+  end
+end
+
 local function release(L, sid, own, token, mode, me, chain, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
   if mode == 'z' then
     redis.call('DEL', L)
     handedOn(token, run)
+    -- a failed-job record written while the attempt ran (a job's last failure releases its lock
+    -- before it records the failure): its job, not finished yet, must not send the stage again
+    local members = ${licences('IDX', 'sid')}
+    if #members > 0 then supersedeRecords(sid, '', members) end
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
@@ -469,26 +498,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     local d = redis.call('GET', BASE .. 'de:' .. sid)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
-  for _, m in ipairs(members) do
-    if string.sub(m, -1) == '?' then
-      local id = ownJob(BASE, sid, m)
-      if not id or redis.call('EXISTS', BASE .. id) == 0 then
-        redis.call('ZREM', IDX, m)
-      elseif id ~= own then
-        -- a job failed for good that is not finished runs again: redelivered (its worker died
-        -- before BullMQ failed it: still active, or handed on), or retried by hand before this
-        -- chain ended (two failed jobs of the stage retried together, Bull Board's Retry all).
-        -- The stage went out meanwhile, so it is superseded: its record and its finished mark go
-        -- (a retry by hand would overrule 'sds'). One BullMQ failed (finishedOn) comes back only
-        -- by a retry by hand after this, which runs it
-        if not redis.call('HGET', BASE .. id, 'finishedOn') then
-          redis.call('HSET', BASE .. id, 'sds', 1)
-          redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
-          redis.call('ZREM', IDX, m)
-        end
-      end
-    end
-  end
+  supersedeRecords(sid, own, members)
   return {cancelled, unpack(revoked)}
 end
 
