@@ -23,6 +23,7 @@ import { checkCancel } from './cli/guard';
 import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
 import { readStage } from './cli/read';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
+import { redisTime } from './store/reader';
 import { redactUrl, scrub, secretsOf } from './cli/redact';
 import { formatRefText, parseRefText } from './cli/ref-text';
 import { withSession, type GlobalOptions } from './cli/session';
@@ -116,9 +117,12 @@ export function buildProgram(): Command {
       const prefix = scope.length === 0 ? '' : scopePrefix(scope);
       if (opts.cursor !== undefined && !isCursorOf(prefix, opts.cursor))
         throw new UsageError(`--cursor ${JSON.stringify(opts.cursor)} is not a cursor of this listing`);
-      const page = await withSession(g, (s) => listStages(s.reader, s.keys, prefix, opts));
+      // (time left against Redis' clock, as `until` is: this machine's may be off)
+      const { page, now } = await withSession(g, async (s) => ({
+        page: await listStages(s.reader, s.keys, prefix, opts),
+        now: await redisTime(s.reader),
+      }));
       const paged = opts.limit !== undefined || opts.cursor !== undefined;
-      const now = Date.now();
       if (g.json) {
         const rows = page.stages.map((d) => deferredJson(d, now));
         // without paging, the array of earlier versions; a page is an object with its cursor
@@ -141,9 +145,12 @@ export function buildProgram(): Command {
       const g = globals();
       const ref = resolveRef(text, opts);
       const sid = stageId(ref);
-      const state = await withSession(g, (s) => readStage(s.reader, s.keys, sid));
+      const { state, now } = await withSession(g, async (s) => ({
+        state: await readStage(s.reader, s.keys, sid),
+        now: await redisTime(s.reader),
+      }));
       const base = { ref: formatRefText(ref), scope: ref.scope, stage: ref.stage, stageId: sid };
-      const info = stageJson(base, state, Date.now());
+      const info = stageJson(base, state, now);
       print(g.json ? JSON.stringify(info, null, 2) : showText(info));
     });
 

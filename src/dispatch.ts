@@ -689,9 +689,19 @@ export function checkPayload(payload: unknown): void {
         if (entries.some(([, v]) => v === undefined)) fail('undefined in an array', path);
       } else {
         if (proto !== Object.prototype && proto !== null) fail(`a ${obj.constructor?.name ?? 'class instance'}`, path);
-        const all = Object.entries(obj);
-        if (own !== all.length) fail('an object with hidden (non-enumerable) or symbol-keyed properties', path);
-        entries = all.filter(([, v]) => v !== undefined).map(([k, v]) => [path ? `${path}.${k}` : k, v]);
+        // (descriptors, not values: a getter would be read again, maybe to another value, by
+        // BullMQ's add and by the executor of a direct call)
+        const fields = Object.getOwnPropertyDescriptors(obj);
+        const keys = Object.keys(fields);
+        if (own !== keys.length) fail('an object with hidden (non-enumerable) or symbol-keyed properties', path);
+        entries = [];
+        for (const k of keys) {
+          const field = fields[k]!;
+          const at = path ? `${path}.${k}` : k;
+          if (!field.enumerable) fail('an object with hidden (non-enumerable) or symbol-keyed properties', path);
+          if (field.get || field.set) fail('a getter or setter', at);
+          if (field.value !== undefined) entries.push([at, field.value]);
+        }
       }
     } catch (error) {
       if (error instanceof InvalidPayloadError) throw error;

@@ -14,6 +14,15 @@ interface Pipelines {
   pipeline(commands: unknown[][]): { exec(): Promise<[Error | null, unknown][] | null> };
 }
 
+/**
+ * Redis' time, ms since the epoch: what a view measures a deferral's time left against (its
+ * `until` is on Redis' clock; the machine a view runs on may keep another).
+ */
+export async function redisTime(reader: Reader): Promise<number> {
+  const [[sec, usec]] = (await reader.run([['time']])) as [[string, string]];
+  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+}
+
 /** A Reader over an ioredis client or Cluster (all keys of a queue share its hash tag). */
 export function ioReader(redis: Pipelines): Reader {
   return {

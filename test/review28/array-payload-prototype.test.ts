@@ -40,4 +40,26 @@ describe('review 28: array payloads with a prototype of their own', () => {
     // (compared as JSON-free plain data: the list's items)
     expect(r.woken).toEqual(['https://farm/scene-7', 'https://farm/scene-8']);
   });
+
+  // A second hole of the same walk: an accessor. `Object.entries` and JSON.stringify both call an
+  // enumerable getter, so `checkPayload` sees one value, BullMQ stores another (read once more
+  // when the job is added), and the direct call's executor reads a third: the payload is not
+  // plain data (README "Errors": "a payload is plain data"), yet it passes. A lazily computed
+  // field (an ORM's, a memoised URL) differs between the direct call and the wake-up.
+  it("review 28, fixed: a payload with an enumerable getter is refused (INVALID_PAYLOAD): after a deferral the executor got the getter's value of the moment the job was added", async () => {
+    let reads = 0;
+    const payload = {
+      sceneUrl: 'https://farm/scene-7',
+      get attempt() {
+        return ++reads;
+      },
+    };
+    const r = await payloadThroughWakeUp(image, payload);
+    if ('refused' in r) {
+      expect(r.refused).toMatchObject({ code: 'INVALID_PAYLOAD' });
+      return;
+    }
+    const field = (p: unknown) => (p as { attempt?: unknown }).attempt;
+    expect(field(r.woken)).toBe(field(r.first));
+  });
 });
