@@ -97,6 +97,7 @@ export class DeferralStore {
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
   private leadTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     readonly queue: Queue,
@@ -146,10 +147,13 @@ export class DeferralStore {
       const lead = this.clock.leadMs;
       if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
         await c.set!(this.keys.lead, lead, 'PX', 60_000);
-      this.leadTimer ??= setInterval(() => {
-        if (this.clock.leadMs > 50) void this.batch.tick();
-      }, LEAD_REFRESH_MS);
-      this.leadTimer.unref();
+      // (not once closed: a close may have run while this first connect was under way)
+      if (!this.closed) {
+        this.leadTimer ??= setInterval(() => {
+          if (this.clock.leadMs > 50) void this.batch.tick();
+        }, LEAD_REFRESH_MS);
+        this.leadTimer.unref();
+      }
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
@@ -178,6 +182,7 @@ export class DeferralStore {
 
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.leadTimer);
     await this.batch.flushLazy();
     const p = this.renewPromise;

@@ -89,8 +89,10 @@ interface Carry {
 /** A begin that took the lock. */
 type Locked = Extract<BeginOutcome, { kind: 'locked' }>;
 
-/** How long close() waits for attempts still waiting for their begin, ms (see `close`). */
+/** How long close() waits for attempts' Redis work (a begin, a release, a deferral), ms (see `close`). */
 const BEGIN_WAIT_MS = 2000;
+/** How often close() looks whether an executor or rollback still runs, ms. */
+const EXECUTING_POLL_MS = 100;
 type Released = Awaited<ReturnType<DeferralStore['release']>>;
 
 /** How long a dispatched attempt waits before it sends its release again (`releaseSent`), ms. */
@@ -199,7 +201,10 @@ export class Dispatcher<P> {
       // deferrals (a Redis that stopped answering may never reply), only for a while more: each
       // ends with EngineClosedError once its connection closes, its lock left to lapse as after a
       // crash (a stage it sent stays sent: `releaseSent`)
-      while (!(await settlesWithin(idle, BEGIN_WAIT_MS)) && this.executing());
+      // (polled while an executor runs, so the 2 s count from when the last one ended)
+      let settled = false;
+      while (!settled && this.executing()) settled = await settlesWithin(idle, EXECUTING_POLL_MS);
+      if (!settled) await settlesWithin(idle, BEGIN_WAIT_MS);
     }
     clearInterval(this.ticker);
   }

@@ -20,10 +20,13 @@
       {0}         nothing pending: add the job (BullMQ's add, deduplication id = stageId)
 
     The lock's value is '<job id>\n<fencing token>' (a plain lock: live while it
-    exists) or '<job id>\n<fencing token>\n<BullMQ lock token>' (a job's attempt:
-    live while '<base><job id>:lock' holds that token, or the job's hash exists
-    without 'finishedOn': BullMQ finishing the job ends it), either with a
-    leading newline once cancelled.
+    exists) or '<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>'
+    (a job's attempt, with the job's stalled count when it began; an older
+    version wrote no count: live while '<base><job id>:lock' holds that token,
+    or the job's hash exists without 'finishedOn': BullMQ finishing the job ends
+    it, unless its stalled count grew past the lock's since, when its worker
+    may still run: then it lives while it exists), either with a leading
+    newline once cancelled.
 
     Writes: nothing, but ZREMs on KEYS[3]: of a licence whose job no longer
     exists (removed by hand), and of a member '<stageId>@j.<id>' (a job added by

@@ -5,8 +5,8 @@
  *
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: the token
- * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>`
- * for a job's attempt tied to BullMQ's own job lock, or a newline + token once
+ * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>`
+ * for a job's attempt tied to BullMQ's own job lock (see `tiedTo`), or a newline + token once
  * cancelled (no token starts with a newline but a direct call's, `\n<fence>`, which
  * has no second one: `unmark`); whether it is live: `liveLock`); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
