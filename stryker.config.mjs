@@ -38,6 +38,7 @@ export const gateSuites = [
   // tests written for surviving mutants, and two quick review suites that reach lines the core ones do not
   'dispatch.survivors',
   'answer.survivors',
+  'clock',
   'dispatch.checks',
   'dispatch.results',
   'lua.survivors',
