@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
 import type { BeginOutcome, DeferralStore } from './deferral-store';
@@ -678,6 +679,9 @@ export function checkPayload(payload: unknown): void {
     }
     if (typeof value !== 'object') fail(typeof value, path);
     const obj = value as object;
+    // (a Proxy's traps may answer each read differently: what the check sees is not what JSON
+    // and the executor of a direct call get)
+    if (types.isProxy(obj)) fail('a Proxy', path);
     const proto = Object.getPrototypeOf(obj) as unknown;
     let entries: [string, unknown][];
     try {

@@ -432,25 +432,35 @@ end
 -- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
 -- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
--- a chain ended with the stage sent: the jobs of its failed-job records ('?') that BullMQ has not
--- finished are superseded (see release); records whose jobs are gone are dropped
-local function supersedeRecords(sid, own, members)
+-- a chain ended with the stage sent: the jobs of its failed-job records ('?') that will run again
+-- are superseded (see release); records whose jobs are gone are dropped. 'retried': also those an
+-- operator retried by hand before this (not for a lazy release, which may land after the success
+-- by up to its batch's delay: a retry made meanwhile comes after the chain's end, and runs)
+local function supersedeRecords(sid, own, members, retried)
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' then
       local id = ownJob(BASE, sid, m)
       if not id or redis.call('EXISTS', BASE .. id) == 0 then
         redis.call('ZREM', IDX, m)
       elseif id ~= own then
-        -- a job failed for good that is not finished runs again: redelivered (its worker died
-        -- before BullMQ failed it: still active, or handed on), or retried by hand before this
-        -- chain ended (two failed jobs of the stage retried together, Bull Board's Retry all).
-        -- The stage went out meanwhile, so it is superseded: its record and its finished mark go
-        -- (a retry by hand would overrule 'sds'). One BullMQ failed (finishedOn) comes back only
-        -- by a retry by hand after this, which runs it
-        if not redis.call('HGET', BASE .. id, 'finishedOn') then
-          redis.call('HSET', BASE .. id, 'sds', 1)
-          redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
-          redis.call('ZREM', IDX, m)
+        -- a job failed for good that BullMQ has not finished runs again when it was redelivered
+        -- (its worker died before BullMQ failed it: still active, or handed on: its stalled count
+        -- grew since the record), or when an operator retried it by hand before this chain ended
+        -- (two failed jobs of the stage retried together, Bull Board's Retry all: BullMQ counted
+        -- its failure since the record, 'atm' ~= 'sdf', or its Worker's listener dropped 'sdt').
+        -- The stage went out meanwhile, so it is superseded; a retried one also loses its record
+        -- and finished mark (a retry by hand would overrule 'sds'). One still active whose worker
+        -- lives is superseded only as a redelivery would be: BullMQ fails it next (its 'sdf' kept),
+        -- and it comes back only by a retry by hand after this, which runs it
+        local f = redis.call('HMGET', BASE .. id, 'finishedOn', 'atm', 'sdf', 'stc', 'sdt')
+        if not f[1] then
+          if retried and f[3] and ((tonumber(f[2]) or 0) ~= tonumber(f[3]) or not f[5]) then
+            redis.call('HSET', BASE .. id, 'sds', 1)
+            redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
+            redis.call('ZREM', IDX, m)
+          elseif (f[5] and (tonumber(f[4]) or 0) > tonumber(f[5])) or redis.call('LPOS', BASE .. 'active', id) then
+            redis.call('HSET', BASE .. id, 'sds', 1)
+          end
         end
       end
     end
@@ -466,7 +476,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     -- a failed-job record written while the attempt ran (a job's last failure releases its lock
     -- before it records the failure): its job, not finished yet, must not send the stage again
     local members = ${licences('IDX', 'sid')}
-    if #members > 0 then supersedeRecords(sid, '', members) end
+    if #members > 0 then supersedeRecords(sid, '', members, false) end
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
@@ -498,7 +508,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     local d = redis.call('GET', BASE .. 'de:' .. sid)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
-  supersedeRecords(sid, own, members)
+  supersedeRecords(sid, own, members, true)
   return {cancelled, unpack(revoked)}
 end
 

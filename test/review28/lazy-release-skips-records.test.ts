@@ -1,8 +1,8 @@
-import { Worker, type Job } from 'bullmq';
 import { harness, SENT } from '../helpers/engine';
-import { redisOptions, waitFor } from '../helpers/redis';
+import { failureBesideSuccess } from '../helpers/race';
+import { waitFor } from '../helpers/redis';
 import { watch } from '../helpers/jobs';
-import type { DispatchResult, StageRef } from '../../src';
+import type { StageRef } from '../../src';
 
 /**
  * Path: the sixteenth session's chain-end rule (src/lua/scripts.ts, `release`, mode '1', the
@@ -38,43 +38,17 @@ describe('review 28: a lazily released success and a failed-job record written d
   it('review 28, fixed: a stage is sent once (it was sent twice) when a job fails for good while another job of the stage begins, and the failing worker dies before BullMQ fails the job', async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
-    const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
-    // two jobs of one stage added by hand (a job re-added by an operator, a second producer)
-    await h.engine.queue.add('image', data, { jobId: 'x-28', attempts: 3, backoff: { type: 'mine', delay: 0 } });
-    await h.engine.queue.add('image', data, { jobId: 'y-28', attempts: 3 });
-
-    let y: Job | undefined;
-    let yRun: Promise<unknown> | undefined;
-    const dying = new Worker(h.queueName, undefined, {
-      connection: { ...redisOptions(), maxRetriesPerRequest: null },
-      prefix: h.prefix,
-      autorun: false,
-      lockDuration: 1000,
-      settings: {
-        // "a 4xx: do not retry"; meanwhile (the same turn) the worker's other slot starts job y
-        backoffStrategy: () =>
-          new Promise<number>((resolve) => {
-            setImmediate(() => {
-              yRun ??= h.engine.processor(y!, 'tok-y');
-            });
-            resolve(-1);
-          }),
-      },
-    });
+    const { manual: dying, x, y, xError, sent, base } = await failureBesideSuccess(h, image, 'r28-', 1000);
     try {
-      const x = (await dying.getNextJob('tok-x')) as Job;
-      y = (await dying.getNextJob('tok-y')) as Job;
-      expect([x.id, y.id]).toEqual(['x-28', 'y-28']);
+      expect([x.id, y.id]).toEqual(['r28-x', 'r28-y']);
       // job x: its last failure (the strategy said -1): recorded, then BullMQ would fail it...
-      await expect(h.engine.processor(x, 'tok-x')).rejects.toThrow('downstream 503');
+      expect(xError?.message).toBe('downstream 503');
       // ...job y sent the stage, and its worker completes it
-      const sent = (await yRun) as DispatchResult;
       expect(sent).toMatchObject({ dispatched: true });
       await y.moveToCompleted(sent, 'tok-y', false);
       // the worker dies before BullMQ fails x (x stays active; its record and finish mark are written)
-      const base = `${h.prefix}:${h.queueName}:`;
-      expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([expect.stringMatching(/@j\.x-28\?$/)]);
-      expect(await h.redis.hget(`${base}x-28`, 'finishedOn')).toBeNull();
+      expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([expect.stringMatching(/@j\.r28-x\?$/)]);
+      expect(await h.redis.hget(`${base}r28-x`, 'finishedOn')).toBeNull();
 
       // another worker's stalled check redelivers x
       const { done } = watch(h.engine.createWorker({ stalledInterval: 300 }));
