@@ -452,13 +452,17 @@ local function supersedeRecords(sid, own, members, retried)
         -- and finished mark (a retry by hand would overrule 'sds'). One still active whose worker
         -- lives is superseded only as a redelivery would be: BullMQ fails it next (its 'sdf' kept),
         -- and it comes back only by a retry by hand after this, which runs it
+        -- (begin's own test: marked, and not redelivered; one in the active list is told from a
+        -- job its live worker is about to fail by BullMQ's count or the dropped 'sdt')
         local f = redis.call('HMGET', BASE .. id, 'finishedOn', 'atm', 'sdf', 'stc', 'sdt')
         if not f[1] then
-          if retried and f[3] and ((tonumber(f[2]) or 0) ~= tonumber(f[3]) or not f[5]) then
+          local redelivered = f[5] and (tonumber(f[4]) or 0) > tonumber(f[5])
+          local active = redis.call('LPOS', BASE .. 'active', id)
+          if retried and f[3] and not redelivered and (not active or (tonumber(f[2]) or 0) ~= tonumber(f[3]) or not f[5]) then
             redis.call('HSET', BASE .. id, 'sds', 1)
             redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
             redis.call('ZREM', IDX, m)
-          elseif (f[5] and (tonumber(f[4]) or 0) > tonumber(f[5])) or redis.call('LPOS', BASE .. 'active', id) then
+          elseif redelivered or active then
             redis.call('HSET', BASE .. id, 'sds', 1)
           end
         end
