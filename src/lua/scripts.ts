@@ -299,10 +299,15 @@ end
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- 'bull': the worker's BullMQ lock token of the job and the job's stalled count as the worker
   -- got it ('<token>\\n<count>'; a token alone from a version that did not send the count)
-  local token = string.match(bull, '^[^\\n]*')
+  local token
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
   local v
-  if own ~= '' and bull ~= '' then v = redis.call('MGET', M, L, BASE .. own .. ':lock') else v = redis.call('MGET', M, L) end
+  if own ~= '' and bull ~= '' then
+    token = string.match(bull, '^[^\\n]*')
+    v = redis.call('MGET', M, L, BASE .. own .. ':lock')
+  else
+    v = redis.call('MGET', M, L)
+  end
   local m = v[1]
   if m then
     local p = redis.call('PTTL', M)
@@ -440,7 +445,9 @@ local function supersedeRecords(sid, own, members, retried)
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' then
       local id = ownJob(BASE, sid, m)
-      if not id or redis.call('EXISTS', BASE .. id) == 0 then
+      -- the record's job as it is now, in one read (no 'timestamp': the job is gone)
+      local f = id and redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'atm', 'sdf', 'stc', 'sdt')
+      if not f or not f[1] then
         redis.call('ZREM', IDX, m)
       elseif id ~= own then
         -- a job failed for good that BullMQ has not finished runs again when it was redelivered
@@ -454,11 +461,11 @@ local function supersedeRecords(sid, own, members, retried)
         -- and it comes back only by a retry by hand after this, which runs it
         -- (begin's own test: marked, and not redelivered; one in the active list is told from a
         -- job its live worker is about to fail by BullMQ's count or the dropped 'sdt')
-        local f = redis.call('HMGET', BASE .. id, 'finishedOn', 'atm', 'sdf', 'stc', 'sdt')
-        if not f[1] then
-          local redelivered = f[5] and (tonumber(f[4]) or 0) > tonumber(f[5])
-          local active = redis.call('LPOS', BASE .. 'active', id)
-          if retried and f[3] and not redelivered and (not active or (tonumber(f[2]) or 0) ~= tonumber(f[3]) or not f[5]) then
+        if not f[2] then
+          local redelivered = f[6] and (tonumber(f[5]) or 0) > tonumber(f[6])
+          -- (a redelivery is superseded whether it is active or not: no LPOS needed)
+          local active = redelivered or redis.call('LPOS', BASE .. 'active', id)
+          if retried and f[4] and not redelivered and (not active or (tonumber(f[3]) or 0) ~= tonumber(f[4]) or not f[6]) then
             redis.call('HSET', BASE .. id, 'sds', 1)
             redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
             redis.call('ZREM', IDX, m)
