@@ -480,6 +480,17 @@ export class DeferralStore {
   }
 
   /**
+   * An early wake-up (promoted by a clock ahead of Redis') was just re-delayed for the rest of its
+   * window. A wake or a clear that ended its deferral meanwhile found it active, so its promote
+   * failed: when its marker no longer names it, it is promoted now (best effort: one that is gone
+   * or no longer delayed is left alone).
+   */
+  async promoteUnlessDeferred(sid: string, jobId: string): Promise<void> {
+    const c = await this.client();
+    if ((await c.get!(this.keys.marker(sid))) !== jobId) await promote(this.queue, jobId).catch(() => undefined);
+  }
+
+  /**
    * Promotes wake-ups; returns those on their way now: promoted, or no longer
    * delayed (its window just ended, or an operator promoted it: it is waiting
    * or running already). Other errors are retried once, then collected in `failed`.

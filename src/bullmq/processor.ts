@@ -259,7 +259,10 @@ export function createProcessor<P>(
         // check hands the job on (DelayedError: BullMQ's Worker leaves the job where it is, quietly)
         throw new DelayedError();
       case 'early':
-        return later(job, token, attempt.waitMs ?? 0);
+        // (a wakeDeferred or clear that ended the deferral meanwhile could not promote it: it was active)
+        await job.moveToDelayed(Date.now() + (attempt.waitMs ?? 0), token);
+        await store.promoteUnlessDeferred(sid, id);
+        throw new DelayedError();
       case 'interrupted':
         return later(job, token, 0);
       case 'limit':

@@ -19,7 +19,7 @@ import type { StageRef } from '../../src';
 const a: StageRef = { scope: ['r32-early', 'ch-1'], stage: 'image' };
 
 describe('review 32: wakeDeferred while a wake-up promoted early by a clock is being re-delayed', () => {
-  it('review 32: a stage woken while its early-promoted wake-up is being re-delayed runs now, not at its old due time', async () => {
+  it('review 32, fixed: a stage woken while its early-promoted wake-up is being re-delayed runs now, not at its old due time', async () => {
     const h = harness({ windows: { capacitySeconds: 8, jitter: 0 }, maxClockSkewMs: 10_000 });
     h.executor.script(a, notSent('no_worker_available'), SENT);
     await h.engine.dispatchStage(a, {});
