@@ -488,6 +488,8 @@ local function release(L, sid, own, token, mode, me, chain, run)
     -- before it records the failure): its job, not finished yet, must not send the stage again
     local members = ${licences('IDX', 'sid')}
     if #members > 0 then supersedeRecords(sid, '', members, false) end
+    -- a success with no chain left: a stale wait index entry goes (review 32: its wake-up removed by hand)
+    if not split(members) then unwait(BASE, sid) end
     return {0}
   end
   -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
@@ -511,8 +513,10 @@ local function release(L, sid, own, token, mode, me, chain, run)
   if mode ~= '1' then return {cancelled} end
   local members = ${licences('IDX', 'sid')}
   local revoked, n = revoke(IDX, BASE, sid, members, own)
+  -- the chain ended: the stage leaves the wait index, also when no licence was left to revoke
+  -- (review 32: its wake-up removed by hand, the licence dropped by an enqueue's probe)
+  unwait(BASE, sid)
   if n > 0 then
-    unwait(BASE, sid)
     -- the chain ended: a job added for the stage while its licence holder was pending (by a
     -- producer that skipped the enqueue probe, which would have answered 'pending') would
     -- dispatch it again; it is superseded, as the probe would have kept it from being added
