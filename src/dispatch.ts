@@ -943,9 +943,10 @@ function answerProblem(
   if (
     r.retryAfterMs !== undefined &&
     outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity' &&
-    (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0) || !Number.isFinite(r.retryAfterMs))
+    // (Infinity is a hint too: "not for a long while", clamped to the class's maximum)
+    (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0))
   )
-    return `\`retryAfterMs\` to be a finite number of ms >= 0, got ${stringOf(r.retryAfterMs)}`;
+    return `\`retryAfterMs\` to be a number of ms >= 0, got ${stringOf(r.retryAfterMs)}`;
   return null;
 }
 

@@ -24,14 +24,9 @@ describe('INVALID_EXECUTOR_RESULT: a result of the wrong shape, named field by f
     ['reason missing', { dispatched: false, jobs: 0 }, '`reason` to be a string or null, got undefined'],
     ['retryable not a boolean', { ...no, retryable: 'no' }, '`retryable` to be a boolean, got "no"'],
     ['notSent not a Map', { ...no, notSent: { a: 1 } }, '`notSent` to be a Map'],
-    ['retryAfterMs negative', { ...no, retryAfterMs: -1 }, '`retryAfterMs` to be a finite number of ms >= 0, got -1'],
-    ['retryAfterMs NaN', { ...no, retryAfterMs: NaN }, '`retryAfterMs` to be a finite number of ms >= 0, got NaN'],
-    [
-      'retryAfterMs Infinity',
-      { ...no, retryAfterMs: Infinity },
-      '`retryAfterMs` to be a finite number of ms >= 0, got Infinity',
-    ],
-    ['retryAfterMs a string', { ...no, retryAfterMs: '5' }, '`retryAfterMs` to be a finite number of ms >= 0, got 5'],
+    ['retryAfterMs negative', { ...no, retryAfterMs: -1 }, '`retryAfterMs` to be a number of ms >= 0, got -1'],
+    ['retryAfterMs NaN', { ...no, retryAfterMs: NaN }, '`retryAfterMs` to be a number of ms >= 0, got NaN'],
+    ['retryAfterMs a string', { ...no, retryAfterMs: '5' }, '`retryAfterMs` to be a number of ms >= 0, got 5'],
   ])('%s', async (_, answer, problem) => {
     let calls = 0;
     // its own executor: a scripted one takes null for "no answer scripted"

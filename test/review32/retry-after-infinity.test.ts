@@ -14,7 +14,7 @@ import type { StageRef } from '../../src';
 const a: StageRef = { scope: ['r32-inf', 'ch-1'], stage: 'image' };
 
 describe('review 32: retryAfterMs Infinity', () => {
-  it('review 32: a capacity answer with retryAfterMs Infinity defers for the class maximum (it was InvalidExecutorResultError, a failure that asks again before the hint)', async () => {
+  it('review 32, fixed: a capacity answer with retryAfterMs Infinity defers for the class maximum (it was InvalidExecutorResultError, a failure that asks again before the hint)', async () => {
     const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0.2 } });
     h.executor.script(a, notSent('no_worker_available', { retryAfterMs: Number.POSITIVE_INFINITY }));
     const r = await h.engine.dispatchStage(a, {});
