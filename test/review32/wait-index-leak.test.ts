@@ -36,7 +36,10 @@ describe('review 32: the wait index after a wake-up removed by hand', () => {
     expect(done[0]!.result).toMatchObject({ dispatched: true });
     // the chain ended with a success: nothing of the stage is waiting (once the success's
     // release, lazy here (no licence left), has landed: it rides the next batch within 100 ms)
-    await waitFor(async () => (await h.redis.get(`${h.prefix}:${h.queueName}:sd:inflight:${sid}`)) === null, 'the release');
+    await waitFor(
+      async () => (await h.redis.get(`${h.prefix}:${h.queueName}:sd:inflight:${sid}`)) === null,
+      'the release',
+    );
     expect(await h.redis.zscore(wq, sid)).toBeNull();
     await worker.close();
   });
