@@ -105,9 +105,12 @@ describe('Bull Board in Chromium', () => {
     const card = page.locator('main');
     await card.getByText('no_worker_available').first().waitFor();
     const job = (await demo.engine.queue.getJob(d.wakeUpJobId))!;
-    const runAt = new Date(job.timestamp + (job.opts.delay ?? 0)).toLocaleTimeString('en-US', { timeZone: 'UTC' });
+    const due = new Date(job.timestamp + (job.opts.delay ?? 0));
+    const runAt = due.toLocaleTimeString('en-US', { timeZone: 'UTC' });
+    // the board prefixes the date ("12/3, ") when the time is not today, as near midnight
+    const day = due.toLocaleDateString('en-US', { timeZone: 'UTC', month: 'numeric', day: 'numeric' });
     const text = (await card.textContent()) ?? '';
-    expect(text).toMatch(new RegExp(`Will run at\\s*${runAt.replace(/ /g, '\\s*')}`));
+    expect(text).toMatch(new RegExp(`Will run at\\s*(?:${day},\\s*)?${runAt.replace(/ /g, '\\s*')}`));
     expect(text).toContain('"capacity"');
     // the job's name, shown on its own (the data has it in quotes)
     await expect(card.getByText('image', { exact: true }).count()).resolves.toBeGreaterThan(0);
