@@ -47,6 +47,8 @@ export type BeginOutcome =
        * record, so a success's release has nothing to do but delete it.
        */
       lazyRelease: boolean;
+      /** A wake-up whose deferral `wakeDeferred` ended: that call reported the wake (`woken`, early). */
+      wokenEarly: boolean;
     };
 
 export type ProbeOutcome =
@@ -579,6 +581,7 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
         wakeSeq: String(r[7] ?? ''),
         keptChain: String(r[8] ?? ''),
         lazyRelease: tied && !r[1] && r[10] === 0,
+        wokenEarly: r[11] === 1,
       };
     }
   }

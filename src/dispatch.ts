@@ -321,7 +321,8 @@ export class Dispatcher<P> {
     const { opts } = this;
     const { ref, job } = running;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
-    if (job?.isWakeUp) this.events.emit('woken', { ref, jobId: job.id });
+    // a wake-up woken early reported it then (wakeDeferred's `woken`, early): one wake, one event
+    if (job?.isWakeUp && !begun.wokenEarly) this.events.emit('woken', { ref, jobId: job.id });
     if (this.closing) running.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,

@@ -15,9 +15,11 @@ export interface EngineEvents {
   /** `clearDeferrals` ended `count` deferrals in `scope`. */
   cleared: { scope: readonly string[]; count: number };
   /**
-   * A wake-up job started its stage's dispatch; or, with `early: true`,
-   * `wakeDeferred` ended the stage's deferral before its window (its wake-up
-   * was promoted, and reports again, without `early`, when it runs).
+   * A stage woke, once per wake: a wake-up job started its stage's dispatch
+   * (its window ended, or it was promoted by hand or by a clear); or, with
+   * `early: true`, `wakeDeferred` ended the stage's deferral before its window
+   * (reported by the process that called it; the promoted wake-up's run does
+   * not report it again).
    */
   woken: { ref: StageRef; jobId: string; early?: true };
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */

@@ -58,7 +58,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
   });
   const wakeUps = meter.createCounter('stage_deferral.wakeups', {
     description:
-      'Wake-ups: a wake-up job that started its stage’s dispatch, or (early = true) a deferral ended by wakeDeferred.',
+      'Stages woken, once per wake: a wake-up job that started its stage’s dispatch, or (early = true) a deferral ended by wakeDeferred (its wake-up’s run is not counted again).',
     unit: '{wakeup}',
   });
   const cancels = meter.createCounter('stage_deferral.cancels', {

@@ -39,6 +39,8 @@
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
  *        failed-job record) or once its data was found to name the stage: see `ownJob`
+ *   sdw  woken: `wakeDeferred` ended the deferral this wake-up carries (its caller reported the
+ *        wake, early; the wake-up's run does not report it again)
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -321,7 +323,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdw')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
@@ -399,7 +401,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, c[11] and 1 or 0}
 end
 
 
@@ -924,6 +926,8 @@ end
 local out = {}
 for _, p in ipairs(picked) do
   redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
+  -- the wake-up reports this wake (woken, early) through the caller; its run does not again
+  redis.call('HSET', BASE .. p[2], 'sdw', 1)
   out[#out + 1] = p[1]
   out[#out + 1] = p[2]
 end
