@@ -183,7 +183,10 @@ export function buildProgram(): Command {
         ...(scope.length ? { scope } : {}),
         ...(opts.stage !== undefined ? { stage: opts.stage } : {}),
       };
-      const { woken } = await withSession(g, async (s) => (await s.engine()).wakeDeferred(filter));
+      // the CLI's process reports nothing: the wake-ups' runs report the wake (`woken`, early)
+      const { woken } = await withSession(g, async (s) =>
+        (await import('./engine')).wakeReportedByRun(await s.engine(), filter),
+      );
       if (g.json) return print(JSON.stringify({ woken }));
       print(`Woke ${woken.length} stage${woken.length === 1 ? '' : 's'} (${where(g)})${woken.length ? ':' : '.'}`);
       for (const ref of woken) print(`  ${escapeControl(formatRefText(ref))}`);

@@ -47,8 +47,11 @@ export type BeginOutcome =
        * record, so a success's release has nothing to do but delete it.
        */
       lazyRelease: boolean;
-      /** A wake-up whose deferral `wakeDeferred` ended: that call reported the wake (`woken`, early). */
-      wokenEarly: boolean;
+      /**
+       * A wake-up's wake, reported once (`woken`): 'now' by this run (its first), 'early' by this
+       * run (a `wakeDeferred` that reports nothing woke it), 'reported' already.
+       */
+      wake: 'now' | 'early' | 'reported';
     };
 
 export type ProbeOutcome =
@@ -99,6 +102,8 @@ export class DeferralStore {
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
   private leadTimer: NodeJS.Timeout | undefined;
+  /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
+  private promotes = false;
   private closed = false;
 
   constructor(
@@ -110,6 +115,7 @@ export class DeferralStore {
       this.keys,
       () => this.client(),
       (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
+      () => this.promotes,
     );
     this.tx = new Transactions(
       () => this.client(),
@@ -144,18 +150,7 @@ export class DeferralStore {
       const sentAt = Date.now();
       const [sec, usec] = (await c.time!()) as [string, string];
       this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
-      // a host whose clock runs ahead says so before its worker promotes anything by that clock
-      // (the batch script keeps this up to date; see BATCH), and keeps saying so while idle
-      const lead = this.clock.leadMs;
-      if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
-        await c.set!(this.keys.lead, lead, 'PX', 60_000);
-      // (not once closed: a close may have run while this first connect was under way)
-      if (!this.closed) {
-        this.leadTimer ??= setInterval(() => {
-          if (this.clock.leadMs > 50) void this.batch.tick();
-        }, LEAD_REFRESH_MS);
-        this.leadTimer.unref();
-      }
+      if (this.promotes) await this.recordLead(c);
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
@@ -163,6 +158,34 @@ export class DeferralStore {
       throw error;
     });
     return this.clientPromise;
+  }
+
+  /**
+   * This host runs a Worker (`createWorker`, `attachWorker`, or `processor` read for one of the
+   * host's own): it promotes wake-ups by its clock, so from now on its clock's lead over Redis'
+   * is recorded for the fleet (`sd:lead`), before the Worker fetches when awaited, and kept
+   * alive while it is idle. A host that runs no Worker (a producer, the ops CLI, a laptop whose
+   * clock runs ahead) records nothing: it promotes nothing.
+   */
+  async promotesWakeUps(): Promise<void> {
+    if (!this.promotes) {
+      this.promotes = true;
+      // (not once closed: the timer would outlive the engine)
+      if (!this.closed) {
+        this.leadTimer = setInterval(() => {
+          if (this.clock.leadMs > 50) void this.batch.tick();
+        }, LEAD_REFRESH_MS);
+        this.leadTimer.unref();
+      }
+    }
+    await this.recordLead(await this.client());
+  }
+
+  /** Records this host's clock lead when it runs ahead and leads the fleet's record (the batch script keeps it up to date; see BATCH). */
+  private async recordLead(c: Client): Promise<void> {
+    const lead = this.clock.leadMs;
+    if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
+      await c.set!(this.keys.lead, lead, 'PX', 60_000);
   }
 
   /**
@@ -462,7 +485,13 @@ export class DeferralStore {
    * A wake-up that cannot be promoted still runs at its time: its stage is no
    * longer deferred, and nothing is lost.
    */
-  async wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
+  /** `byRun`: the wake-ups' runs report the wake (the caller's process reports nothing). */
+  async wake(
+    limit: number,
+    scopePrefix: string,
+    kind: string,
+    byRun = false,
+  ): Promise<{ sid: string; wakeUpJobId: string }[]> {
     const k = this.keys;
     const r = (await this.tx.one('wake', (m) =>
       m[CMD.sdWake]!(
@@ -473,6 +502,7 @@ export class DeferralStore {
         limit,
         scopePrefix,
         kind,
+        byRun ? 'e' : '1',
       ),
     )) as string[];
     const woken: { sid: string; wakeUpJobId: string }[] = [];
@@ -581,7 +611,7 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
         wakeSeq: String(r[7] ?? ''),
         keptChain: String(r[8] ?? ''),
         lazyRelease: tied && !r[1] && r[10] === 0,
-        wokenEarly: r[11] === 1,
+        wake: r[11] === 1 ? 'reported' : r[11] === 2 ? 'early' : 'now',
       };
     }
   }

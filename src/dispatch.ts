@@ -321,8 +321,9 @@ export class Dispatcher<P> {
     const { opts } = this;
     const { ref, job } = running;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
-    // a wake-up woken early reported it then (wakeDeferred's `woken`, early): one wake, one event
-    if (job?.isWakeUp && !begun.wokenEarly) this.events.emit('woken', { ref, jobId: job.id });
+    // one wake, one event: a wake-up's first run reports it, unless the wakeDeferred that woke it did
+    if (job?.isWakeUp && begun.wake !== 'reported')
+      this.events.emit('woken', begun.wake === 'early' ? { ref, jobId: job.id, early: true } : { ref, jobId: job.id });
     if (this.closing) running.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,

@@ -91,6 +91,20 @@ export interface DispatchEngine<P = unknown> {
  * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
  * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
  */
+/** The engines' wakes whose runs report them (see `wakeReportedByRun`). */
+const wakesByRun = new WeakMap<
+  object,
+  (filter: Parameters<DispatchEngine['wakeDeferred']>[0]) => Promise<{ woken: StageRef[] }>
+>();
+
+/**
+ * `engine.wakeDeferred(filter)` for a caller whose process reports nothing (the ops CLI): each
+ * woken wake-up's run reports the wake (`woken`, early) in the process that runs it.
+ */
+export function wakeReportedByRun(engine: DispatchEngine, filter: Parameters<DispatchEngine['wakeDeferred']>[0]) {
+  return wakesByRun.get(engine)!(filter);
+}
+
 export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
   const { executor, ...rest } = resolveOptions(options);
   // The dispatcher runs the executor. A producer-only engine never starts an attempt:
@@ -127,10 +141,38 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     if (!executor) throw new NoExecutorError(method);
   };
 
+  /** `byRun`: the wake-ups' runs report the wake (`woken`, early), for a caller whose process reports nothing. */
+  const wake = async (filter: Parameters<DispatchEngine['wakeDeferred']>[0] & object, byRun: boolean) => {
+    open();
+    // (an array is an object with no filter keys: it would wake a stage of any kind and scope)
+    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+      throw new InvalidOptionsError('Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`');
+    }
+    // a misspelt key (`kind`, `stages`) would widen the wake to every stage: refused
+    const unknown = Object.keys(filter).filter((k) => k !== 'limit' && k !== 'scope' && k !== 'stage');
+    if (unknown.length > 0) {
+      throw new InvalidOptionsError(
+        `Unknown \`wakeDeferred\` filter key ${unknown.map((k) => JSON.stringify(k)).join(', ')}: expected { limit?, scope?, stage? }`,
+      );
+    }
+    const { limit = 1, scope, stage } = filter;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);
+    }
+    const prefix = scope === undefined ? '' : scopePrefix(scope);
+    const kind = stage === undefined ? '' : encodeStageKind(stage);
+    const woken = await store.wake(limit, prefix, kind, byRun);
+    const refs = woken.map((w) => parseStageId(w.sid));
+    woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));
+    return { woken: refs };
+  };
+
   const engine: DispatchEngine<P> = {
     queue,
     get processor() {
       if (!processor) throw new NoExecutorError('processor');
+      // read for a Worker: this host promotes wake-ups by its clock (createWorker awaits the record)
+      void store.promotesWakeUps().catch(() => undefined);
       return processor;
     },
 
@@ -199,28 +241,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       return listStages(reader, store.keys, prefix, { limit, ...(cursor === undefined ? {} : { cursor }) });
     }) as DispatchEngine<P>['listDeferred'],
 
-    async wakeDeferred(filter = {}) {
-      open();
-      if (typeof filter !== 'object' || filter === null) {
-        throw new InvalidOptionsError('Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`');
-      }
-      // a misspelt key (`kind`, `stages`) would widen the wake to every stage: refused
-      const unknown = Object.keys(filter).filter((k) => k !== 'limit' && k !== 'scope' && k !== 'stage');
-      if (unknown.length > 0) {
-        throw new InvalidOptionsError(
-          `Unknown \`wakeDeferred\` filter key ${unknown.map((k) => JSON.stringify(k)).join(', ')}: expected { limit?, scope?, stage? }`,
-        );
-      }
-      const { limit = 1, scope, stage } = filter;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-        throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);
-      }
-      const prefix = scope === undefined ? '' : scopePrefix(scope);
-      const kind = stage === undefined ? '' : encodeStageKind(stage);
-      const woken = await store.wake(limit, prefix, kind);
-      const refs = woken.map((w) => parseStageId(w.sid));
-      woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));
-      return { woken: refs };
+    wakeDeferred(filter = {}) {
+      return wake(filter, false);
     },
 
     async enqueue(ref, payload, call = {}) {
@@ -248,7 +270,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       recordFailures(worker);
       if (workerOpts.autorun !== false) {
         void store
-          .client()
+          .promotesWakeUps()
           .catch(() => undefined)
           .then(() => {
             if (closed || worker.closing) return;
@@ -271,6 +293,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
         );
       }
       recordFailures(worker);
+      void store.promotesWakeUps().catch(() => undefined);
       return worker;
     },
 
@@ -349,6 +372,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     await Promise.all(ownedConnections.map(quitOrDrop));
     events.removeAllListeners();
   };
+  wakesByRun.set(engine, (filter) => wake(filter ?? {}, true));
   return engine;
 }
 

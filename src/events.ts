@@ -15,11 +15,12 @@ export interface EngineEvents {
   /** `clearDeferrals` ended `count` deferrals in `scope`. */
   cleared: { scope: readonly string[]; count: number };
   /**
-   * A stage woke, once per wake: a wake-up job started its stage's dispatch
-   * (its window ended, or it was promoted by hand or by a clear); or, with
-   * `early: true`, `wakeDeferred` ended the stage's deferral before its window
-   * (reported by the process that called it; the promoted wake-up's run does
-   * not report it again).
+   * A stage woke, once per wake-up: its wake-up job's first run started its
+   * dispatch (its window ended, or it was promoted by hand or by a clear; a
+   * retry of the run does not report again); or, with `early: true`,
+   * `wakeDeferred` ended the stage's deferral before its window (reported by
+   * the process that called it, and not by the wake-up's run; the ops CLI's
+   * `wake` leaves it to the run, early, in the process that runs it).
    */
   woken: { ref: StageRef; jobId: string; early?: true };
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */

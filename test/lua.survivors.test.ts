@@ -385,6 +385,8 @@ describe('a job added by hand that fails for good', () => {
 describe('10.clock: a host whose clock runs ahead of Redis records its lead on every batch (sd:lead, PX 60 s)', () => {
   it('10.clock: its start-up record gone (its TTL ran out), a batch writes it again; a larger lead of the fleet is kept', async () => {
     const h = harness();
+    // a host that runs a Worker (the engine's processor in one of its own): it promotes by its clock
+    expect(typeof h.engine.processor).toBe('function');
     await h.engine.waitUntilReady();
     const lead = `${h.prefix}:${h.queueName}:sd:lead`;
     const real = Date.now.bind(Date);
@@ -399,6 +401,23 @@ describe('10.clock: a host whose clock runs ahead of Redis records its lead on e
       await h.redis.set(lead, 9000, 'PX', 60_000);
       expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
       expect(await h.redis.get(lead)).toBe('9000');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('10.clock: review 34, fixed: a host that runs no Worker (a producer, the ops CLI) records no lead: it promotes nothing', async () => {
+    const h = harness();
+    const lead = `${h.prefix}:${h.queueName}:sd:lead`;
+    const real = Date.now.bind(Date);
+    const spy = jest.spyOn(Date, 'now').mockImplementation(() => real() + 6000);
+    try {
+      await h.engine.waitUntilReady();
+      expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+      expect(await h.redis.exists(lead)).toBe(0);
+      // then it starts a Worker: its lead is recorded before the Worker fetches
+      expect(typeof h.engine.processor).toBe('function');
+      await waitFor(async () => Number(await h.redis.get(lead)) > 5000, 'the lead recorded');
     } finally {
       spy.mockRestore();
     }

@@ -39,8 +39,9 @@
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
  *        failed-job record) or once its data was found to name the stage: see `ownJob`
- *   sdw  woken: `wakeDeferred` ended the deferral this wake-up carries (its caller reported the
- *        wake, early; the wake-up's run does not report it again)
+ *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): '1' by its first run or by
+ *        the `wakeDeferred` that woke it, 'e' left by a `wakeDeferred` whose process reports
+ *        nothing (the ops CLI) to its run, which reports it early
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -401,7 +402,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
   local mine = 0
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, c[11] and 1 or 0}
+  -- a wake-up reports its wake once (woken): by its first run, or by the wakeDeferred that woke it
+  -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
+  local w = c[11]
+  if wake == 'w' and w ~= '1' then redis.call('HSET', J, 'sdw', 1) end
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (w == '1' and 1) or (w == 'e' and 2) or 0}
 end
 
 
@@ -853,7 +858,8 @@ return 1
  * window instead of the full one (the signal is not consumed by nothing).
  * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
  *   declared for the cluster's routing, read as BASE .. 'sd:wq:' .. kind)
- * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none)
+ * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none),
+ *   5 'e' when the wake-ups' runs report the wake (the caller's process reports nothing), else '1'
  * Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
  */
 export const WAKE = `
@@ -926,8 +932,8 @@ end
 local out = {}
 for _, p in ipairs(picked) do
   redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
-  -- the wake-up reports this wake (woken, early) through the caller; its run does not again
-  redis.call('HSET', BASE .. p[2], 'sdw', 1)
+  -- the wake-up's wake is reported (woken, early) by the caller ('1'), or by its run ('e')
+  redis.call('HSET', BASE .. p[2], 'sdw', ARGV[5] == 'e' and 'e' or 1)
   out[#out + 1] = p[1]
   out[#out + 1] = p[2]
 end

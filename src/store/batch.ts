@@ -53,6 +53,8 @@ export class Batcher {
     private readonly client: () => Promise<Client>,
     /** Redis' time in a reply, and this host's when its request was sent. */
     private readonly onClock: (redisMs: number, sentAt: number) => void,
+    /** This host runs a Worker: the script records its clock lead (else it is sent as 0). */
+    private readonly promotes: () => boolean,
   ) {}
 
   /**
@@ -75,7 +77,13 @@ export class Batcher {
     const sentAt = Date.now();
     try {
       const c = await this.client();
-      const replies = (await c[CMD.sdBatch]!(this.keys.index, this.keys.fence, this.keys.base, 0, sentAt)) as unknown[];
+      const replies = (await c[CMD.sdBatch]!(
+        this.keys.index,
+        this.keys.fence,
+        this.keys.base,
+        0,
+        this.promotes() ? sentAt : 0,
+      )) as unknown[];
       this.onClock(Number(replies[0]), sentAt);
     } catch {
       // (Redis unreachable now: the lead is recorded by the next tick or batch)
@@ -124,7 +132,14 @@ export class Batcher {
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
       const sentAt = Date.now();
-      const args: (string | number)[] = [this.keys.index, this.keys.fence, this.keys.base, chunk.length, sentAt];
+      // (a host that runs no Worker sends 0 for its time: it promotes nothing, its lead is not the fleet's)
+      const args: (string | number)[] = [
+        this.keys.index,
+        this.keys.fence,
+        this.keys.base,
+        chunk.length,
+        this.promotes() ? sentAt : 0,
+      ];
       for (const op of chunk) for (const a of op.args) args.push(a);
       try {
         const c = await this.client();

@@ -7,9 +7,9 @@ import type { StageRef } from '../../src';
 /**
  * BullMQ promotes due delayed jobs (up to 1000 at a time) in moveToActive by
  * the clock of whichever worker fetches next, and any worker may then take
- * them. Fixed: every engine host records its clock's lead over Redis (when
- * over 50 ms) in `sd:lead` when it starts (before its worker fetches) and on
- * every batch; the tolerance of a wake-up that starts early is the largest
+ * them. Fixed: every engine host that runs a Worker records its clock's lead
+ * over Redis (when over 50 ms) in `sd:lead` when it starts (before its worker
+ * fetches) and on every batch; the tolerance of a wake-up that starts early is the largest
  * lead of the fleet. (A host that fetches from the dispatch queue without an
  * engine cannot be known: documented.) A fleet with one host whose clock
  * runs ahead (here 6 s) promotes a wake-up early; a host with a right clock
@@ -38,8 +38,10 @@ describe('review2: a wake-up promoted by another host whose clock runs ahead', (
     });
     try {
       jest.spyOn(Date, 'now').mockImplementation(() => real() + 6000);
-      // host A runs the engine (as every worker of a dispatch queue does): ready before it fetches
+      // host A runs the engine's processor in its Worker (as every worker of a dispatch queue
+      // does): ready before it fetches
       const onA = harness({}, { prefix: h.prefix, queueName: h.queueName });
+      expect(typeof onA.engine.processor).toBe('function');
       await onA.engine.waitUntilReady();
       const taken = await a.getNextJob('host-a');
       jest.restoreAllMocks();

@@ -1,7 +1,8 @@
 /**
  * Host A of test/review27/idle-lead-expires.test.ts: a process whose clock runs ahead (preload
- * clock-ahead.cjs) with a dispatch engine on the test's queue that runs no attempt: its lead is
- * all it says. Prints `ready` once its engine is ready; runs until killed.
+ * clock-ahead.cjs) with a dispatch engine on the test's queue and a Worker, not started (the test's
+ * own Worker fetches by A's clock): it runs no attempt, its lead is all it says (a host that runs
+ * no Worker records none). Prints `ready` once its engine is ready; runs until killed.
  * Environment: REDIS_URL, PREFIX, QUEUE.
  */
 import { createDispatchEngine } from '../../src/engine';
@@ -13,5 +14,6 @@ const engine = createDispatchEngine({
   queueName: process.env.QUEUE!,
   executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
 });
+engine.createWorker({ autorun: false });
 void engine.waitUntilReady().then(() => console.log('ready'));
 setInterval(() => undefined, 1 << 30);

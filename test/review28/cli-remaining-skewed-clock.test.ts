@@ -1,5 +1,4 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { cliWithClock } from '../helpers/cli-clock';
 import { harness, notSent } from '../helpers/engine';
 import { redisOptions } from '../helpers/redis';
 import type { StageRef } from '../../src';
@@ -22,21 +21,6 @@ import type { StageRef } from '../../src';
  * offset (here: ~150 s for a 30 s window, the host 2 minutes behind).
  */
 const image: StageRef = { scope: ['book-28', 'cli'], stage: 'image' };
-const CLOCK = join(__dirname, '..', 'review27', 'clock-ahead.cjs');
-const CLI_SRC = join(__dirname, '..', '..', 'src', 'cli.ts');
-
-function cliWithClock(offsetMs: number, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--require', CLOCK, '--import', 'tsx', CLI_SRC, ...args],
-      { timeout: 30_000, env: { ...process.env, REDIS_URL: '', CLOCK_AHEAD_MS: String(offsetMs) } },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
-    );
-  });
-}
-
 describe('review 28: the CLI on a host whose clock is off', () => {
   it("review 28, fixed: `list --json` on a machine whose clock is 2 minutes behind Redis' says a 30 s deferral has at most 30 s left (it said 150 s)", async () => {
     const h = harness({ windows: { capacitySeconds: 30, jitter: 0 } });
