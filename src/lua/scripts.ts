@@ -366,6 +366,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     lic = me
     records = records - 1
   end
+  if redelivered and not retried then
+    -- a redelivery runs once more on its old budget: the finish it was marked with never happened
+    -- (BullMQ did not fail or complete it), so the mark and its failed-job record go. Left, BullMQ's
+    -- own retry of this run ('atm' past 'sdf') would pass for a retry by hand (review 33)
+    redis.call('HDEL', J, 'sdf', 'sdt', 'sdp')
+    if failedMe and redis.call('ZREM', IDX, me .. '?') == 1 then records = records - 1 end
+  end
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
