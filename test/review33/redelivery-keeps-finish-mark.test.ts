@@ -38,7 +38,7 @@ async function redeliveredAfterFail(h: ReturnType<typeof harness>, ref: StageRef
   await expect(h.engine.processor(run1, 'tok-1')).rejects.toThrow('refused for good');
   // the engine recorded the finish (FAIL); BullMQ has not failed the job: its worker died
   expect(await redis.hmget(`${base}${jobId}`, 'sdf', 'sdt', 'finishedOn')).toEqual(['0', '0', null]);
-  expect(await redis.zrange(`${base}sd:licences`, 0, -1)).toEqual([`${jobId}?`]);
+  expect(await redis.zrange(`${base}sd:licences`, 0, '-1')).toEqual([`${jobId}?`]);
   // BullMQ's stalled check (another worker's) hands it on: its lock is gone
   await redis.del(`${base}${jobId}:lock`);
   const checker = new Worker(h.queueName, null, {
@@ -77,7 +77,7 @@ describe('review 33: a job redelivered after its failed-for-good mark, then retr
       (e: Error) => e,
     )) as Error;
     expect(err.message).toBe('downstream 503');
-    expect(await redis.zrange(`${base}sd:licences`, 0, -1)).toEqual(expect.arrayContaining([jobId]));
+    expect(await redis.zrange(`${base}sd:licences`, 0, '-1')).toEqual(expect.arrayContaining([jobId]));
     // in that moment a host dispatches the stage directly: sent; the job's licence is revoked (it
     // is marked superseded; it cannot be removed, still active under its worker's lock)
     expect(await h.engine.dispatchStage(a, {})).toMatchObject({ dispatched: true });
