@@ -79,8 +79,9 @@ export interface BeginRequest {
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
 /**
- * How often a host whose clock runs ahead of Redis' records its lead again while it runs no
- * attempt, ms (the record lives 60 s; its worker promotes wake-ups by that clock all along).
+ * How often a host that runs a Worker measures its clock against Redis' (and records its lead
+ * when ahead) while it runs no attempt, ms (the record lives 60 s; its worker promotes wake-ups
+ * by that clock all along).
  */
 const LEAD_REFRESH_MS = 20_000;
 
@@ -172,9 +173,9 @@ export class DeferralStore {
       this.promotes = true;
       // (not once closed: the timer would outlive the engine)
       if (!this.closed) {
-        this.leadTimer = setInterval(() => {
-          if (this.clock.leadMs > 50) void this.batch.tick();
-        }, LEAD_REFRESH_MS);
+        // every 20 s whatever the last reading said: an idle host measures its clock only so, and
+        // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
+        this.leadTimer = setInterval(() => void this.batch.tick(), LEAD_REFRESH_MS);
         this.leadTimer.unref();
       }
     }

@@ -366,13 +366,6 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     lic = me
     records = records - 1
   end
-  if redelivered and not retried then
-    -- a redelivery runs once more on its old budget: the finish it was marked with never happened
-    -- (BullMQ did not fail or complete it), so the mark and its failed-job record go. Left, BullMQ's
-    -- own retry of this run ('atm' past 'sdf') would pass for a retry by hand (review 33)
-    redis.call('HDEL', J, 'sdf', 'sdt', 'sdp')
-    if failedMe and redis.call('ZREM', IDX, me .. '?') == 1 then records = records - 1 end
-  end
   local carried, opts, kept = 0, '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
@@ -522,6 +515,12 @@ local function release(L, sid, own, token, mode, me, chain, run)
       redis.call('ZADD', IDX, 0, me)
     end
     redis.call('HSET', BASE .. own, 'sdk', chain, 'sdi', sid)
+    -- a job BullMQ retries is not finished: a mark of a finish that never happened (its worker
+    -- died between the mark and BullMQ's finish; this run was its redelivery) and its record go,
+    -- else BullMQ's own retry of this failure ('atm' past 'sdf') would pass for a retry by hand
+    -- (review 33). Kept until now, so a redelivery that dies again is still judged one (review 35)
+    redis.call('HDEL', BASE .. own, 'sdf', 'sdt', 'sdp')
+    redis.call('ZREM', IDX, me .. '?')
     return {cancelled, unpack(old)}
   end
   if mode ~= '1' then return {cancelled} end

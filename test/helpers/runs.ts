@@ -1,7 +1,8 @@
 import type { EngineEvents, ExecutorResult, StageRef } from '../../src';
+import { Worker } from 'bullmq';
 import { harness, notSent, SENT, type Answer, type Harness } from './engine';
 import { fast, watch } from './jobs';
-import { waitFor } from './redis';
+import { redisOptions, waitFor } from './redis';
 
 /** Runs of a stage through an engine's own worker, as several test files make them. */
 
@@ -93,4 +94,31 @@ export async function runWakeUp(h: Harness, clock: () => number) {
   const { done } = watch(h.engine.createWorker());
   await waitFor(() => done.length === 1, 'the wake-up ran', 12_000);
   return { result: done[0]!.result, calledAt };
+}
+
+/**
+ * Host A, a plain BullMQ Worker whose clock runs `aheadMs` ahead, fetches its next job (an
+ * `other` job, older than the wake-up): BullMQ promotes what is due by A's clock, the wake-up
+ * too. Then host B, with the right clock, runs the engine's worker: `runWakeUp`'s answer.
+ */
+export async function promotedByClockAhead(h: Harness, real: () => number, aheadMs = 6000) {
+  const a = new Worker(h.queueName, undefined, {
+    connection: { ...redisOptions(), maxRetriesPerRequest: null },
+    prefix: h.prefix,
+    autorun: false,
+  });
+  try {
+    const ahead = jest.spyOn(Date, 'now').mockImplementation(() => real() + aheadMs);
+    let taken;
+    try {
+      taken = await a.getNextJob('host-a');
+    } finally {
+      ahead.mockRestore();
+    }
+    expect(taken?.name).toBe('other');
+    expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toMatchObject({ wait: 1, delayed: 0 });
+    return await runWakeUp(h, real);
+  } finally {
+    await a.close(true);
+  }
 }

@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { Worker } from 'bullmq';
 import { harness, notSent, SENT } from '../helpers/engine';
 import { redisOptions, waitFor } from '../helpers/redis';
-import { runWakeUp } from '../helpers/runs';
+import { promotedByClockAhead } from '../helpers/runs';
 import type { StageRef } from '../../src';
 
 /**
@@ -76,28 +75,8 @@ describe('review 27: a fleet host whose clock runs ahead, idle for over a minute
 
 /** Host A's worker promotes the due wake-up by its clock (6 s ahead); host B runs it. */
 async function wakeUpPromotedEarly(h: ReturnType<typeof harness>, real: () => number, until: number): Promise<void> {
-  // host A's worker fetches its next job: BullMQ promotes what is due by A's clock
-  const a = new Worker(h.queueName, undefined, {
-    connection: { ...redisOptions(), maxRetriesPerRequest: null },
-    prefix: h.prefix,
-    autorun: false,
-  });
-  try {
-    const again = jest.spyOn(Date, 'now').mockImplementation(() => real() + 6000);
-    let taken;
-    try {
-      taken = await a.getNextJob('host-a');
-    } finally {
-      again.mockRestore();
-    }
-    expect(taken?.name).toBe('other');
-    expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toMatchObject({ wait: 1, delayed: 0 });
-    // host B, right clock, runs the engine's worker
-    const { result, calledAt } = await runWakeUp(h, real);
-    expect(result).toMatchObject({ dispatched: true });
-    // Redis and this machine share a clock: not before the window's end
-    expect(calledAt).toBeGreaterThanOrEqual(until);
-  } finally {
-    await a.close(true);
-  }
+  const { result, calledAt } = await promotedByClockAhead(h, real);
+  expect(result).toMatchObject({ dispatched: true });
+  // Redis and this machine share a clock: not before the window's end
+  expect(calledAt).toBeGreaterThanOrEqual(until);
 }
