@@ -105,6 +105,7 @@ export class DeferralStore {
   private leadTimer: NodeJS.Timeout | undefined;
   /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
   private promotes = false;
+  private promoting: Promise<void> | undefined;
   private closed = false;
 
   constructor(
@@ -168,18 +169,20 @@ export class DeferralStore {
    * alive while it is idle. A host that runs no Worker (a producer, the ops CLI, a laptop whose
    * clock runs ahead) records nothing: it promotes nothing.
    */
-  async promotesWakeUps(): Promise<void> {
-    if (!this.promotes) {
-      this.promotes = true;
-      // (not once closed: the timer would outlive the engine)
-      if (!this.closed) {
-        // every 20 s whatever the last reading said: an idle host measures its clock only so, and
-        // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
-        this.leadTimer = setInterval(() => void this.batch.tick(), LEAD_REFRESH_MS);
-        this.leadTimer.unref();
-      }
+  promotesWakeUps(): Promise<void> {
+    if (this.promoting) return this.promoting;
+    this.promotes = true;
+    // (not once closed: the timer would outlive the engine)
+    if (!this.closed) {
+      // every 20 s whatever the last reading said: an idle host measures its clock only so, and
+      // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
+      this.leadTimer = setInterval(() => void this.batch.tick(), LEAD_REFRESH_MS);
+      this.leadTimer.unref();
     }
-    await this.recordLead(await this.client());
+    // once (every Worker of the host awaits the same record); a first connect that fails records
+    // it when it succeeds (client() does, once `promotes` is set)
+    this.promoting = this.client().then((c) => this.recordLead(c));
+    return this.promoting;
   }
 
   /** Records this host's clock lead when it runs ahead and leads the fleet's record (the batch script keeps it up to date; see BATCH). */

@@ -87,10 +87,6 @@ export interface DispatchEngine<P = unknown> {
   close(): Promise<void>;
 }
 
-/**
- * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
- * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
- */
 /** The engines' wakes whose runs report them (see `wakeReportedByRun`). */
 const wakesByRun = new WeakMap<
   object,
@@ -105,6 +101,10 @@ export function wakeReportedByRun(engine: DispatchEngine, filter: Parameters<Dis
   return wakesByRun.get(engine)!(filter);
 }
 
+/**
+ * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
+ * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
+ */
 export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
   const { executor, ...rest } = resolveOptions(options);
   // The dispatcher runs the executor. A producer-only engine never starts an attempt:
