@@ -18,10 +18,12 @@ export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
 export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
   | { kind: 'in_flight' }
-  | { kind: 'stale' }
-  | { kind: 'cancelled' }
+  /**
+   * `cliWake`: this wake-up was woken by the ops CLI (a `wakeDeferred` whose process reports
+   * nothing) and nobody reported the wake yet: the caller reports it (`woken`, early), once.
+   */
+  | { kind: 'stale' | 'cancelled' | 'superseded'; cliWake: boolean }
   | { kind: 'early'; remainingMs: number }
-  | { kind: 'superseded' }
   /** The worker no longer holds BullMQ's lock of the job (without a token: the job is gone or finished). */
   | { kind: 'gone' }
   | {
@@ -52,6 +54,8 @@ export type BeginOutcome =
        * run (a `wakeDeferred` that reports nothing woke it), 'reported' already.
        */
       wake: 'now' | 'early' | 'reported';
+      /** The wake-up holding the stage's licence, when the ops CLI woke it and this attempt reports that wake (else ''). */
+      tookCliWake: string;
     };
 
 export type ProbeOutcome =
@@ -591,13 +595,13 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
     case 2:
       return { kind: 'in_flight' };
     case 3:
-      return { kind: 'stale' };
+      return { kind: 'stale', cliWake: r[1] === 1 };
     case 4:
-      return { kind: 'cancelled' };
+      return { kind: 'cancelled', cliWake: r[1] === 1 };
     case 5:
       return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
     case 6:
-      return { kind: 'superseded' };
+      return { kind: 'superseded', cliWake: r[1] === 1 };
     case 7:
       return { kind: 'gone' };
     default: {
@@ -616,6 +620,7 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
         keptChain: String(r[8] ?? ''),
         lazyRelease: tied && !r[1] && r[10] === 0,
         wake: r[11] === 1 ? 'reported' : r[11] === 2 ? 'early' : 'now',
+        tookCliWake: String(r[12] ?? ''),
       };
     }
   }

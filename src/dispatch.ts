@@ -253,7 +253,9 @@ export class Dispatcher<P> {
         // a begin the close cut off (close() stopped waiting for it and closed its connection)
         throw this.closing ? new EngineClosedError(error) : error;
       }
-      if (begun.kind !== 'locked') return this.notBegun(ref, begun);
+      if (begun.kind !== 'locked') return this.notBegun(ref, begun, job?.id);
+      // reported before anything else can end the attempt: the begin recorded it as reported
+      this.reportWake(ref, job, begun);
       if (this.closing) {
         // close() began while the begin was under way (and may no longer wait for this attempt):
         // nothing is sent now; the lock goes at once (a job is delayed, no attempt spent)
@@ -280,8 +282,19 @@ export class Dispatcher<P> {
     }
   }
 
+  /** One wake, one event (`woken`): what a begin that took the lock reports of a wake-up's wake. */
+  private reportWake(ref: StageRef, job: JobContext | undefined, begun: Locked): void {
+    // a wake-up's first run reports it, unless the wakeDeferred that woke it did
+    if (job?.isWakeUp && begun.wake !== 'reported')
+      this.events.emit('woken', begun.wake === 'early' ? { ref, jobId: job.id, early: true } : { ref, jobId: job.id });
+    // the ops CLI woke the wake-up holding the stage's licence, and this attempt took the stage first
+    if (begun.tookCliWake) this.events.emit('woken', { ref, jobId: begun.tookCliWake, early: true });
+  }
+
   /** The answer of an attempt whose begin took no lock. */
-  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>): Attempt {
+  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>, jobId?: string): Attempt {
+    // a wake from the ops CLI that this run ends without dispatching: nobody else reports it
+    if ('cliWake' in begun && begun.cliWake) this.events.emit('woken', { ref, jobId: jobId!, early: true });
     switch (begun.kind) {
       case 'deferred': {
         const lic = parseLicence(begun.wakeUpJobId);
@@ -319,11 +332,8 @@ export class Dispatcher<P> {
    */
   private async locked(running: Running, payload: P, call: { buildId?: string; force?: boolean }, begun: Locked) {
     const { opts } = this;
-    const { ref, job } = running;
+    const { ref } = running;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
-    // one wake, one event: a wake-up's first run reports it, unless the wakeDeferred that woke it did
-    if (job?.isWakeUp && begun.wake !== 'reported')
-      this.events.emit('woken', begun.wake === 'early' ? { ref, jobId: job.id, early: true } : { ref, jobId: job.id });
     if (this.closing) running.abort(new EngineClosedError());
     const ctx: DispatchContext = {
       buildId: call.buildId,

@@ -299,6 +299,15 @@ end
 --  BullMQ lock, the number of failed-job records of the stage}: lock taken
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
+-- 1 when job J is a wake-up ('wake' is 'w') that a wakeDeferred whose process reports nothing
+-- (the ops CLI) woke and nobody reported yet ('w': its 'sdw' is 'e'): the caller reports the
+-- wake now, once ('sdw' becomes '1'), for nothing else will: its run answers stale, cancelled or
+-- superseded, or another attempt took its stage first
+local function cliWake(J, wake, w)
+  if wake ~= 'w' or w ~= 'e' then return 0 end
+  redis.call('HSET', J, 'sdw', 1)
+  return 1
+end
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- 'bull': the worker's BullMQ lock token of the job and the job's stalled count as the worker
   -- got it ('<token>\\n<count>'; a token alone from a version that did not send the count)
@@ -334,7 +343,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     elseif not c[7] or c[8] then
       return {7}
     end
-    if c[1] then return {4} end
+    if c[1] then return {4, cliWake(J, wake, c[11])} end
     -- retried by hand: a job marked finished (or recorded as failed for good) runs again only
     -- when an operator retried it, or when BullMQ's stalled check handed it on: its worker died
     -- between the mark and BullMQ's finish, and this is the redelivery (the stalled count grew
@@ -348,7 +357,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     retried = (c[3] and tonumber(c[3]) ~= (tonumber(c[4]) or 0)) or ((c[3] or failedMe) and not redelivered)
     -- a job that finished (failed for good, or completed and kept) and runs again was retried by
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
-    if c[2] and not retried then return {6} end
+    if c[2] and not retried then return {6, cliWake(J, wake, c[11])} end
   end
   -- a live lock is another attempt's, or this job's own, cancelled: CANCEL marked that job
   -- ('sdc', read above), so it never gets here
@@ -360,13 +369,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- failed it) while no other job took the stage: it takes its licence back and runs once
     -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
     -- whether its next failure is its last)
-    if not (failedMe and redelivered and not lic) then return {3} end
+    if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
     redis.call('ZREM', IDX, me .. '?')
     redis.call('ZADD', IDX, 0, me)
     lic = me
     records = records - 1
   end
-  local carried, opts, kept = 0, '', ''
+  local carried, opts, kept, took = 0, '', '', ''
   if retried then
     -- a job that failed for good, retried by hand: its chain and its budget start again here
     redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
@@ -382,11 +391,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- (not a job another stage's job replaced under the licence's id: it carries nothing)
     local id = ownJob(BASE, sid, lic)
     if id then
-      local h = redis.call('HMGET', BASE .. id, 'sdk', 'opts', 'atm', 'sdb', 'sdx')
+      local h = redis.call('HMGET', BASE .. id, 'sdk', 'opts', 'atm', 'sdb', 'sdx', 'sdw')
       kept = h[1] or ''
       if id ~= own then
         carried = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0) + (tonumber(h[5]) or 0)
         opts = h[2] or ''
+        -- a wake-up the ops CLI woke whose stage this attempt takes first: this attempt reports the wake
+        if cliWake(BASE .. id, 'w', h[6]) == 1 then took = id end
       end
     end
   end
@@ -406,7 +417,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
   local w = c[11]
   if wake == 'w' and w ~= '1' then redis.call('HSET', J, 'sdw', 1) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (w == '1' and 1) or (w == 'e' and 2) or 0}
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (w == '1' and 1) or (w == 'e' and 2) or 0, took}
 end
 
 

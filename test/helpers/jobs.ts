@@ -80,3 +80,50 @@ export async function handedOn(
   await redis.del(`${jobKey}:lock`);
   await waitFor(async () => Number(await redis.hget(jobKey, 'stc')) > 0, 'handed on', 10_000);
 }
+
+/**
+ * Reviews 20, 22 and 23's crash: an attached Worker (stalled check every 300 ms, concurrency 2)
+ * running the engine's processor, whose first failure that `crashes` picks is held there: `then`
+ * runs (a host's tick meanwhile), BullMQ's lock of the job goes and the stalled check hands it on
+ * (`handedOn`), and only then the error reaches BullMQ, as if the process froze or died between
+ * the engine's FAIL and BullMQ failing the job. `crashed.job` is that job, once it happened.
+ */
+export function crashAfterFail(
+  h: { queueName: string; prefix: string; engine: { processor: Processor; attachWorker(w: Worker): unknown } },
+  crashes: (job: Job, error: Error) => boolean | Promise<boolean>,
+  then?: (job: Job) => Promise<unknown>,
+) {
+  const redis = client();
+  const crashed: { job?: Job } = {};
+  const worker = new Worker(
+    h.queueName,
+    async (job: Job, token?: string) => {
+      try {
+        return await h.engine.processor(job, token);
+      } catch (error) {
+        if (!crashed.job && (await crashes(job, error as Error))) {
+          crashed.job = job;
+          await then?.(job);
+          await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
+        }
+        throw error;
+      }
+    },
+    { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
+  );
+  worker.on('error', () => undefined);
+  h.engine.attachWorker(worker);
+  return { worker, crashed, redis };
+}
+
+type Processor = (job: Job, token?: string) => Promise<unknown>;
+
+/** Waits until job `id` completed, failed or is gone, and returns that state (`null`: gone). */
+export async function settledState(queue: { getJobState(id: string): Promise<string> }, id: string) {
+  const stateOf = async () => {
+    const s = await queue.getJobState(id);
+    return s === 'unknown' ? null : s;
+  };
+  await waitFor(async () => ['completed', 'failed', null].includes(await stateOf()), `job ${id} finished`, 15_000);
+  return stateOf();
+}

@@ -1,7 +1,6 @@
-import { Worker, type Job } from 'bullmq';
 import { harness } from '../helpers/engine';
-import { client, waitFor } from '../helpers/redis';
-import { handedOn } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+import { crashAfterFail } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -27,30 +26,11 @@ describe('review 20: a crash between the failed-job record and BullMQ failing th
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(image, ...Array.from({ length: 10 }, (_, i) => new Error(`downstream 500 #${i + 1}`)));
     const { jobId } = await h.engine.enqueue(image, {});
-    const redis = client();
-    let crashed = false;
-    const worker = new Worker(
-      h.queueName,
-      async (job: Job, token?: string) => {
-        try {
-          return await h.engine.processor(job, token);
-        } catch (error) {
-          if (!crashed && (error as Error).name === 'UnrecoverableError') {
-            crashed = true;
-            // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
-          }
-          throw error;
-        }
-      },
-      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
-    );
-    worker.on('error', () => undefined);
-    h.engine.attachWorker(worker);
+    const { worker, crashed } = crashAfterFail(h, (_job, error) => error.name === 'UnrecoverableError');
     try {
       const finals: string[] = [];
       worker.on('failed', (job) => void (job?.finishedOn && finals.push(job.id!)));
-      await waitFor(() => crashed, 'the final failure, then the crash', 10_000);
+      await waitFor(() => crashed.job !== undefined, 'the final failure, then the crash', 10_000);
       await waitFor(() => finals.includes(jobId!), 'the redelivered job failed for good', 15_000);
       // BullMQ's own behaviour on such a crash: the job runs once more (its count was never moved)
       expect({ calls: h.executor.callsFor(image), state: await h.engine.queue.getJobState(jobId!) }).toEqual({

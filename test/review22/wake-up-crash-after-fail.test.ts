@@ -1,7 +1,7 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
 import { harness, notSent } from '../helpers/engine';
-import { client, waitFor } from '../helpers/redis';
-import { handedOn } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+import { crashAfterFail, settledState } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -29,44 +29,19 @@ describe('review 22: a wake-up whose worker crashes between FAIL and BullMQ fail
       new UnrecoverableError('downstream rejects the stage'),
       new UnrecoverableError('downstream rejects the stage again'),
     );
-    const redis = client();
-    let crashed = false;
-    let wakeUpId = '';
-    const worker = new Worker(
-      h.queueName,
-      async (job: Job, token?: string) => {
-        try {
-          return await h.engine.processor(job, token);
-        } catch (error) {
-          if (!crashed && (error as Error).name === 'UnrecoverableError') {
-            crashed = true;
-            wakeUpId = job.id!;
-            // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
-          }
-          throw error;
-        }
-      },
-      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
-    );
-    worker.on('error', () => undefined);
-    h.engine.attachWorker(worker);
+    const { worker, crashed } = crashAfterFail(h, (_job, error) => error.name === 'UnrecoverableError');
     const completedAs: string[] = [];
     worker.on(
       'completed',
-      (job, r) => void (job.id === wakeUpId && completedAs.push((r as { reason: string }).reason)),
+      (job, r) => void (job.id === crashed.job?.id && completedAs.push((r as { reason: string }).reason)),
     );
     try {
       await h.engine.enqueue(image, {});
       await waitFor(() => h.engine.isStageDeferred(image), 'deferred', 10_000);
       await h.engine.clearDeferrals(image.scope);
-      await waitFor(() => crashed, 'the wake-up failed for good, then the crash', 10_000);
-      await waitFor(
-        async () => ['completed', 'failed', null].includes(await stateOf(h, wakeUpId)),
-        'the redelivered wake-up finished',
-        15_000,
-      );
-      expect({ state: await stateOf(h, wakeUpId), calls: h.executor.callsFor(image), completedAs }).toEqual({
+      await waitFor(() => crashed.job !== undefined, 'the wake-up failed for good, then the crash', 10_000);
+      const state = await settledState(h.engine.queue, crashed.job!.id!);
+      expect({ state, calls: h.executor.callsFor(image), completedAs }).toEqual({
         state: 'failed',
         calls: 3,
         completedAs: [],
@@ -76,8 +51,3 @@ describe('review 22: a wake-up whose worker crashes between FAIL and BullMQ fail
     }
   }, 30_000);
 });
-
-async function stateOf(h: ReturnType<typeof harness>, id: string): Promise<string | null> {
-  const s = await h.engine.queue.getJobState(id);
-  return s === 'unknown' ? null : s;
-}

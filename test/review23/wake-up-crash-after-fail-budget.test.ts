@@ -1,7 +1,6 @@
-import { Worker, type Job } from 'bullmq';
 import { harness, notSent } from '../helpers/engine';
-import { client, waitFor } from '../helpers/redis';
-import { handedOn } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+import { crashAfterFail, settledState } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -34,42 +33,20 @@ describe('review 23: the retry budget of a wake-up redelivered after a crash bet
       new Error('500 f'),
       new Error('500 g'),
     );
-    const redis = client();
-    let crashed = false;
-    let wakeUpId = '';
-    const worker = new Worker(
-      h.queueName,
-      async (job: Job, token?: string) => {
-        try {
-          return await h.engine.processor(job, token);
-        } catch (error) {
-          const key = `${h.prefix}:${h.queueName}:${job.id}`;
-          if (!crashed && job.id!.includes('@') && (await redis.hexists(key, 'sdf'))) {
-            crashed = true;
-            wakeUpId = job.id!;
-            // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await handedOn(redis, key);
-          }
-          throw error;
-        }
-      },
-      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
+    const { worker, crashed, redis } = crashAfterFail(
+      h,
+      // the wake-up's final failure: FAIL marked it
+      async (job) => job.id!.includes('@') && (await redis.hexists(`${h.prefix}:${h.queueName}:${job.id}`, 'sdf')) === 1,
     );
-    worker.on('error', () => undefined);
-    h.engine.attachWorker(worker);
     try {
       await h.engine.enqueue(image, {});
       await waitFor(() => h.engine.isStageDeferred(image), 'deferred', 10_000);
       expect(h.executor.callsFor(image)).toBe(3);
       // woken, not cleared: its chain (2 failures) goes on (a clear would start a fresh one)
       await h.engine.wakeDeferred({ stage: image.stage });
-      await waitFor(() => crashed, 'the wake-up failed for good, then the crash', 10_000);
-      await waitFor(
-        async () => ['completed', 'failed', null].includes(await stateOf(h, wakeUpId)),
-        'the redelivered wake-up finished',
-        15_000,
-      );
-      expect({ state: await stateOf(h, wakeUpId), calls: h.executor.callsFor(image) }).toEqual({
+      await waitFor(() => crashed.job !== undefined, 'the wake-up failed for good, then the crash', 10_000);
+      const state = await settledState(h.engine.queue, crashed.job!.id!);
+      expect({ state, calls: h.executor.callsFor(image) }).toEqual({
         state: 'failed',
         calls: 5,
       });
@@ -78,8 +55,3 @@ describe('review 23: the retry budget of a wake-up redelivered after a crash bet
     }
   }, 30_000);
 });
-
-async function stateOf(h: ReturnType<typeof harness>, id: string): Promise<string | null> {
-  const s = await h.engine.queue.getJobState(id);
-  return s === 'unknown' ? null : s;
-}

@@ -1,7 +1,7 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
 import { harness, notSent, SENT } from '../helpers/engine';
-import { client, waitFor } from '../helpers/redis';
-import { handedOn } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+import { crashAfterFail, settledState } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 
 /**
@@ -32,42 +32,20 @@ describe('review 23: a wake-up redelivered after a crash between FAIL and BullMQ
       SENT, // the host's direct dispatch
       SENT, // the redelivered wake-up (should never be called)
     );
-    const redis = client();
-    let crashed = false;
-    let wakeUpId = '';
     let direct: unknown;
-    const worker = new Worker(
-      h.queueName,
-      async (job: Job, token?: string) => {
-        try {
-          return await h.engine.processor(job, token);
-        } catch (error) {
-          if (!crashed && (error as Error).name === 'UnrecoverableError') {
-            crashed = true;
-            wakeUpId = job.id!;
-            // a host's tick dispatches the stage directly: no lock, no marker, no licence stand
-            direct = await h.engine.dispatchStage(image, {});
-            // the process froze (or died) here: its lock lapses and the stalled check hands the job on
-            await handedOn(redis, `${h.prefix}:${h.queueName}:${job.id}`);
-          }
-          throw error;
-        }
-      },
-      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix, stalledInterval: 300, concurrency: 2 },
+    const { worker, crashed } = crashAfterFail(
+      h,
+      (_job, error) => error.name === 'UnrecoverableError',
+      // a host's tick dispatches the stage directly: no lock, no marker, no licence stand
+      async () => (direct = await h.engine.dispatchStage(image, {})),
     );
-    worker.on('error', () => undefined);
-    h.engine.attachWorker(worker);
     try {
       await h.engine.enqueue(image, {});
       await waitFor(() => h.engine.isStageDeferred(image), 'deferred', 10_000);
       await h.engine.clearDeferrals(image.scope);
       await waitFor(() => direct !== undefined, 'the wake-up failed for good, the host dispatched', 10_000);
       expect((direct as { dispatched: boolean }).dispatched).toBe(true);
-      await waitFor(
-        async () => ['completed', 'failed', null].includes(await stateOf(h, wakeUpId)),
-        'the redelivered wake-up finished',
-        15_000,
-      );
+      await settledState(h.engine.queue, crashed.job!.id!);
       const sent = h.executor.callsOf(image).filter((c) => c.result?.dispatched).length;
       expect({ sent, calls: h.executor.callsFor(image) }).toEqual({ sent: 1, calls: 3 });
     } finally {
@@ -75,8 +53,3 @@ describe('review 23: a wake-up redelivered after a crash between FAIL and BullMQ
     }
   }, 30_000);
 });
-
-async function stateOf(h: ReturnType<typeof harness>, id: string): Promise<string | null> {
-  const s = await h.engine.queue.getJobState(id);
-  return s === 'unknown' ? null : s;
-}

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { harness, notSent, SENT } from '../helpers/engine';
-import { redisOptions, waitFor } from '../helpers/redis';
-import { promotedByClockAhead } from '../helpers/runs';
+import { waitFor } from '../helpers/redis';
+import { promotedByClockAhead, spawnAheadHost } from '../helpers/runs';
 import type { StageRef } from '../../src';
 
 /**
@@ -40,25 +39,8 @@ describe('review 27: a fleet host whose clock runs ahead, idle for over a minute
 
     // host A (a process whose clock runs 6 s ahead of Redis') starts its engine: its lead is
     // recorded for the fleet
-    const { host, port } = redisOptions();
-    const hostA = spawn(
-      process.execPath,
-      ['--require', join(__dirname, 'clock-ahead.cjs'), '--import', 'tsx', join(__dirname, 'ahead-host.ts')],
-      {
-        env: {
-          ...process.env,
-          CLOCK_AHEAD_MS: '6000',
-          REDIS_URL: `redis://${host}:${port}`,
-          PREFIX: h.prefix,
-          QUEUE: h.queueName,
-        },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
+    const hostA = await spawnAheadHost(h, join(__dirname, 'clock-ahead.cjs'));
     try {
-      let said = '';
-      hostA.stdout!.on('data', (d: Buffer) => (said += d.toString()));
-      await waitFor(() => said.includes('ready'), 'host A ready', 20_000);
       const leadKey = `${h.prefix}:${h.queueName}:sd:lead`;
       expect(Number(await h.redis.get(leadKey))).toBeGreaterThan(5000);
 
@@ -68,7 +50,7 @@ describe('review 27: a fleet host whose clock runs ahead, idle for over a minute
       expect(Number(await h.redis.get(leadKey))).toBeGreaterThan(5000);
       await wakeUpPromotedEarly(h, real, until);
     } finally {
-      hostA.kill('SIGKILL');
+      hostA.kill();
     }
   }, 100_000);
 });

@@ -1,14 +1,7 @@
-import {
-  AggregationTemporality,
-  MeterProvider,
-  MetricReader,
-  type CollectionResult,
-  type MetricData,
-} from '@opentelemetry/sdk-metrics';
-import { main } from '../../src/cli';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { instrumentEngine, type StageRef } from '../../src';
-import { REDIS_URL } from '../cli/run';
 import { harness, notSent, SENT } from '../helpers/engine';
+import { cliInProcess as cli, TestReader, wakeupsOf } from '../helpers/metrics';
 import { waitFor } from '../helpers/redis';
 
 /**
@@ -25,34 +18,6 @@ import { waitFor } from '../helpers/redis';
  * `wakeDeferred` without `instrumentEngine` of its own (an API process).
  */
 const a: StageRef = { scope: ['r34-cli', 'ch-1'], stage: 'image' };
-
-class TestReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected override async onForceFlush(): Promise<void> {}
-  protected override async onShutdown(): Promise<void> {}
-}
-
-async function wakeups(reader: MetricReader): Promise<number> {
-  const { resourceMetrics }: CollectionResult = await reader.collect();
-  const all: MetricData[] = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
-  const m = all.find((x) => x.descriptor.name === 'stage_deferral.wakeups');
-  return (m?.dataPoints ?? []).reduce((acc, p) => acc + (p.value as number), 0);
-}
-
-async function cli(on: { prefix: string; queueName: string }, ...args: string[]) {
-  const out: string[] = [];
-  const o = jest.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
-  const e = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    const code = await main(['--redis', REDIS_URL, '--queue', on.queueName, '--prefix', on.prefix, ...args]);
-    return { code, stdout: out.join('') };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 describe('review 34: an operator wakes a stage with the CLI', () => {
   it('review 34, fixed: `wake` from the CLI is counted in stage_deferral.wakeups by the instrumented fleet', async () => {
@@ -75,7 +40,7 @@ describe('review 34: an operator wakes a stage with the CLI', () => {
         await worker.close();
       }
       // one wake: counted once, by the only instrumented engine there is
-      expect(await wakeups(reader)).toBe(1);
+      expect((await wakeupsOf(reader)).total).toBe(1);
     } finally {
       stop();
       await provider.shutdown();

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { harness, notSent, SENT } from '../helpers/engine';
-import { redisOptions, waitFor } from '../helpers/redis';
-import { promotedByClockAhead } from '../helpers/runs';
+import { waitFor } from '../helpers/redis';
+import { promotedByClockAhead, spawnAheadHost } from '../helpers/runs';
 import type { StageRef } from '../../src';
 
 /**
@@ -36,37 +35,14 @@ describe('review 35: an idle fleet host whose clock steps ahead after its engine
     // another job of the queue, older than the wake-up: host A's next fetch takes it
     await h.engine.queue.add('other', { v: 1, scope: ['x'], stage: 'other', payload: {} });
 
-    const { host, port } = redisOptions();
-    const hostA = spawn(
-      process.execPath,
-      [
-        '--require',
-        join(__dirname, 'clock-steps.cjs'),
-        '--import',
-        'tsx',
-        join(__dirname, '..', 'review27', 'ahead-host.ts'),
-      ],
-      {
-        env: {
-          ...process.env,
-          CLOCK_AHEAD_MS: '6000',
-          REDIS_URL: `redis://${host}:${port}`,
-          PREFIX: h.prefix,
-          QUEUE: h.queueName,
-        },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
+    const hostA = await spawnAheadHost(h, join(__dirname, 'clock-steps.cjs'));
     try {
-      let said = '';
-      hostA.stdout!.on('data', (d: Buffer) => (said += d.toString()));
-      await waitFor(() => said.includes('ready'), 'host A ready', 20_000);
       const leadKey = `${h.prefix}:${h.queueName}:sd:lead`;
       // in step at its start: nothing to record
       expect(await h.redis.get(leadKey)).toBeNull();
       // host A's clock steps 6 s ahead; idle, it then has its 20 s refresh
-      hostA.kill('SIGUSR2');
-      await waitFor(() => said.includes('stepped'), 'host A stepped', 5000);
+      hostA.child.kill('SIGUSR2');
+      await waitFor(() => hostA.said().includes('stepped'), 'host A stepped', 5000);
       const startedA = real();
       await waitFor(
         () => real() >= Math.max(until - 5500, startedA + 22_000),
@@ -85,7 +61,7 @@ describe('review 35: an idle fleet host whose clock steps ahead after its engine
         early: false,
       });
     } finally {
-      hostA.kill('SIGKILL');
+      hostA.kill();
     }
   }, 90_000);
 });
