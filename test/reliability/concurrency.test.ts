@@ -19,7 +19,6 @@ describe('several worker processes over many stages', () => {
         workerLockMs: 30_000,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       });
-      // eslint-disable-next-line no-console
       console.log(summary('concurrency', report));
       expect(report.lost).toEqual([]);
       expect(report.duplicated).toEqual([]);

@@ -30,7 +30,6 @@ describe('worker processes killed with SIGKILL and restarted', () => {
         faultRounds: rounds,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       });
-      // eslint-disable-next-line no-console
       console.log(summary('crash-points', report));
       expectInvariantsKept(report);
       // every crash point was actually hit, `rounds` times
@@ -67,7 +66,6 @@ describe('worker processes killed with SIGKILL and restarted', () => {
           }
         },
       );
-      // eslint-disable-next-line no-console
       console.log(summary('crash-random', report), `parent kills: ${kills}`);
       expect(kills).toBeGreaterThan(0);
       expect(report.restarts).toBeGreaterThanOrEqual(kills);

@@ -120,7 +120,6 @@ describe('hostile stage refs', () => {
         }),
         { seed, numRuns: runs() },
       );
-      // eslint-disable-next-line no-console
       console.log(
         `[reliability] hostile-job-ids: ${accepted} refs accepted (3 job ids each added to BullMQ), ${rejected} rejected before any write`,
       );

@@ -89,7 +89,6 @@ describe('Redis killed and restarted, connections dropped', () => {
           admin.disconnect();
         },
       );
-      // eslint-disable-next-line no-console
       console.log(`${summary('redis-faults', report)}\n  redis: ${JSON.stringify({ ...done, servers: runIds.size })}`);
       // the faults really happened: each restart brought up a new server (new run_id), and at least one did
       expect(done.restarts).toBeGreaterThanOrEqual(1);
