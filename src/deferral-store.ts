@@ -466,13 +466,10 @@ export class DeferralStore {
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
       // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
       const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
-      const p = c.pipeline();
-      for (const id of batch) p.get!(this.keys.marker(stageIdOfJobId(id)));
-      const markers = (await p.exec()) ?? [];
-      // a read that failed is no answer: skipping its stage would report it cleared or never deferred
-      const error = markers.find(([e]) => e)?.[0];
-      if (error) throw error;
-      const deferred = batch.filter((id, j) => markers[j]?.[1] === id);
+      if (batch.length === 0) continue;
+      // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
+      const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
+      const deferred = batch.filter((id, j) => markers[j] === id);
       const promoted = await this.promoteAll(deferred, failed);
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];

@@ -384,6 +384,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     if not lic then
       lic = me .. '!'
       redis.call('ZADD', IDX, 0, lic)
+    else
+      -- another job's licence (carrying nothing into this fresh chain): a wake-up the ops CLI woke
+      -- whose stage this attempt takes first is reported by this attempt
+      local id = ownJob(BASE, sid, lic)
+      if id and id ~= own and cliWake(BASE .. id, 'w', redis.call('HGET', BASE .. id, 'sdw')) == 1 then took = id end
     end
   elseif lic then
     -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash; another
