@@ -463,6 +463,9 @@ export class DeferralStore {
     const cleared: string[] = [];
     const failed: unknown[] = [];
     const c = await this.client();
+    // a batch's clear runs while the next batch is read and promoted (its error is thrown after)
+    let clearing: Promise<void> = Promise.resolve();
+    let clearError: { error: unknown } | undefined;
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
       // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
       const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
@@ -471,13 +474,19 @@ export class DeferralStore {
       const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
       const deferred = batch.filter((id, j) => markers[j] === id);
       const promoted = await this.promoteAll(deferred, failed);
+      await clearing;
+      if (clearError) throw clearError.error;
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
-      const ids = (await this.tx.one('clear', (m) =>
-        m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
-      )) as string[];
-      cleared.push(...ids);
+      clearing = this.tx
+        .one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted))
+        .then(
+          (ids) => void cleared.push(...(ids as string[])),
+          (error: unknown) => void (clearError = { error }),
+        );
     }
+    await clearing;
+    if (clearError) throw clearError.error;
     if (failed.length > 0) throw new ClearIncompleteError(cleared.length, failed.length, failed[0]);
     return cleared;
   }

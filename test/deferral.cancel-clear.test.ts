@@ -89,6 +89,21 @@ describe('clause 7: clearDeferrals(scope)', () => {
     ]);
   });
 
+  it('clears a scope larger than one batch (1,201 stages, batches of 500): every deferral ends, every wake-up is promoted, one count', async () => {
+    const h = harness();
+    const many = Array.from({ length: 1201 }, (_, i) => ref('big', `c${i % 7}`, `s${i}`));
+    await deferAll(h, [...many, ref('other', 'c', 's')]);
+    expect(await h.engine.queue.getDelayedCount()).toBe(1202);
+    expect(await h.engine.clearDeferrals(['big'])).toBe(1201);
+    expect(await h.engine.queue.getDelayedCount()).toBe(1);
+    expect(await h.engine.queue.getWaitingCount()).toBe(1201);
+    expect((await h.engine.listDeferred()).map((d) => d.ref.scope[0])).toEqual(['other']);
+    // each licence of the scope is marked '!' (a fresh chain), none left plain
+    const members = await h.redis.zrangebylex(`${h.prefix}:${h.queueName}:sd:licences`, '[big/', '[big/\xff');
+    expect(members).toHaveLength(1201);
+    expect(members.filter((m) => !m.endsWith('!'))).toEqual([]);
+  }, 30_000);
+
   it('clears one scene exactly', async () => {
     const h = harness();
     await deferAll(h, [

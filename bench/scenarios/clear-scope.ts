@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
+import { Queue } from 'bullmq';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
-import { benchPrefix, client, dropPrefix } from '../lib/redis';
+import { benchPrefix, bullConnection, client, dropPrefix } from '../lib/redis';
 import { deferAll, engine, refs } from '../lib/stages';
 import { interleave, log, median, pool } from '../lib/stats';
 
@@ -17,6 +18,11 @@ import { interleave, log, median, pool } from '../lib/stats';
  * otherwise sit outside the next round's scope, and the "0 outside" queue
  * would not be empty after round 1. Each round checks its queue holds exactly
  * its `outside` stages before it starts.
+ *
+ * A fourth variant, interleaved with the three, is the floor: raw BullMQ
+ * promoting as many delayed jobs (`job.promote()`, 500 at a time, as the
+ * clear promotes its wake-ups), no plugin at all. A clear must promote each
+ * wake-up (its stage is dispatched now), so it cannot take less than that.
  */
 export function clearScope(ctx: BenchContext): Promise<ScenarioResult> {
   return clearRounds(ctx, 'clear-scope', 'clear by scope');
@@ -44,12 +50,15 @@ async function clearRounds(ctx: BenchContext, name: string, title: string): Prom
   const payload = { n: 1 };
   const queues = levels.map((outside) => ({ outside, prefix: benchPrefix(`${name}-${outside}`) }));
   const engines = queues.map((q) => engine(q.prefix));
+  const rawPrefix = benchPrefix(`${name}-raw`);
+  const raw = new Queue('q', { connection: bullConnection(), prefix: rawPrefix });
   try {
     for (const [i, q] of queues.entries()) {
       if (q.outside > 0) await deferAll(engines[i]!, refs('other', q.outside), payload, 128);
     }
     const variants = queues.map((_, i) => i);
-    const runs = await interleave(ctx.n(5, 2), variants.map(String), async (v, round) => {
+    const runs = await interleave(ctx.n(5, 2), [...variants.map(String), 'raw'], async (v, round) => {
+      if (v === 'raw') return rawPromotes(raw, inScope, round, payload);
       const e = engines[Number(v)]!;
       const { outside } = queues[Number(v)]!;
       await expectOnly(redis, e, outside);
@@ -75,12 +84,41 @@ async function clearRounds(ctx: BenchContext, name: string, title: string): Prom
       target: i > 0 ? '< 1000 ms, ratio ≤ 1.5' : '< 1000 ms',
       met: medians[i]! < 1000 && (i === 0 || medians[i]! / base <= 1.5),
     }));
-    log(`${title}: ${queues.map((q, i) => `${q.outside} outside ${medians[i]!.toFixed(0)} ms`).join(', ')}`);
-    return { name, rows, details: { inScope, levels, msByLevel: runs, medians } };
+    const floor = median(runs.raw!);
+    rows.push({
+      scenario: title,
+      measure: `the floor: raw BullMQ promoting ${inScope.toLocaleString('en-US')} delayed jobs, 500 at a time (\`job.promote()\`), ms (the clear with 0 outside ÷ this floor: ${(base / floor).toFixed(2)})`,
+      plugin: Math.round(floor),
+      target: '(no target: the floor)',
+      met: null,
+    });
+    log(`${title}: ${queues.map((q, i) => `${q.outside} outside ${medians[i]!.toFixed(0)} ms`).join(', ')}; raw BullMQ promoting as many ${floor.toFixed(0)} ms`);
+    return { name, rows, details: { inScope, levels, msByLevel: runs, medians, floor } };
   } finally {
     await Promise.all(engines.map((e) => e.close()));
-    for (const q of queues) await dropPrefix(redis, q.prefix);
+    await raw.close();
+    for (const q of [...queues, { prefix: rawPrefix }]) await dropPrefix(redis, q.prefix);
   }
+}
+
+/** Adds `count` delayed jobs to the raw queue (untimed), times promoting them 500 at a time, then drains it (untimed). */
+async function rawPromotes(raw: Queue, count: number, round: number, payload: unknown): Promise<number> {
+  const jobs = [];
+  for (let i = 0; i < count; i += 1000) {
+    const chunk = Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({
+      name: 'image',
+      data: payload,
+      opts: { jobId: `r${round}-${i + j}`, delay: 600_000 },
+    }));
+    jobs.push(...(await raw.addBulk(chunk)));
+  }
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < jobs.length; i += 500) await Promise.all(jobs.slice(i, i + 500).map((j) => j.promote()));
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  await raw.drain(true);
+  const left = await raw.getJobCounts('delayed', 'wait', 'prioritized');
+  if (Object.values(left).some((n) => n !== 0)) throw new Error(`clear-scope raw: left ${JSON.stringify(left)}`);
+  return ms;
 }
 
 /** Throws unless the queue holds exactly `outside` stages: as many licences, delayed wake-ups, nothing waiting. */

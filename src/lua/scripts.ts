@@ -734,13 +734,10 @@ local cleared = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
   local m = KEYS[i]
-  local own = redis.call('ZSCORE', KEYS[1], id)
+  local own = redis.call('ZREM', KEYS[1], id) == 1
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
-  if own then
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('ZADD', KEYS[1], 0, id .. '!')
-  end
+  if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
   if named or own then
     cleared[#cleared + 1] = id
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
