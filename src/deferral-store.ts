@@ -463,7 +463,8 @@ export class DeferralStore {
     const cleared: string[] = [];
     const failed: unknown[] = [];
     const c = await this.client();
-    // a batch's clear runs while the next batch is read and promoted (its error is thrown after)
+    // a batch's clear runs while the next batch's markers are read; nothing more is promoted
+    // until it succeeded (a clear that failed leaves the batches after it as they were)
     let clearing: Promise<void> = Promise.resolve();
     let clearError: { error: unknown } | undefined;
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
@@ -472,10 +473,12 @@ export class DeferralStore {
       if (batch.length === 0) continue;
       // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
       const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
-      const deferred = batch.filter((id, j) => markers[j] === id);
-      const promoted = await this.promoteAll(deferred, failed);
       await clearing;
       if (clearError) throw clearError.error;
+      const promoted = await this.promoteAll(
+        batch.filter((id, j) => markers[j] === id),
+        failed,
+      );
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
       clearing = this.tx

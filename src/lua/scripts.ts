@@ -39,9 +39,10 @@
  *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
  *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
  *        failed-job record) or once its data was found to name the stage: see `ownJob`
- *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): '1' by its first run or by
- *        the `wakeDeferred` that woke it, 'e' left by a `wakeDeferred` whose process reports
- *        nothing (the ops CLI) to its run, which reports it early
+ *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): 'r' by its first run (no
+ *        wakeDeferred woke it), '1' by the `wakeDeferred` that woke it (or, for 'e', by whoever
+ *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
+ *        CLI) to its run, which reports it early
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -420,9 +421,10 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
   -- a wake-up reports its wake once (woken): by its first run, or by the wakeDeferred that woke it
   -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
+  -- ('r': reported by its run, no wakeDeferred woke it; '1' and 'e' say a wakeDeferred did: see CLEAR)
   local w = c[11]
-  if wake == 'w' and w ~= '1' then redis.call('HSET', J, 'sdw', 1) end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (w == '1' and 1) or (w == 'e' and 2) or 0, took}
+  if wake == 'w' and w ~= '1' and w ~= 'r' then redis.call('HSET', J, 'sdw', w == 'e' and 1 or 'r') end
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, ((w == '1' or w == 'r') and 1) or (w == 'e' and 2) or 0, took}
 end
 
 
@@ -726,7 +728,8 @@ return {had, inflight, pending or '', unpack(old)}
  * For each: the marker still names it -> deleted; the licence, if still the
  * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
- * already began and removed it itself).
+ * already began and removed it itself; not one a wakeDeferred ended between
+ * the promotion and this record: WAKE marked it, 'sdw' '1' or 'e', and counted it).
  */
 export const CLEAR = `
 ${HELPERS}
@@ -739,7 +742,8 @@ for i = 2, #ARGV do
   if named then redis.call('DEL', m) end
   if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
   if named or own then
-    cleared[#cleared + 1] = id
+    local w = not named and redis.call('HGET', ARGV[1] .. jobOf(id), 'sdw')
+    if w ~= '1' and w ~= 'e' then cleared[#cleared + 1] = id end
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
