@@ -40,9 +40,9 @@
  *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
  *        failed-job record) or once its data was found to name the stage: see `ownJob`
  *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): 'r' by its first run (no
- *        wakeDeferred woke it), '1' by the `wakeDeferred` that woke it (or, for 'e', by whoever
+ *        wakeDeferred woke it), 'w' by the `wakeDeferred` that woke it (or, for 'e', by whoever
  *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
- *        CLI) to its run, which reports it early
+ *        CLI) to its run, which reports it early; '1' (written by earlier versions) is reported
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -302,11 +302,11 @@ end
 -- across a restart of a Redis that kept nothing (its clock goes on).
 -- 1 when job J is a wake-up ('wake' is 'w') that a wakeDeferred whose process reports nothing
 -- (the ops CLI) woke and nobody reported yet ('w': its 'sdw' is 'e'): the caller reports the
--- wake now, once ('sdw' becomes '1'), for nothing else will: its run answers stale, cancelled or
+-- wake now, once ('sdw' becomes 'w'), for nothing else will: its run answers stale, cancelled or
 -- superseded, or another attempt took its stage first
 local function cliWake(J, wake, w)
   if wake ~= 'w' or w ~= 'e' then return 0 end
-  redis.call('HSET', J, 'sdw', 1)
+  redis.call('HSET', J, 'sdw', 'w')
   return 1
 end
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
@@ -421,10 +421,12 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
   -- a wake-up reports its wake once (woken): by its first run, or by the wakeDeferred that woke it
   -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
-  -- ('r': reported by its run, no wakeDeferred woke it; '1' and 'e' say a wakeDeferred did: see CLEAR)
+  -- ('r': reported by its run, no wakeDeferred woke it; 'w' and 'e' say a wakeDeferred did: see
+  -- CLEAR; '1', written by versions before these, is reported, by whom it cannot tell)
   local w = c[11]
-  if wake == 'w' and w ~= '1' and w ~= 'r' then redis.call('HSET', J, 'sdw', w == 'e' and 1 or 'r') end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, ((w == '1' or w == 'r') and 1) or (w == 'e' and 2) or 0, took}
+  local reported = w == 'w' or w == 'r' or w == '1'
+  if wake == 'w' and not reported then redis.call('HSET', J, 'sdw', w == 'e' and 'w' or 'r') end
+  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (reported and 1) or (w == 'e' and 2) or 0, took}
 end
 
 
@@ -729,7 +731,9 @@ return {had, inflight, pending or '', unpack(old)}
  * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
  * already began and removed it itself; not one a wakeDeferred ended between
- * the promotion and this record: WAKE marked it, 'sdw' '1' or 'e', and counted it).
+ * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it; nor one
+ * whose run, begun after the promotion, already deferred again or finished: nothing of it is
+ * left to tell, review 39, left).
  */
 export const CLEAR = `
 ${HELPERS}
@@ -743,7 +747,7 @@ for i = 2, #ARGV do
   if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
   if named or own then
     local w = not named and redis.call('HGET', ARGV[1] .. jobOf(id), 'sdw')
-    if w ~= '1' and w ~= 'e' then cleared[#cleared + 1] = id end
+    if w ~= 'w' and w ~= 'e' then cleared[#cleared + 1] = id end
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
@@ -956,7 +960,7 @@ local out = {}
 for _, p in ipairs(picked) do
   redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
   -- the wake-up's wake is reported (woken, early) by the caller ('1'), or by its run ('e')
-  redis.call('HSET', BASE .. p[2], 'sdw', ARGV[5] == 'e' and 'e' or 1)
+  redis.call('HSET', BASE .. p[2], 'sdw', ARGV[5] == 'e' and 'e' or 'w')
   out[#out + 1] = p[1]
   out[#out + 1] = p[2]
 end
