@@ -463,33 +463,23 @@ export class DeferralStore {
     const cleared: string[] = [];
     const failed: unknown[] = [];
     const c = await this.client();
-    // a batch's clear runs while the next batch's markers are read; nothing more is promoted
-    // until it succeeded (a clear that failed leaves the batches after it as they were)
-    let clearing: Promise<void> = Promise.resolve();
-    let clearError: { error: unknown } | undefined;
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
       // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
       const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
       if (batch.length === 0) continue;
       // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
       const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
-      await clearing;
-      if (clearError) throw clearError.error;
       const promoted = await this.promoteAll(
         batch.filter((id, j) => markers[j] === id),
         failed,
       );
       if (promoted.length === 0) continue;
       const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
-      clearing = this.tx
-        .one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted))
-        .then(
-          (ids) => void cleared.push(...(ids as string[])),
-          (error: unknown) => void (clearError = { error }),
-        );
+      const ids = (await this.tx.one('clear', (m) =>
+        m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
+      )) as string[];
+      cleared.push(...ids);
     }
-    await clearing;
-    if (clearError) throw clearError.error;
     if (failed.length > 0) throw new ClearIncompleteError(cleared.length, failed.length, failed[0]);
     return cleared;
   }
