@@ -92,7 +92,9 @@ async function clearRounds(ctx: BenchContext, name: string, title: string): Prom
       target: '(no target: the floor)',
       met: null,
     });
-    log(`${title}: ${queues.map((q, i) => `${q.outside} outside ${medians[i]!.toFixed(0)} ms`).join(', ')}; raw BullMQ promoting as many ${floor.toFixed(0)} ms`);
+    log(
+      `${title}: ${queues.map((q, i) => `${q.outside} outside ${medians[i]!.toFixed(0)} ms`).join(', ')}; raw BullMQ promoting as many ${floor.toFixed(0)} ms`,
+    );
     return { name, rows, details: { inScope, levels, msByLevel: runs, medians, floor } };
   } finally {
     await Promise.all(engines.map((e) => e.close()));

@@ -36,7 +36,8 @@ describe('review 23: the retry budget of a wake-up redelivered after a crash bet
     const { worker, crashed, redis } = crashAfterFail(
       h,
       // the wake-up's final failure: FAIL marked it
-      async (job) => job.id!.includes('@') && (await redis.hexists(`${h.prefix}:${h.queueName}:${job.id}`, 'sdf')) === 1,
+      async (job) =>
+        job.id!.includes('@') && (await redis.hexists(`${h.prefix}:${h.queueName}:${job.id}`, 'sdf')) === 1,
     );
     try {
       await h.engine.enqueue(image, {});

@@ -95,7 +95,10 @@ describe('review 36: a wake from the ops CLI whose stage ends another way is cou
       // the fleet's Worker then finds nothing of the stage to send and reports nothing more
       const worker = h.engine.createWorker();
       try {
-        await waitFor(async () => (await h.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized'])).length === 0, 'the queue to drain');
+        await waitFor(
+          async () => (await h.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized'])).length === 0,
+          'the queue to drain',
+        );
       } finally {
         await worker.close();
       }

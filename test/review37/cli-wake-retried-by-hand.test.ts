@@ -84,9 +84,15 @@ describe('review 37: a CLI wake whose stage a job retried by hand takes first', 
       const worker = h.engine.createWorker();
       const { done: completed } = watch(worker);
       await waitFor(() => completed.some((c) => c.id === job), 'the retried job to complete');
-      await waitFor(async () => (await h.engine.queue.getJob(wakeUp)) === undefined, 'the revoked wake-up to be removed');
+      await waitFor(
+        async () => (await h.engine.queue.getJob(wakeUp)) === undefined,
+        'the revoked wake-up to be removed',
+      );
       await worker.close();
-      expect(completed.find((c) => c.id === job)!.result).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
+      expect(completed.find((c) => c.id === job)!.result).toMatchObject({
+        dispatched: false,
+        reason: 'no_worker_available',
+      });
       expect(woken).toEqual([{ ref: a, jobId: wakeUp, early: true }]);
       expect(await wakeupsOf(reader)).toEqual({ total: 1, early: 1 });
     } finally {
