@@ -1,0 +1,51 @@
+import type { StageRef } from '../../src';
+import { harness, notSent, SENT } from '../helpers/engine';
+import { latch, watch } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+
+/**
+ * Review 39's pass over `sdw`: CLEAR counts a promoted wake-up whose marker is gone but whose
+ * licence is still its own only when no wakeDeferred ended the deferral ('w' or 'e'); its own
+ * run's mark ('r') must keep it counted. Here the clear's promotion is held until the wake-up's
+ * run began (it removed its marker and holds the stage, its executor answering late), and only
+ * then does the clear record. A mutation that wrote the wake's 'w' for the run's own mark (the
+ * scoring of src/lua/scripts.ts in the nineteenth session) survived every suite before this one.
+ */
+const a: StageRef = { scope: ['r39-begun', 'ch-1'], stage: 'image' };
+type Backend = { promote(id: string): Promise<void> };
+
+it('review 39: a wake-up the clear promoted whose run began before the clear recorded it is counted once by the clear, and the stage is sent once', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  const answer = latch<typeof SENT>();
+  h.executor.script(a, notSent('no_worker_available'), () => answer.opened);
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [d] = await h.engine.listDeferred(a.scope);
+  const wakeUp = d!.wakeUpJobId;
+
+  const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
+  const real = backend.promote.bind(backend);
+  const go = latch();
+  backend.promote = async (id: string) => {
+    await real(id);
+    if (id === wakeUp) await go.opened;
+  };
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-begun']);
+    // the promoted wake-up's run began: its executor is called, its marker gone
+    await waitFor(() => h.executor.callsFor(a) === 2, 'the promoted wake-up to reach its executor');
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    go.open();
+    expect(await clearing).toBe(1);
+    answer.open(SENT);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to complete');
+    expect(done.find((c) => c.id === wakeUp)!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
+  } finally {
+    backend.promote = real;
+    go.open();
+    answer.open(SENT);
+    await worker.close();
+  }
+});
