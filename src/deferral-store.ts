@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
 import { promote, redisClient } from './bullmq/adapter';
@@ -474,7 +475,12 @@ export class DeferralStore {
         failed,
       );
       if (promoted.length === 0) continue;
-      const keys = [this.keys.index, ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id)))];
+      // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
+      const keys = [
+        this.keys.index,
+        this.keys.clearReply(randomUUID()),
+        ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id))),
+      ];
       const ids = (await this.tx.one('clear', (m) =>
         m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
       )) as string[];

@@ -725,8 +725,10 @@ return {had, inflight, pending or '', unpack(old)}
  * failed promotion leaves its stage deferred and clearable again, and a
  * failed record still leaves a promoted wake-up, which ends its own window
  * when it runs (its marker has more than the skew tolerance left: a Promote).
- * KEYS: 1 IDX, then per wake-up i: i+1 its marker M
- * ARGV: 1 queue base, then the promoted wake-up ids, in the same order
+ * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), then per wake-up i: i+1 its marker M
+ * ARGV: 1 queue base, then the promoted wake-up ids (ARGV[i], i >= 2), in the same order
+ * A batch run again (its reply lost with the connection: ioredis resends it) answers what it
+ * answered the first time, kept a minute: it would find its own work done and count none.
  * For each: the marker still names it -> deleted; the licence, if still the
  * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
@@ -737,10 +739,12 @@ return {had, inflight, pending or '', unpack(old)}
  */
 export const CLEAR = `
 ${HELPERS}
+local done = redis.call('GET', KEYS[2])
+if done then return cjson.decode(done) end
 local cleared = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local m = KEYS[i]
+  local m = KEYS[i + 1]
   local own = redis.call('ZREM', KEYS[1], id) == 1
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
@@ -751,6 +755,7 @@ for i = 2, #ARGV do
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
+redis.call('SET', KEYS[2], cjson.encode(cleared), 'PX', 60000)
 return cleared
 `;
 

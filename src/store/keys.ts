@@ -12,6 +12,7 @@
  *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
  *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
+ *   sd:clr:<uuid>          one clear batch's answer (PX 60 s): the same batch sent again answers it
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
  */
@@ -42,6 +43,10 @@ export class StoreKeys {
   /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
   get route(): string {
     return `${this.base}sd:route`;
+  }
+  /** Where one clear batch keeps its answer a minute, for a resend of the same batch. */
+  clearReply(nonce: string): string {
+    return `${this.base}sd:clr:${nonce}`;
   }
   dedup(sid: string): string {
     return `${this.base}de:${sid}`;
