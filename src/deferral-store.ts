@@ -456,12 +456,12 @@ export class DeferralStore {
    * `!` (a fresh chain). Promotion comes first, so a stage whose promotion
    * fails stays deferred and clearable again; a promotion that fails for
    * another reason than the window having just ended is retried once, then
-   * reported (`ClearIncompleteError`, with what was cleared). Returns the ids
-   * of the wake-ups whose deferral it ended.
+   * reported (`ClearIncompleteError`, with what was cleared). Returns how many
+   * deferrals it ended.
    */
-  async clear(prefix: string): Promise<string[]> {
+  async clear(prefix: string): Promise<number> {
     const licences = await this.licencesIn(prefix);
-    const cleared: string[] = [];
+    let cleared = 0;
     const failed: unknown[] = [];
     const c = await this.client();
     for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
@@ -481,12 +481,13 @@ export class DeferralStore {
         this.keys.clearReply(randomUUID()),
         ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id))),
       ];
-      const ids = (await this.tx.one('clear', (m) =>
+      // the ids cleared, or (a batch sent again) the count its first run answered
+      const r = (await this.tx.one('clear', (m) =>
         m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
-      )) as string[];
-      cleared.push(...ids);
+      )) as string[] | number;
+      cleared += typeof r === 'number' ? r : r.length;
     }
-    if (failed.length > 0) throw new ClearIncompleteError(cleared.length, failed.length, failed[0]);
+    if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
     return cleared;
   }
 

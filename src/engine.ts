@@ -226,7 +226,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     async clearDeferrals(scope) {
       open();
-      const count = (await store.clear(scopePrefix(scope))).length;
+      const count = await store.clear(scopePrefix(scope));
       events.emit('cleared', { scope, count });
       return count;
     },

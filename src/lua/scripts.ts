@@ -727,10 +727,11 @@ return {had, inflight, pending or '', unpack(old)}
  * when it runs (its marker has more than the skew tolerance left: a Promote).
  * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), then per wake-up i: i+1 its marker M
  * ARGV: 1 queue base, then the promoted wake-up ids (ARGV[i], i >= 2), in the same order
- * A batch run again (its reply lost with the connection: ioredis resends it) answers what it
- * answered the first time, kept a minute: it would find its own work done and count none.
+ * Returns the ids whose deferral this clear ended. A batch run again (its reply lost with the
+ * connection: ioredis resends it, for as long as its connection retries) answers the count its
+ * first run answered, kept a day: it would find its own work done and count none.
  * For each: the marker still names it -> deleted; the licence, if still the
- * wake-up's own, is marked '!' (its chain starts fresh). Returns the ids whose
+ * wake-up's own, is marked '!' (its chain starts fresh). It counts those whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
  * already began and removed it itself; not one a wakeDeferred ended between
  * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it; nor one
@@ -740,7 +741,11 @@ return {had, inflight, pending or '', unpack(old)}
 export const CLEAR = `
 ${HELPERS}
 local done = redis.call('GET', KEYS[2])
-if done then return cjson.decode(done) end
+if done then
+  -- (a write, so a replica wait on the connection that resent it covers the first run too)
+  redis.call('PEXPIRE', KEYS[2], 86400000)
+  return tonumber(done)
+end
 local cleared = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
@@ -755,7 +760,7 @@ for i = 2, #ARGV do
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
-redis.call('SET', KEYS[2], cjson.encode(cleared), 'PX', 60000)
+redis.call('SET', KEYS[2], #cleared, 'PX', 86400000)
 return cleared
 `;
 

@@ -12,7 +12,7 @@
  *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
  *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
- *   sd:clr:<uuid>          one clear batch's answer (PX 60 s): the same batch sent again answers it
+ *   sd:clr:<uuid>          one clear batch's count (PX 1 day): the same batch sent again answers it
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
  */
@@ -44,7 +44,7 @@ export class StoreKeys {
   get route(): string {
     return `${this.base}sd:route`;
   }
-  /** Where one clear batch keeps its answer a minute, for a resend of the same batch. */
+  /** Where one clear batch keeps its count a day, for a resend of the same batch. */
   clearReply(nonce: string): string {
     return `${this.base}sd:clr:${nonce}`;
   }

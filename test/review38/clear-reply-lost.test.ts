@@ -1,6 +1,6 @@
-import { connect as connectTcp, createServer, type AddressInfo, type Socket } from 'node:net';
 import type { StageRef } from '../../src';
 import { harness, notSent } from '../helpers/engine';
+import { clearLosingRecordReply, replyDropProxy } from '../helpers/proxy';
 import { redisOptions, waitFor } from '../helpers/redis';
 
 /**
@@ -13,57 +13,8 @@ import { redisOptions, waitFor } from '../helpers/redis';
  */
 const refs: StageRef[] = [0, 1, 2].map((i) => ({ scope: ['r38-lost', `ch-${i}`], stage: 'image' }));
 
-/** A TCP proxy to the tests' Redis; `dropAfterExec()` loses the reply to the next EXEC and cuts the connection. */
-async function proxy() {
-  const target = redisOptions();
-  const sockets = new Set<Socket>();
-  let armed = false;
-  let dropping = false;
-  let drops = 0;
-  const server = createServer((inbound) => {
-    const outbound = connectTcp(target.port, target.host);
-    for (const s of [inbound, outbound]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
-    inbound.on('data', (chunk: Buffer) => {
-      if (armed && /\r\nexec\r\n/i.test(chunk.toString('latin1'))) {
-        armed = false;
-        dropping = true;
-      }
-      outbound.write(chunk);
-    });
-    outbound.on('data', (chunk: Buffer) => {
-      if (dropping) {
-        // Redis ran the transaction: its reply is lost with the connection
-        dropping = false;
-        drops++;
-        inbound.destroy();
-        outbound.destroy();
-        return;
-      }
-      inbound.write(chunk);
-    });
-    inbound.on('close', () => outbound.destroy());
-    outbound.on('close', () => inbound.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as AddressInfo).port,
-    dropAfterExec: () => void (armed = true),
-    drops: () => drops,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
-
-type Backend = { promote(id: string): Promise<void> };
-
 it('review 38, fixed: a clear whose CLEAR reply is lost with its connection (ioredis resends it) still answers the 3 deferrals it ended', async () => {
-  const p = await proxy();
+  const p = await replyDropProxy();
   try {
     const h = harness({
       connection: { host: '127.0.0.1', port: p.port, password: redisOptions().password },
@@ -74,18 +25,7 @@ it('review 38, fixed: a clear whose CLEAR reply is lost with its connection (ior
     expect(await h.engine.queue.getDelayedCount()).toBe(3);
 
     // once the clear's promotions are done, the next EXEC on the connection is the batch's CLEAR
-    const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
-    const real = backend.promote.bind(backend);
-    let promotes = 0;
-    backend.promote = async (id: string) => {
-      await real(id);
-      if (++promotes === refs.length) p.dropAfterExec();
-    };
-    const outcome = await h.engine.clearDeferrals(['r38-lost']).then(
-      (n) => ({ cleared: n }),
-      (e: Error) => ({ error: e.message }),
-    );
-    backend.promote = real;
+    const outcome = await clearLosingRecordReply(h.engine, p, ['r38-lost'], refs.length);
     expect(p.drops()).toBe(1);
     // what Redis holds: the three deferrals ended by this clear (markers gone, licences marked '!')
     await waitFor(async () => (await h.engine.listDeferred(['r38-lost'])).length === 0, 'the deferrals to be gone');
