@@ -1,11 +1,14 @@
 import {
   AggregationTemporality,
+  MeterProvider,
   MetricReader,
   type CollectionResult,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
+import { instrumentEngine, type DispatchEngineOptions, type StageRef } from '../../src';
 import { main } from '../../src/cli';
 import { REDIS_URL } from '../cli/run';
+import { harness } from './engine';
 
 /** A metric reader the test collects from by hand (cumulative sums). */
 export class TestReader extends MetricReader {
@@ -38,4 +41,22 @@ export async function cliInProcess(on: { prefix: string; queueName: string }, ..
     o.mockRestore();
     e.mockRestore();
   }
+}
+
+/**
+ * A harness whose engine is instrumented on a meter of its own (reviews 36, 37): `reader`
+ * collects its metrics, `woken` its `woken` events; `done()` stops the instrumentation.
+ */
+export function instrumentedHarness(overrides: Partial<DispatchEngineOptions>) {
+  const h = harness(overrides);
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const stop = instrumentEngine(h.engine, { meter: provider.getMeter('test'), deferredGauge: false });
+  const woken: { ref: StageRef; jobId: string; early?: true }[] = [];
+  h.engine.on('woken', (e) => woken.push(e));
+  const done = async () => {
+    stop();
+    await provider.shutdown();
+  };
+  return { h, reader, woken, done };
 }

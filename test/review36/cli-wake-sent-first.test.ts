@@ -1,8 +1,7 @@
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Worker, type Job } from 'bullmq';
-import { instrumentEngine, type StageRef } from '../../src';
-import { harness, notSent, SENT } from '../helpers/engine';
-import { cliInProcess, TestReader, wakeupsOf } from '../helpers/metrics';
+import type { StageRef } from '../../src';
+import { type harness, notSent, SENT } from '../helpers/engine';
+import { cliInProcess, instrumentedHarness, wakeupsOf } from '../helpers/metrics';
 import { redisOptions, waitFor } from '../helpers/redis';
 
 /**
@@ -16,19 +15,7 @@ import { redisOptions, waitFor } from '../helpers/redis';
  */
 const a: StageRef = { scope: ['r36-cli', 'ch-1'], stage: 'image' };
 
-function setup() {
-  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
-  const reader = new TestReader();
-  const provider = new MeterProvider({ readers: [reader] });
-  const stop = instrumentEngine(h.engine, { meter: provider.getMeter('r36'), deferredGauge: false });
-  const woken: { ref: StageRef; jobId: string; early?: true }[] = [];
-  h.engine.on('woken', (e) => woken.push(e));
-  const done = async () => {
-    stop();
-    await provider.shutdown();
-  };
-  return { h, reader, woken, done };
-}
+const setup = () => instrumentedHarness({ windows: { capacitySeconds: 300, jitter: 0 } });
 
 /** Defers `a` once (capacity) and returns its wake-up's job id. */
 async function deferA(h: ReturnType<typeof harness>): Promise<string> {

@@ -1,8 +1,7 @@
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { instrumentEngine, type StageRef } from '../../src';
-import { harness, notSent, SENT } from '../helpers/engine';
+import type { StageRef } from '../../src';
+import { type harness, notSent, SENT } from '../helpers/engine';
 import { fast, watch } from '../helpers/jobs';
-import { cliInProcess, TestReader, wakeupsOf } from '../helpers/metrics';
+import { cliInProcess, instrumentedHarness, wakeupsOf } from '../helpers/metrics';
 import { waitFor } from '../helpers/redis';
 
 /**
@@ -14,19 +13,8 @@ import { waitFor } from '../helpers/redis';
  */
 const a: StageRef = { scope: ['r37-retried', 'ch-1'], stage: 'image' };
 
-function setup() {
-  const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 300, jitter: 0 } });
-  const reader = new TestReader();
-  const provider = new MeterProvider({ readers: [reader] });
-  const stop = instrumentEngine(h.engine, { meter: provider.getMeter('r37'), deferredGauge: false });
-  const woken: { ref: StageRef; jobId: string; early?: true }[] = [];
-  h.engine.on('woken', (e) => woken.push(e));
-  const done = async () => {
-    stop();
-    await provider.shutdown();
-  };
-  return { h, reader, woken, done };
-}
+const setup = () =>
+  instrumentedHarness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 300, jitter: 0 } });
 
 /**
  * A job of `a` fails for good; a direct dispatch defers `a` (capacity); an operator retries the
