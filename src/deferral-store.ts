@@ -585,8 +585,8 @@ function retryOf(json: string): { attempts?: number; backoff?: unknown } | undef
   }
 }
 
-/** `BATCH`'s reply to a begin (see the script). */
-type BeginReply = [number, ...unknown[]];
+/** `BATCH`'s reply to a begin (see the script): a lock taken is its record alone, or `[0, record, licence, opts, took]`. */
+type BeginReply = string | [number, ...unknown[]];
 
 /** A begin's reply read by the batch: its operation's arguments hold the job id (2) and BullMQ token (6). */
 function readBegin(reply: unknown, args: OpArgs): BeginOutcome {
@@ -595,6 +595,7 @@ function readBegin(reply: unknown, args: OpArgs): BeginOutcome {
 
 /** What a begin's reply says; a plain function, so the awaiting frame stays small. */
 function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undefined): BeginOutcome {
+  if (typeof r === 'string') return locked(r, '', '', '', ownJobId, bullToken);
   switch (r[0]) {
     case 1:
       return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
@@ -610,24 +611,48 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
       return { kind: 'superseded', cliWake: r[1] === 1 };
     case 7:
       return { kind: 'gone' };
-    default: {
-      const fencingToken = Number(r[2]);
-      const tied = r[9] === 1;
-      return {
-        kind: 'locked',
-        licence: r[1] ? (r[1] as string) : null,
-        token: tied ? `${ownJobId}\n${r[2] as string}\n${bullToken!}` : `${ownJobId}\n${r[2] as string}`,
-        fencingToken,
-        ownFailures: Math.max(0, Number(r[3])),
-        licenceFailures: Math.max(0, Number(r[4])),
-        retriedByHand: r[5] === 1,
-        licenceRetry: r[6] ? retryOf(r[6] as string) : undefined,
-        wakeSeq: String(r[7] ?? ''),
-        keptChain: String(r[8] ?? ''),
-        lazyRelease: tied && !r[1] && r[10] === 0,
-        wake: r[11] === 1 ? 'reported' : r[11] === 2 ? 'early' : 'now',
-        tookCliWake: String(r[12] ?? ''),
-      };
-    }
+    default:
+      return locked(r[1] as string, r[2] as string, r[3] as string, r[4] as string, ownJobId, bullToken);
   }
+}
+
+/**
+ * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,kept
+ * chain,tied,failed-job records,wake report' (see `BATCH`), none of them holding a comma.
+ */
+function locked(
+  record: string,
+  licence: string,
+  opts: string,
+  took: string,
+  ownJobId: string,
+  bullToken: string | undefined,
+): BeginOutcome {
+  const [fence, mine, carried, retried, wakeSeq, kept, tied, records, reported] = record.split(',') as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const isTied = tied === '1';
+  return {
+    kind: 'locked',
+    licence: licence || null,
+    token: isTied ? `${ownJobId}\n${fence}\n${bullToken!}` : `${ownJobId}\n${fence}`,
+    fencingToken: Number(fence),
+    ownFailures: Math.max(0, Number(mine)),
+    licenceFailures: Math.max(0, Number(carried)),
+    retriedByHand: retried === '1',
+    licenceRetry: opts ? retryOf(opts) : undefined,
+    wakeSeq,
+    keptChain: kept,
+    lazyRelease: isTied && !licence && records === '0',
+    wake: reported === '1' ? 'reported' : reported === '2' ? 'early' : 'now',
+    tookCliWake: took,
+  };
 }

@@ -256,13 +256,25 @@ local NOW = nowMs()
 -- the wake sequence counters (see wakeSeq), each read once for the batch and only when a lock is
 -- taken (nothing changes them while the script runs): a batch of suppressed calls reads none
 local SEEN = {}
--- the last fencing token, read once for the batch (each token taken is written at once)
+-- the last fencing token, read once for the batch. The first token taken reserves one for every
+-- begin of the batch in one write, before any is handed out: a script error half-way leaves no
+-- token handed out twice, and the batch writes F once instead of once a token (a begin that
+-- takes no lock leaves its token unused: tokens only need to increase)
 local FENCE
 local function nextFence()
-  FENCE = math.max((FENCE or tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
-  local token = string.format('%.0f', FENCE)
-  redis.call('SET', F, token)
-  return token
+  if FENCE then
+    FENCE = FENCE + 1
+  else
+    FENCE = math.max((tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
+    local begins, a = 0, 4
+    for _ = 1, tonumber(ARGV[2]) do
+      local op = ARGV[a]
+      if op == 'b' then begins = begins + 1 end
+      if op == 'z' then a = a + 4 else a = a + 7 end
+    end
+    redis.call('SET', F, string.format('%.0f', FENCE + begins - 1))
+  end
+  return string.format('%.0f', FENCE)
 end
 -- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
 -- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
@@ -290,14 +302,15 @@ end
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
 -- ahead of Redis' (within the tolerance): wait out the rest | {6} superseded:
 -- this job recorded a deferral, its wake-up carries the stage
--- {0, licence or '', fencing token, failures of this job, failures of the
---  licensed job (another one) in the chain, 1 when this attempt starts a fresh
---  chain (a job that failed for good, retried by hand), the licensed job's
---  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake
---  sequence seen (a wakeDeferred for this stage's filter during the attempt
---  makes its capacity deferral short), the chain a non-wake-up licence holder carries
---  ('capacity.idempotent.failures', '' when none), 1 when the lock is tied to the job's
---  BullMQ lock, the number of failed-job records of the stage}: lock taken
+-- lock taken: the record 'fencing token,failures of this job,failures of the licensed job
+--  (another one) in the chain,1 when this attempt starts a fresh chain (a job that failed for
+--  good, retried by hand),the wake sequence seen (a wakeDeferred for this stage's filter during
+--  the attempt makes its capacity deferral short),the chain a non-wake-up licence holder carries
+--  (capacity.idempotent.failures, empty when none),1 when the lock is tied to the job's BullMQ
+--  lock,the number of failed-job records of the stage,the wake report (see cliWake and sdw)'
+--  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
+--  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake-up this attempt
+--  reports a CLI wake of ('' for none)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
 -- 1 when job J is a wake-up ('wake' is 'w') that a wakeDeferred whose process reports nothing
@@ -426,7 +439,12 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local w = c[11]
   local reported = w == 'w' or w == 'r' or w == '1'
   if wake == 'w' and not reported then redis.call('HSET', J, 'sdw', w == 'e' and 'w' or 'r') end
-  return {0, lic or '', fence, mine, carried, retried and 1 or 0, opts, wakeSeq(BASE, sid, SEEN), kept, tied and 1 or 0, records, (reported and 1) or (w == 'e' and 2) or 0, took}
+  -- the numbers and short fields in one string (one reply element to build and to decode); the
+  -- licence, the opts and the CLI-woken wake-up (free text) beside it, only when there are any
+  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. wakeSeq(BASE, sid, SEEN) .. ','
+    .. kept .. ',' .. (tied and 1 or 0) .. ',' .. records .. ',' .. ((reported and 1) or (w == 'e' and 2) or 0)
+  if not lic and opts == '' and took == '' then return rec end
+  return {0, rec, lic or '', opts, took}
 end
 
 
