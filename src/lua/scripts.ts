@@ -253,19 +253,22 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
--- the wake sequence counters (see wakeSeq), each read once for the batch and only when a lock is
--- taken (nothing changes them while the script runs): a batch of suppressed calls reads none
+-- the wake sequence counters (see wakeSeq), each read once for the batch (nothing changes them
+-- while the script runs), in the MGET of its first begin of their stage kind (no command of their own)
 local SEEN = {}
 -- the last fencing token, read once for the batch. The first token taken reserves one for every
 -- begin of the batch in one write, before any is handed out: a script error half-way leaves no
 -- token handed out twice, and the batch writes F once instead of once a token (a begin that
 -- takes no lock leaves its token unused: tokens only need to increase)
 local FENCE
+-- F as the batch's first begin read it with its own keys (false: no such key; nil: not read yet)
+local FENCE_LAST
 local function nextFence()
   if FENCE then
     FENCE = FENCE + 1
   else
-    FENCE = math.max((tonumber(redis.call('GET', F)) or 0) + 1, NOW * 1000)
+    if FENCE_LAST == nil then FENCE_LAST = redis.call('GET', F) end
+    FENCE = math.max((tonumber(FENCE_LAST) or 0) + 1, NOW * 1000)
     local begins, a = 0, 4
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]
@@ -328,8 +331,22 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local token
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
   local v
-  if own ~= '' and bull ~= '' then
-    token = string.match(bull, '^[^\\n]*')
+  if own ~= '' and bull ~= '' then token = string.match(bull, '^[^\\n]*') end
+  local kind = kindOf(sid)
+  if FENCE_LAST == nil or SEEN[kind] == nil then
+    -- the batch's first begin (or its first of a stage kind): what the batch reads once (the
+    -- fence, the wake sequences: see nextFence, wakeSeq) rides in the same MGET
+    local keys = {M, L, token and BASE .. own .. ':lock' or M}
+    local fi, ai, ki
+    if FENCE_LAST == nil then keys[#keys + 1] = F; fi = #keys end
+    if SEEN[''] == nil then keys[#keys + 1] = BASE .. 'sd:wseq'; ai = #keys end
+    keys[#keys + 1] = BASE .. 'sd:wseq:' .. kind
+    ki = #keys
+    v = redis.call('MGET', unpack(keys))
+    if fi then FENCE_LAST = v[fi] end
+    if ai then SEEN[''] = v[ai] or '0' end
+    SEEN[kind] = v[ki] or '0'
+  elseif token then
     v = redis.call('MGET', M, L, BASE .. own .. ':lock')
   else
     v = redis.call('MGET', M, L)
