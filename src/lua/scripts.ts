@@ -336,13 +336,14 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if FENCE_LAST == nil or SEEN[kind] == nil then
     -- the batch's first begin (or its first of a stage kind): what the batch reads once (the
     -- fence, the wake sequences: see nextFence, wakeSeq) rides in the same MGET
-    local keys = {M, L, token and BASE .. own .. ':lock' or M}
+    -- (M first; the rest, every one under the queue base, at the positions the reads below expect)
+    local more = {L, token and BASE .. own .. ':lock' or L}
     local fi, ai, ki
-    if FENCE_LAST == nil then keys[#keys + 1] = F; fi = #keys end
-    if SEEN[''] == nil then keys[#keys + 1] = BASE .. 'sd:wseq'; ai = #keys end
-    keys[#keys + 1] = BASE .. 'sd:wseq:' .. kind
-    ki = #keys
-    v = redis.call('MGET', unpack(keys))
+    if FENCE_LAST == nil then more[#more + 1] = F; fi = #more + 1 end
+    if SEEN[''] == nil then more[#more + 1] = BASE .. 'sd:wseq'; ai = #more + 1 end
+    more[#more + 1] = BASE .. 'sd:wseq:' .. kind
+    ki = #more + 1
+    v = redis.call('MGET', M, unpack(more))
     if fi then FENCE_LAST = v[fi] end
     if ai then SEEN[''] = v[ai] or '0' end
     SEEN[kind] = v[ki] or '0'
