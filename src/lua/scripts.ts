@@ -268,7 +268,16 @@ local function nextFence()
     FENCE = FENCE + 1
   else
     if FENCE_LAST == nil then FENCE_LAST = redis.call('GET', F) end
-    FENCE = math.max((tonumber(FENCE_LAST) or 0) + 1, NOW * 1000)
+    -- a value that is no finite number ('nan', 'inf' and garbage, which tonumber reads as such or
+    -- not at all) holds no token: Redis' clock takes over. Past 2^53 less room for a batch, a double
+    -- no longer tells a token from the next: refused, rather than a token handed out twice (only a
+    -- hand-set F, or a Redis clock some 250 years ahead, gets there; Redis' µs are ~1.8e15 today)
+    local last = tonumber(FENCE_LAST) or 0
+    if last ~= last or last == math.huge or last == -math.huge then last = 0 end
+    if last >= 9007199254740992 - 1048576 then
+      error({err = 'ERR bullmq-stage-deferral: ' .. F .. ' holds ' .. tostring(FENCE_LAST) .. ', past the fencing tokens a Lua number counts exactly (2^53): delete it if the Redis clock is right'})
+    end
+    FENCE = math.max(last + 1, NOW * 1000)
     local begins, a = 0, 4
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]

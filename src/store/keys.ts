@@ -7,7 +7,7 @@
  *   sd:inflight:<stageId>  in-flight dispatch lock: value = `<job id>\n<fencing token>`, a job's
  *                          `<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>` (see liveLock)
  *   sd:licences            sorted set of licence members, one per stage at most
- *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs) per lock taken)
+ *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs); a batch reserves one per begin, in one write)
  *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms
  *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
  *   sd:wqk                 the stage kinds with a wait index
