@@ -9,6 +9,7 @@ import { Batcher, type OpArgs } from './store/batch';
 import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
 import { RedisClock } from './store/clock';
 import { StoreKeys } from './store/keys';
+import { LeadRecorder } from './store/lead';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { withRedirects } from './store/redirects';
@@ -83,12 +84,6 @@ export interface BeginRequest {
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
-/**
- * How often a host that runs a Worker measures its clock against Redis' (and records its lead
- * when ahead) while it runs no attempt, ms (the record lives 60 s; its worker promotes wake-ups
- * by that clock all along).
- */
-const LEAD_REFRESH_MS = 20_000;
 
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
@@ -107,11 +102,8 @@ export class DeferralStore {
   private readonly replicas: ReplicaWait | undefined;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
-  private leadTimer: NodeJS.Timeout | undefined;
-  /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
-  private promotes = false;
-  private promoting: Promise<void> | undefined;
-  private closed = false;
+  /** This host's clock lead, recorded for the fleet once it runs a Worker. */
+  private readonly lead: LeadRecorder;
 
   constructor(
     readonly queue: Queue,
@@ -122,7 +114,7 @@ export class DeferralStore {
       this.keys,
       () => this.client(),
       (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
-      () => this.promotes,
+      () => this.lead.promotes,
     );
     this.tx = new Transactions(
       () => this.client(),
@@ -132,6 +124,12 @@ export class DeferralStore {
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
+    this.lead = new LeadRecorder(
+      this.keys,
+      this.clock,
+      () => this.client(),
+      () => this.batch.tick(),
+    );
   }
 
   markerKey(sid: string): string {
@@ -157,7 +155,7 @@ export class DeferralStore {
       const sentAt = Date.now();
       const [sec, usec] = (await c.time!()) as [string, string];
       this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
-      if (this.promotes) await this.recordLead(c);
+      if (this.lead.promotes) await this.lead.recordLead(c);
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
@@ -167,34 +165,9 @@ export class DeferralStore {
     return this.clientPromise;
   }
 
-  /**
-   * This host runs a Worker (`createWorker`, `attachWorker`, or `processor` read for one of the
-   * host's own): it promotes wake-ups by its clock, so from now on its clock's lead over Redis'
-   * is recorded for the fleet (`sd:lead`), before the Worker fetches when awaited, and kept
-   * alive while it is idle. A host that runs no Worker (a producer, the ops CLI, a laptop whose
-   * clock runs ahead) records nothing: it promotes nothing.
-   */
+  /** This host runs a Worker: its clock lead is recorded from now on (see `LeadRecorder`). */
   promotesWakeUps(): Promise<void> {
-    if (this.promoting) return this.promoting;
-    this.promotes = true;
-    // (not once closed: the timer would outlive the engine)
-    if (!this.closed) {
-      // every 20 s whatever the last reading said: an idle host measures its clock only so, and
-      // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
-      this.leadTimer = setInterval(() => void this.batch.tick(), LEAD_REFRESH_MS);
-      this.leadTimer.unref();
-    }
-    // once (every Worker of the host awaits the same record); a first connect that fails records
-    // it when it succeeds (client() does, once `promotes` is set)
-    this.promoting = this.client().then((c) => this.recordLead(c));
-    return this.promoting;
-  }
-
-  /** Records this host's clock lead when it runs ahead and leads the fleet's record (the batch script keeps it up to date; see BATCH). */
-  private async recordLead(c: Client): Promise<void> {
-    const lead = this.clock.leadMs;
-    if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
-      await c.set!(this.keys.lead, lead, 'PX', 60_000);
+    return this.lead.promotesWakeUps();
   }
 
   /**
@@ -216,8 +189,7 @@ export class DeferralStore {
 
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
-    this.closed = true;
-    clearInterval(this.leadTimer);
+    this.lead.close();
     await this.batch.flushLazy();
     const p = this.renewPromise;
     this.renewPromise = undefined;
