@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
-import { promote, redisClient } from './bullmq/adapter';
+import { redisClient } from './bullmq/adapter';
 import { ClearIncompleteError, MissingPermissionError } from './errors';
 import { jobIdOfLicence } from './job-data';
 import { stageIdOfJobId } from './stage-ref';
@@ -10,9 +9,11 @@ import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from '
 import { RedisClock } from './store/clock';
 import { StoreKeys } from './store/keys';
 import { LeadRecorder } from './store/lead';
+import type { StoreParts } from './store/parts';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { withRedirects } from './store/redirects';
+import { promoteAll, promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -100,6 +101,8 @@ export class DeferralStore {
   /** MULTI transactions, confirmed on the replicas with `waitForReplicas`. */
   private readonly tx: Transactions;
   private readonly replicas: ReplicaWait | undefined;
+  /** What the operations in `store/` use of the store. */
+  private readonly parts: StoreParts;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
   /** This host's clock lead, recorded for the fleet once it runs a Worker. */
@@ -121,6 +124,7 @@ export class DeferralStore {
       this.keys,
       () => this.replicas,
     );
+    this.parts = { queue, keys: this.keys, tx: this.tx, client: () => this.client() };
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
@@ -442,7 +446,8 @@ export class DeferralStore {
       if (batch.length === 0) continue;
       // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
       const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
-      const promoted = await this.promoteAll(
+      const promoted = await promoteAll(
+        this.queue,
         batch.filter((id, j) => markers[j] === id),
         failed,
       );
@@ -463,74 +468,19 @@ export class DeferralStore {
     return cleared;
   }
 
-  /**
-   * Capacity has returned: ends the deferral of up to `limit` capacity-deferred
-   * stages, longest-waiting first, in the scope prefix ('' for all) and of the
-   * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
-   * then the promotions sent together). Returns the woken stage ids, in order.
-   * A wake-up that cannot be promoted still runs at its time: its stage is no
-   * longer deferred, and nothing is lost.
-   */
-  /** `byRun`: the wake-ups' runs report the wake (the caller's process reports nothing). */
-  async wake(
+  /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
+  wake(
     limit: number,
     scopePrefix: string,
     kind: string,
     byRun = false,
   ): Promise<{ sid: string; wakeUpJobId: string }[]> {
-    const k = this.keys;
-    const r = (await this.tx.one('wake', (m) =>
-      m[CMD.sdWake]!(
-        k.index,
-        `${k.base}sd:wqk`,
-        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,
-        k.base,
-        limit,
-        scopePrefix,
-        kind,
-        byRun ? 'e' : '1',
-      ),
-    )) as string[];
-    const woken: { sid: string; wakeUpJobId: string }[] = [];
-    for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
-    await Promise.all(woken.map((w) => promote(this.queue, w.wakeUpJobId).catch(() => undefined)));
-    return woken;
+    return wakeStages(this.parts, limit, scopePrefix, kind, byRun);
   }
 
-  /**
-   * An early wake-up (promoted by a clock ahead of Redis') was just re-delayed for the rest of its
-   * window. A wake or a clear that ended its deferral meanwhile found it active, so its promote
-   * failed: when its marker no longer names it, it is promoted now (best effort: one that is gone
-   * or no longer delayed is left alone).
-   */
-  async promoteUnlessDeferred(sid: string, jobId: string): Promise<void> {
-    const c = await this.client();
-    if ((await c.get!(this.keys.marker(sid))) !== jobId) await promote(this.queue, jobId).catch(() => undefined);
-  }
-
-  /**
-   * Promotes wake-ups; returns those on their way now: promoted, or no longer
-   * delayed (its window just ended, or an operator promoted it: it is waiting
-   * or running already). Other errors are retried once, then collected in `failed`.
-   */
-  private async promoteAll(ids: string[], failed: unknown[]): Promise<string[]> {
-    const once = async (todo: string[]) => {
-      const settled = await Promise.allSettled(todo.map((id) => promote(this.queue, id)));
-      const errors: [string, unknown][] = [];
-      const ok: string[] = [];
-      settled.forEach((r, j) => {
-        if (r.status === 'fulfilled' || /not in the delayed state/.test(String((r.reason as Error)?.message)))
-          ok.push(todo[j]!);
-        else errors.push([todo[j]!, r.reason]);
-      });
-      return { ok, errors };
-    };
-    const first = await once(ids);
-    if (first.errors.length === 0) return first.ok;
-    await sleep(100);
-    const second = await once(first.errors.map(([id]) => id));
-    for (const [, error] of second.errors) failed.push(error);
-    return [...first.ok, ...second.ok];
+  /** An early wake-up just re-delayed is promoted when its marker no longer names it (see store/wake.ts). */
+  promoteUnlessDeferred(sid: string, jobId: string): Promise<void> {
+    return promoteUnlessDeferred(this.parts, sid, jobId);
   }
 
   /** With `waitForReplicas`: resolves once the replicas hold what connection `madeOn` wrote. */
