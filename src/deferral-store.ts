@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
 import { redisClient } from './bullmq/adapter';
-import { ClearIncompleteError, MissingPermissionError } from './errors';
+import { MissingPermissionError } from './errors';
 import { jobIdOfLicence } from './job-data';
-import { stageIdOfJobId } from './stage-ref';
 import { Batcher, type OpArgs } from './store/batch';
 import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
 import { RedisClock } from './store/clock';
@@ -13,7 +11,8 @@ import type { StoreParts } from './store/parts';
 import { Transactions } from './store/transaction';
 import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { withRedirects } from './store/redirects';
-import { promoteAll, promoteUnlessDeferred, wakeStages } from './store/wake';
+import { clearScope, licencesIn } from './store/clear';
+import { promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -82,9 +81,6 @@ export interface BeginRequest {
   /** The job's stalled count as the worker got it: the tied lock outlives a finish after a stall (see `liveLock`). */
   stalledCount?: number;
 }
-
-/** How many licences one clear script call handles. */
-const CLEAR_BATCH = 500;
 
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
@@ -420,52 +416,14 @@ export class DeferralStore {
     return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
   }
 
-  /** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
-  async licencesIn(prefix: string): Promise<string[]> {
-    const c = await this.client();
-    return (await c.zrangebylex!(this.keys.index, `[${prefix}`, `[${prefix}\xff`)) as string[];
+  /** Licences of every stage whose id starts with `prefix` (see store/clear.ts). */
+  licencesIn(prefix: string): Promise<string[]> {
+    return licencesIn(this.parts, prefix);
   }
 
-  /**
-   * Ends every deferral in the scope prefix: each wake-up is promoted to run
-   * now (BullMQ's own promote), then its marker deleted and its licence marked
-   * `!` (a fresh chain). Promotion comes first, so a stage whose promotion
-   * fails stays deferred and clearable again; a promotion that fails for
-   * another reason than the window having just ended is retried once, then
-   * reported (`ClearIncompleteError`, with what was cleared). Returns how many
-   * deferrals it ended.
-   */
-  async clear(prefix: string): Promise<number> {
-    const licences = await this.licencesIn(prefix);
-    let cleared = 0;
-    const failed: unknown[] = [];
-    const c = await this.client();
-    for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
-      // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
-      const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
-      if (batch.length === 0) continue;
-      // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
-      const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
-      const promoted = await promoteAll(
-        this.queue,
-        batch.filter((id, j) => markers[j] === id),
-        failed,
-      );
-      if (promoted.length === 0) continue;
-      // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
-      const keys = [
-        this.keys.index,
-        this.keys.clearReply(randomUUID()),
-        ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id))),
-      ];
-      // the ids cleared, or (a batch sent again) the count its first run answered
-      const r = (await this.tx.one('clear', (m) =>
-        m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
-      )) as string[] | number;
-      cleared += typeof r === 'number' ? r : r.length;
-    }
-    if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
-    return cleared;
+  /** Ends every deferral in the scope prefix, its wake-up promoted first; returns how many (see `clearScope`). */
+  clear(prefix: string): Promise<number> {
+    return clearScope(this.parts, prefix);
   }
 
   /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
