@@ -8,14 +8,15 @@ import { RedisClock } from './store/clock';
 import { StoreKeys } from './store/keys';
 import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
+import { probeStage, type ProbeOutcome } from './store/probe';
 import { Transactions } from './store/transaction';
-import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
-import { withRedirects } from './store/redirects';
+import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { clearScope, licencesIn } from './store/clear';
 import { promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
+export type { ProbeOutcome } from './store/probe';
 
 export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
@@ -59,13 +60,6 @@ export type BeginOutcome =
       /** The wake-up holding the stage's licence, when the ops CLI woke it and this attempt reports that wake (else ''). */
       tookCliWake: string;
     };
-
-export type ProbeOutcome =
-  | { kind: 'deferred'; remainingMs: number }
-  | { kind: 'in_flight' }
-  /** A job that carries the stage is waiting, delayed or active (or failed for good and retried by hand). */
-  | { kind: 'pending'; jobId: string }
-  | { kind: 'none' };
 
 /** How one begin operation is described to the batch. */
 export interface BeginRequest {
@@ -354,38 +348,9 @@ export class DeferralStore {
     return r === 1 ? 'held' : r === 2 ? 'cancelled' : 'lost';
   }
 
-  /**
-   * What an enqueue would find, in one script (src/lua/enqueue-probe.lua): the
-   * state of the job holding the stage's licence included. A licence whose job
-   * was removed by hand is dropped. With `waitForReplicas`, the same pipeline reads
-   * `CLIENT INFO` (`connection`): the connection BullMQ's add will then be made
-   * on, to check the add's `WAIT` against.
-   */
-  async probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
-    const c = await this.client();
-    const keys = [this.keys.marker(sid), this.keys.lock(sid), this.keys.index, sid];
-    let r: [number, ...unknown[]];
-    let connection: string | undefined;
-    if (this.replicas?.active) {
-      const replies = await withRedirects(c, async () => {
-        const out = (await c.pipeline()[CMD.sdProbe]!(...keys).client!('INFO').exec()) ?? [];
-        for (const [err] of out) if (err) throw err;
-        return out;
-      });
-      r = replies[0]![1] as [number, ...unknown[]];
-      connection = connectionOf(replies[1]![1]);
-    } else {
-      r = (await c[CMD.sdProbe]!(...keys)) as [number, ...unknown[]];
-    }
-    const outcome: ProbeOutcome =
-      r[0] === 1
-        ? { kind: 'deferred', remainingMs: Math.max(0, Number(r[1])) }
-        : r[0] === 2
-          ? { kind: 'in_flight' }
-          : r[0] === 3
-            ? { kind: 'pending', jobId: String(r[1]) }
-            : { kind: 'none' };
-    return connection === undefined ? outcome : { ...outcome, connection };
+  /** What an enqueue would find, in one script (see `probeStage`). */
+  probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
+    return probeStage(this.parts, this.replicas, sid);
   }
 
   async isDeferred(sid: string): Promise<boolean> {
