@@ -1,7 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import { redisClient } from './bullmq/adapter';
 import { MissingPermissionError } from './errors';
-import { jobIdOfLicence } from './job-data';
 import { Batcher, type OpArgs } from './store/batch';
 import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
 import { RedisClock } from './store/clock';
@@ -11,6 +10,7 @@ import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { Transactions } from './store/transaction';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
+import { cancelStage, removeJobs } from './store/cancel';
 import { clearScope, licencesIn } from './store/clear';
 import { promoteUnlessDeferred, wakeStages } from './store/wake';
 
@@ -250,7 +250,7 @@ export class DeferralStore {
     for (const [err] of results) if (err) throw err;
     const r = results[0]![1] as [number, ...(string | number)[]];
     if (r[0] === 1) return { recorded: true, cancelled: false, woken: false, revoked: r.slice(1) as string[] };
-    await this.removeJobs([wakeUp.id as string]);
+    await removeJobs(this.queue, [wakeUp.id as string]);
     return { recorded: false, cancelled: r[1] === 1, woken: r[1] === 2, revoked: [] };
   }
 
@@ -358,27 +358,9 @@ export class DeferralStore {
     return (await c.exists!(this.keys.marker(sid))) === 1;
   }
 
-  async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
-    const k = this.keys;
-    const r = (await this.tx.one('cancel', (m) =>
-      m[CMD.sdCancel]!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
-    )) as [number, number, string, ...string[]];
-    // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops);
-    // one already retried by hand and waiting is removed like any pending job
-    const members = r.slice(3) as string[];
-    const retried = await Promise.all(
-      members
-        .filter((l) => l.endsWith('?'))
-        .map(async (l) => {
-          const state = await this.queue.getJobState(jobIdOfLicence(l)).catch(() => 'unknown');
-          return state === 'failed' || state === 'completed' || state === 'unknown' ? [] : [jobIdOfLicence(l)];
-        }),
-    );
-    const ids = [...members.filter((l) => !l.endsWith('?')).map(jobIdOfLicence), ...retried.flat()];
-    if (r[2]) ids.push(r[2]);
-    // a job may be both the licence holder and the pending enqueued job: removed once
-    const removedJobs = await this.removeJobs([...new Set(ids)]);
-    return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
+  /** Cancels the stage and removes the jobs that would still run (see `cancelStage`). */
+  cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
+    return cancelStage(this.parts, sid);
   }
 
   /** Licences of every stage whose id starts with `prefix` (see store/clear.ts). */
@@ -411,10 +393,9 @@ export class DeferralStore {
     await this.replicas?.confirm(op, madeOn);
   }
 
-  /** Removes jobs by id, best effort: a job that is active (locked) stays, and does nothing without its licence. */
-  async removeJobs(ids: readonly string[]): Promise<number> {
-    const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
-    return codes.filter((code) => code === 1).length;
+  /** Removes jobs by id, best effort (see store/cancel.ts). */
+  removeJobs(ids: readonly string[]): Promise<number> {
+    return removeJobs(this.queue, ids);
   }
 }
 
