@@ -1,17 +1,16 @@
 import { Job, type Queue } from 'bullmq';
-import { redisClient } from './bullmq/adapter';
-import { MissingPermissionError } from './errors';
 import { Batcher, type OpArgs } from './store/batch';
-import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
+import { cancelStage, removeJobs } from './store/cancel';
+import { clearScope, licencesIn } from './store/clear';
+import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
+import { StoreConnections } from './store/connections';
 import { StoreKeys } from './store/keys';
 import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
-import { Transactions } from './store/transaction';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
-import { cancelStage, removeJobs } from './store/cancel';
-import { clearScope, licencesIn } from './store/clear';
+import { Transactions } from './store/transaction';
 import { promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
@@ -84,8 +83,8 @@ export interface BeginRequest {
  */
 export class DeferralStore {
   readonly keys: StoreKeys;
-  private clientPromise: Promise<Client> | undefined;
-  private renewPromise: Promise<Client> | undefined;
+  /** The queue's client and the renewal connection. */
+  private readonly connections: StoreConnections;
   /** Begin and release operations, one `BATCH` script call per turn of the event loop. */
   private readonly batch: Batcher;
   /** MULTI transactions, confirmed on the replicas with `waitForReplicas`. */
@@ -124,6 +123,7 @@ export class DeferralStore {
       () => this.client(),
       () => this.batch.tick(),
     );
+    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock, this.lead);
   }
 
   markerKey(sid: string): string {
@@ -135,28 +135,9 @@ export class DeferralStore {
     return this.clock.now();
   }
 
-  /**
-   * The queue's client, with the engine's scripts defined on it. The first
-   * call checks, once, that the connection's Redis user may run every command
-   * the engine needs (`MissingPermissionError` naming those it may not):
-   * refused at start-up, not half-way through a deferral.
-   */
+  /** The queue's client, with the engine's scripts defined on it (see `StoreConnections`). */
   client(): Promise<Client> {
-    this.clientPromise ??= (async () => {
-      const c = defineCommands((await redisClient(this.queue)) as unknown as Client);
-      await checkPermissions(c, this.keys, this.replicas !== undefined);
-      // this host's clock against Redis', before the first wake-up is judged by it
-      const sentAt = Date.now();
-      const [sec, usec] = (await c.time!()) as [string, string];
-      this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
-      if (this.lead.promotes) await this.lead.recordLead(c);
-      return c;
-    })().catch((error: unknown) => {
-      // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
-      if (!(error instanceof MissingPermissionError)) this.clientPromise = undefined;
-      throw error;
-    });
-    return this.clientPromise;
+    return this.connections.client();
   }
 
   /** This host runs a Worker: its clock lead is recorded from now on (see `LeadRecorder`). */
@@ -164,32 +145,11 @@ export class DeferralStore {
     return this.lead.promotesWakeUps();
   }
 
-  /**
-   * The connection lock renewals use. With `waitForReplicas`, a connection of
-   * its own: a `WAIT` blocks the connection it runs on for up to `timeoutMs`,
-   * and no `WAIT` may delay a renewal until the lock expires.
-   */
-  private renewClient(): Promise<Client> {
-    if (!this.replicas) return this.client();
-    this.renewPromise ??= (async () => {
-      const c = await this.client();
-      const dup = c.isCluster
-        ? c.duplicate!(undefined, { redisOptions: { ...((c.options?.redisOptions as object) ?? {}) } })
-        : c.duplicate!();
-      return defineCommands(dup);
-    })();
-    return this.renewPromise;
-  }
-
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
     this.lead.close();
     await this.batch.flushLazy();
-    const p = this.renewPromise;
-    this.renewPromise = undefined;
-    if (!p) return;
-    const c = await p.catch(() => undefined);
-    if (c?.quit && c.disconnect) await quitOrDrop(c as { quit(): Promise<unknown>; disconnect(): void });
+    await this.connections.close();
   }
 
   begin(req: BeginRequest): Promise<BeginOutcome> {
@@ -343,7 +303,7 @@ export class DeferralStore {
 
   /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */
   async extend(sid: string, token: string, lockMs: number): Promise<'held' | 'cancelled' | 'lost'> {
-    const c = await this.renewClient();
+    const c = await this.connections.renewClient();
     const r = await c[CMD.sdExtend]!(this.keys.lock(sid), token, lockMs);
     return r === 1 ? 'held' : r === 2 ? 'cancelled' : 'lost';
   }
