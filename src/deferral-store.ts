@@ -5,6 +5,7 @@ import { clearScope, licencesIn } from './store/clear';
 import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
 import { StoreConnections } from './store/connections';
+import { countJobRetried, markJobFailed, markJobFinished } from './store/job-marks';
 import { StoreKeys } from './store/keys';
 import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
@@ -249,56 +250,25 @@ export class DeferralStore {
     this.batch.later(['z', sid, token, run ?? '']);
   }
 
-  /**
-   * A job failed for good: its licence member gets the mark `?` (see the FAIL script). False
-   * when `bullToken` (the failing worker's) no longer holds BullMQ's lock of the job: nothing
-   * is written, the job was handed on (BullMQ would refuse that worker's failure). `kept`: BullMQ keeps
-   * the job as it fails (`keptWhenFinished(removeOnFail)`); a job it removes leaves no record.
-   */
-  async markFailed(
+  /** A job failed for good: its licence member gets the mark `?`; false when the job was handed on (see `markJobFailed`). */
+  markFailed(
     sid: string,
     jobId: string,
     kept: boolean,
     bullToken = '',
     afterBullMQ?: { processedOn?: number },
   ): Promise<boolean> {
-    const r = await this.tx.one('fail', (m) =>
-      m[CMD.sdFail]!(
-        this.keys.index,
-        this.keys.job(jobId),
-        `${this.keys.job(jobId)}:lock`,
-        sid,
-        jobId,
-        this.keys.base,
-        bullToken,
-        kept ? '1' : '0',
-        afterBullMQ ? '1' : '0',
-        String(afterBullMQ?.processedOn ?? ''),
-      ),
-    );
-    return r !== 2;
+    return markJobFailed(this.parts, sid, jobId, kept, bullToken, afterBullMQ);
   }
 
-  /**
-   * A job added by hand completed: marked, so a retry by hand of it starts a fresh chain
-   * (`afterBullMQ`: a Worker listener's call, once BullMQ completed the run that began at its
-   * `processedOn`).
-   */
-  async markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
-    const c = await this.client();
-    await c[CMD.sdFinished]!(
-      this.keys.job(jobId),
-      `${this.keys.job(jobId)}:lock`,
-      afterBullMQ ? '1' : '0',
-      String(afterBullMQ?.processedOn ?? ''),
-      bullToken,
-    );
+  /** A job added by hand completed: marked, so a retry by hand starts a fresh chain (see `markJobFinished`). */
+  markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
+    return markJobFinished(this.parts, jobId, afterBullMQ, bullToken);
   }
 
-  /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */
-  async countRetried(jobId: string): Promise<void> {
-    const c = await this.client();
-    await c[CMD.sdRetried]!(this.keys.job(jobId));
+  /** Counts a real failure the engine retries itself (see store/job-marks.ts). */
+  countRetried(jobId: string): Promise<void> {
+    return countJobRetried(this.parts, jobId);
   }
 
   /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */
