@@ -211,7 +211,7 @@ export class DeferralStore {
     for (const [err] of results) if (err) throw err;
     const r = results[0]![1] as [number, ...(string | number)[]];
     if (r[0] === 1) return { recorded: true, cancelled: false, woken: false, revoked: r.slice(1) as string[] };
-    await removeJobs(this.queue, [wakeUp.id as string]);
+    await this.removeJobs([wakeUp.id as string]);
     return { recorded: false, cancelled: r[1] === 1, woken: r[1] === 2, revoked: [] };
   }
 
