@@ -1,20 +1,22 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, type Queue } from 'bullmq';
-import { promote, redisClient } from './bullmq/adapter';
-import { ClearIncompleteError, MissingPermissionError } from './errors';
-import { jobIdOfLicence } from './job-data';
-import { stageIdOfJobId } from './stage-ref';
 import { Batcher, type OpArgs } from './store/batch';
-import { checkPermissions, CMD, defineCommands, quitOrDrop, type Client } from './store/client';
+import { cancelStage, removeJobs } from './store/cancel';
+import { clearScope, licencesIn } from './store/clear';
+import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
+import { StoreConnections } from './store/connections';
+import { countJobRetried, markJobFailed, markJobFinished } from './store/job-marks';
 import { StoreKeys } from './store/keys';
+import { LeadRecorder } from './store/lead';
+import type { StoreParts } from './store/parts';
+import { probeStage, type ProbeOutcome } from './store/probe';
+import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
-import { connectionOf, ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
-import { withRedirects } from './store/redirects';
+import { promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
+export type { ProbeOutcome } from './store/probe';
 
 export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
@@ -59,13 +61,6 @@ export type BeginOutcome =
       tookCliWake: string;
     };
 
-export type ProbeOutcome =
-  | { kind: 'deferred'; remainingMs: number }
-  | { kind: 'in_flight' }
-  /** A job that carries the stage is waiting, delayed or active (or failed for good and retried by hand). */
-  | { kind: 'pending'; jobId: string }
-  | { kind: 'none' };
-
 /** How one begin operation is described to the batch. */
 export interface BeginRequest {
   sid: string;
@@ -81,15 +76,6 @@ export interface BeginRequest {
   stalledCount?: number;
 }
 
-/** How many licences one clear script call handles. */
-const CLEAR_BATCH = 500;
-/**
- * How often a host that runs a Worker measures its clock against Redis' (and records its lead
- * when ahead) while it runs no attempt, ms (the record lives 60 s; its worker promotes wake-ups
- * by that clock all along).
- */
-const LEAD_REFRESH_MS = 20_000;
-
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
  * and release operations of one turn of the event loop go to Redis as one
@@ -98,20 +84,19 @@ const LEAD_REFRESH_MS = 20_000;
  */
 export class DeferralStore {
   readonly keys: StoreKeys;
-  private clientPromise: Promise<Client> | undefined;
-  private renewPromise: Promise<Client> | undefined;
+  /** The queue's client and the renewal connection. */
+  private readonly connections: StoreConnections;
   /** Begin and release operations, one `BATCH` script call per turn of the event loop. */
   private readonly batch: Batcher;
   /** MULTI transactions, confirmed on the replicas with `waitForReplicas`. */
   private readonly tx: Transactions;
   private readonly replicas: ReplicaWait | undefined;
+  /** What the operations in `store/` use of the store. */
+  private readonly parts: StoreParts;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
-  private leadTimer: NodeJS.Timeout | undefined;
-  /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
-  private promotes = false;
-  private promoting: Promise<void> | undefined;
-  private closed = false;
+  /** This host's clock lead, recorded for the fleet once it runs a Worker. */
+  private readonly lead: LeadRecorder;
 
   constructor(
     readonly queue: Queue,
@@ -122,16 +107,24 @@ export class DeferralStore {
       this.keys,
       () => this.client(),
       (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
-      () => this.promotes,
+      () => this.lead.promotes,
     );
     this.tx = new Transactions(
       () => this.client(),
       this.keys,
       () => this.replicas,
     );
+    this.parts = { queue, keys: this.keys, tx: this.tx, client: () => this.client() };
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
+    this.lead = new LeadRecorder(
+      this.keys,
+      this.clock,
+      () => this.client(),
+      () => this.batch.tick(),
+    );
+    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock, this.lead);
   }
 
   markerKey(sid: string): string {
@@ -143,87 +136,21 @@ export class DeferralStore {
     return this.clock.now();
   }
 
-  /**
-   * The queue's client, with the engine's scripts defined on it. The first
-   * call checks, once, that the connection's Redis user may run every command
-   * the engine needs (`MissingPermissionError` naming those it may not):
-   * refused at start-up, not half-way through a deferral.
-   */
+  /** The queue's client, with the engine's scripts defined on it (see `StoreConnections`). */
   client(): Promise<Client> {
-    this.clientPromise ??= (async () => {
-      const c = defineCommands((await redisClient(this.queue)) as unknown as Client);
-      await checkPermissions(c, this.keys, this.replicas !== undefined);
-      // this host's clock against Redis', before the first wake-up is judged by it
-      const sentAt = Date.now();
-      const [sec, usec] = (await c.time!()) as [string, string];
-      this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
-      if (this.promotes) await this.recordLead(c);
-      return c;
-    })().catch((error: unknown) => {
-      // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
-      if (!(error instanceof MissingPermissionError)) this.clientPromise = undefined;
-      throw error;
-    });
-    return this.clientPromise;
+    return this.connections.client();
   }
 
-  /**
-   * This host runs a Worker (`createWorker`, `attachWorker`, or `processor` read for one of the
-   * host's own): it promotes wake-ups by its clock, so from now on its clock's lead over Redis'
-   * is recorded for the fleet (`sd:lead`), before the Worker fetches when awaited, and kept
-   * alive while it is idle. A host that runs no Worker (a producer, the ops CLI, a laptop whose
-   * clock runs ahead) records nothing: it promotes nothing.
-   */
+  /** This host runs a Worker: its clock lead is recorded from now on (see `LeadRecorder`). */
   promotesWakeUps(): Promise<void> {
-    if (this.promoting) return this.promoting;
-    this.promotes = true;
-    // (not once closed: the timer would outlive the engine)
-    if (!this.closed) {
-      // every 20 s whatever the last reading said: an idle host measures its clock only so, and
-      // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
-      this.leadTimer = setInterval(() => void this.batch.tick(), LEAD_REFRESH_MS);
-      this.leadTimer.unref();
-    }
-    // once (every Worker of the host awaits the same record); a first connect that fails records
-    // it when it succeeds (client() does, once `promotes` is set)
-    this.promoting = this.client().then((c) => this.recordLead(c));
-    return this.promoting;
-  }
-
-  /** Records this host's clock lead when it runs ahead and leads the fleet's record (the batch script keeps it up to date; see BATCH). */
-  private async recordLead(c: Client): Promise<void> {
-    const lead = this.clock.leadMs;
-    if (lead > 50 && lead > Number((await c.get!(this.keys.lead)) ?? 0))
-      await c.set!(this.keys.lead, lead, 'PX', 60_000);
-  }
-
-  /**
-   * The connection lock renewals use. With `waitForReplicas`, a connection of
-   * its own: a `WAIT` blocks the connection it runs on for up to `timeoutMs`,
-   * and no `WAIT` may delay a renewal until the lock expires.
-   */
-  private renewClient(): Promise<Client> {
-    if (!this.replicas) return this.client();
-    this.renewPromise ??= (async () => {
-      const c = await this.client();
-      const dup = c.isCluster
-        ? c.duplicate!(undefined, { redisOptions: { ...((c.options?.redisOptions as object) ?? {}) } })
-        : c.duplicate!();
-      return defineCommands(dup);
-    })();
-    return this.renewPromise;
+    return this.lead.promotesWakeUps();
   }
 
   /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
-    this.closed = true;
-    clearInterval(this.leadTimer);
+    this.lead.close();
     await this.batch.flushLazy();
-    const p = this.renewPromise;
-    this.renewPromise = undefined;
-    if (!p) return;
-    const c = await p.catch(() => undefined);
-    if (c?.quit && c.disconnect) await quitOrDrop(c as { quit(): Promise<unknown>; disconnect(): void });
+    await this.connections.close();
   }
 
   begin(req: BeginRequest): Promise<BeginOutcome> {
@@ -323,97 +250,37 @@ export class DeferralStore {
     this.batch.later(['z', sid, token, run ?? '']);
   }
 
-  /**
-   * A job failed for good: its licence member gets the mark `?` (see the FAIL script). False
-   * when `bullToken` (the failing worker's) no longer holds BullMQ's lock of the job: nothing
-   * is written, the job was handed on (BullMQ would refuse that worker's failure). `kept`: BullMQ keeps
-   * the job as it fails (`keptWhenFinished(removeOnFail)`); a job it removes leaves no record.
-   */
-  async markFailed(
+  /** A job failed for good: its licence member gets the mark `?`; false when the job was handed on (see `markJobFailed`). */
+  markFailed(
     sid: string,
     jobId: string,
     kept: boolean,
     bullToken = '',
     afterBullMQ?: { processedOn?: number },
   ): Promise<boolean> {
-    const r = await this.tx.one('fail', (m) =>
-      m[CMD.sdFail]!(
-        this.keys.index,
-        this.keys.job(jobId),
-        `${this.keys.job(jobId)}:lock`,
-        sid,
-        jobId,
-        this.keys.base,
-        bullToken,
-        kept ? '1' : '0',
-        afterBullMQ ? '1' : '0',
-        String(afterBullMQ?.processedOn ?? ''),
-      ),
-    );
-    return r !== 2;
+    return markJobFailed(this.parts, sid, jobId, kept, bullToken, afterBullMQ);
   }
 
-  /**
-   * A job added by hand completed: marked, so a retry by hand of it starts a fresh chain
-   * (`afterBullMQ`: a Worker listener's call, once BullMQ completed the run that began at its
-   * `processedOn`).
-   */
-  async markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
-    const c = await this.client();
-    await c[CMD.sdFinished]!(
-      this.keys.job(jobId),
-      `${this.keys.job(jobId)}:lock`,
-      afterBullMQ ? '1' : '0',
-      String(afterBullMQ?.processedOn ?? ''),
-      bullToken,
-    );
+  /** A job added by hand completed: marked, so a retry by hand starts a fresh chain (see `markJobFinished`). */
+  markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
+    return markJobFinished(this.parts, jobId, afterBullMQ, bullToken);
   }
 
-  /** Counts a real failure the engine retries itself (not in BullMQ's `attemptsMade`). */
-  async countRetried(jobId: string): Promise<void> {
-    const c = await this.client();
-    await c[CMD.sdRetried]!(this.keys.job(jobId));
+  /** Counts a real failure the engine retries itself (see store/job-marks.ts). */
+  countRetried(jobId: string): Promise<void> {
+    return countJobRetried(this.parts, jobId);
   }
 
   /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */
   async extend(sid: string, token: string, lockMs: number): Promise<'held' | 'cancelled' | 'lost'> {
-    const c = await this.renewClient();
+    const c = await this.connections.renewClient();
     const r = await c[CMD.sdExtend]!(this.keys.lock(sid), token, lockMs);
     return r === 1 ? 'held' : r === 2 ? 'cancelled' : 'lost';
   }
 
-  /**
-   * What an enqueue would find, in one script (src/lua/enqueue-probe.lua): the
-   * state of the job holding the stage's licence included. A licence whose job
-   * was removed by hand is dropped. With `waitForReplicas`, the same pipeline reads
-   * `CLIENT INFO` (`connection`): the connection BullMQ's add will then be made
-   * on, to check the add's `WAIT` against.
-   */
-  async probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
-    const c = await this.client();
-    const keys = [this.keys.marker(sid), this.keys.lock(sid), this.keys.index, sid];
-    let r: [number, ...unknown[]];
-    let connection: string | undefined;
-    if (this.replicas?.active) {
-      const replies = await withRedirects(c, async () => {
-        const out = (await c.pipeline()[CMD.sdProbe]!(...keys).client!('INFO').exec()) ?? [];
-        for (const [err] of out) if (err) throw err;
-        return out;
-      });
-      r = replies[0]![1] as [number, ...unknown[]];
-      connection = connectionOf(replies[1]![1]);
-    } else {
-      r = (await c[CMD.sdProbe]!(...keys)) as [number, ...unknown[]];
-    }
-    const outcome: ProbeOutcome =
-      r[0] === 1
-        ? { kind: 'deferred', remainingMs: Math.max(0, Number(r[1])) }
-        : r[0] === 2
-          ? { kind: 'in_flight' }
-          : r[0] === 3
-            ? { kind: 'pending', jobId: String(r[1]) }
-            : { kind: 'none' };
-    return connection === undefined ? outcome : { ...outcome, connection };
+  /** What an enqueue would find, in one script (see `probeStage`). */
+  probe(sid: string): Promise<ProbeOutcome & { connection?: string }> {
+    return probeStage(this.parts, this.replicas, sid);
   }
 
   async isDeferred(sid: string): Promise<boolean> {
@@ -421,144 +288,34 @@ export class DeferralStore {
     return (await c.exists!(this.keys.marker(sid))) === 1;
   }
 
-  async cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
-    const k = this.keys;
-    const r = (await this.tx.one('cancel', (m) =>
-      m[CMD.sdCancel]!(k.marker(sid), k.lock(sid), k.index, k.dedup(sid), sid, k.base),
-    )) as [number, number, string, ...string[]];
-    // a failed job (`?`) stays as the record of its failure (marked cancelled: a retry by hand stops);
-    // one already retried by hand and waiting is removed like any pending job
-    const members = r.slice(3) as string[];
-    const retried = await Promise.all(
-      members
-        .filter((l) => l.endsWith('?'))
-        .map(async (l) => {
-          const state = await this.queue.getJobState(jobIdOfLicence(l)).catch(() => 'unknown');
-          return state === 'failed' || state === 'completed' || state === 'unknown' ? [] : [jobIdOfLicence(l)];
-        }),
-    );
-    const ids = [...members.filter((l) => !l.endsWith('?')).map(jobIdOfLicence), ...retried.flat()];
-    if (r[2]) ids.push(r[2]);
-    // a job may be both the licence holder and the pending enqueued job: removed once
-    const removedJobs = await this.removeJobs([...new Set(ids)]);
-    return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
+  /** Cancels the stage and removes the jobs that would still run (see `cancelStage`). */
+  cancel(sid: string): Promise<{ hadDeferral: boolean; inFlight: boolean; removedJobs: number }> {
+    return cancelStage(this.parts, sid);
   }
 
-  /** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
-  async licencesIn(prefix: string): Promise<string[]> {
-    const c = await this.client();
-    return (await c.zrangebylex!(this.keys.index, `[${prefix}`, `[${prefix}\xff`)) as string[];
+  /** Licences of every stage whose id starts with `prefix` (see store/clear.ts). */
+  licencesIn(prefix: string): Promise<string[]> {
+    return licencesIn(this.parts, prefix);
   }
 
-  /**
-   * Ends every deferral in the scope prefix: each wake-up is promoted to run
-   * now (BullMQ's own promote), then its marker deleted and its licence marked
-   * `!` (a fresh chain). Promotion comes first, so a stage whose promotion
-   * fails stays deferred and clearable again; a promotion that fails for
-   * another reason than the window having just ended is retried once, then
-   * reported (`ClearIncompleteError`, with what was cleared). Returns how many
-   * deferrals it ended.
-   */
-  async clear(prefix: string): Promise<number> {
-    const licences = await this.licencesIn(prefix);
-    let cleared = 0;
-    const failed: unknown[] = [];
-    const c = await this.client();
-    for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
-      // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
-      const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
-      if (batch.length === 0) continue;
-      // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
-      const markers = (await c.mget!(...batch.map((id) => this.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
-      const promoted = await this.promoteAll(
-        batch.filter((id, j) => markers[j] === id),
-        failed,
-      );
-      if (promoted.length === 0) continue;
-      // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
-      const keys = [
-        this.keys.index,
-        this.keys.clearReply(randomUUID()),
-        ...promoted.map((id) => this.keys.marker(stageIdOfJobId(id))),
-      ];
-      // the ids cleared, or (a batch sent again) the count its first run answered
-      const r = (await this.tx.one('clear', (m) =>
-        m[CMD.sdClear]!(keys.length, ...keys, this.keys.base, ...promoted),
-      )) as string[] | number;
-      cleared += typeof r === 'number' ? r : r.length;
-    }
-    if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
-    return cleared;
+  /** Ends every deferral in the scope prefix, its wake-up promoted first; returns how many (see `clearScope`). */
+  clear(prefix: string): Promise<number> {
+    return clearScope(this.parts, prefix);
   }
 
-  /**
-   * Capacity has returned: ends the deferral of up to `limit` capacity-deferred
-   * stages, longest-waiting first, in the scope prefix ('' for all) and of the
-   * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
-   * then the promotions sent together). Returns the woken stage ids, in order.
-   * A wake-up that cannot be promoted still runs at its time: its stage is no
-   * longer deferred, and nothing is lost.
-   */
-  /** `byRun`: the wake-ups' runs report the wake (the caller's process reports nothing). */
-  async wake(
+  /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
+  wake(
     limit: number,
     scopePrefix: string,
     kind: string,
     byRun = false,
   ): Promise<{ sid: string; wakeUpJobId: string }[]> {
-    const k = this.keys;
-    const r = (await this.tx.one('wake', (m) =>
-      m[CMD.sdWake]!(
-        k.index,
-        `${k.base}sd:wqk`,
-        kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,
-        k.base,
-        limit,
-        scopePrefix,
-        kind,
-        byRun ? 'e' : '1',
-      ),
-    )) as string[];
-    const woken: { sid: string; wakeUpJobId: string }[] = [];
-    for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
-    await Promise.all(woken.map((w) => promote(this.queue, w.wakeUpJobId).catch(() => undefined)));
-    return woken;
+    return wakeStages(this.parts, limit, scopePrefix, kind, byRun);
   }
 
-  /**
-   * An early wake-up (promoted by a clock ahead of Redis') was just re-delayed for the rest of its
-   * window. A wake or a clear that ended its deferral meanwhile found it active, so its promote
-   * failed: when its marker no longer names it, it is promoted now (best effort: one that is gone
-   * or no longer delayed is left alone).
-   */
-  async promoteUnlessDeferred(sid: string, jobId: string): Promise<void> {
-    const c = await this.client();
-    if ((await c.get!(this.keys.marker(sid))) !== jobId) await promote(this.queue, jobId).catch(() => undefined);
-  }
-
-  /**
-   * Promotes wake-ups; returns those on their way now: promoted, or no longer
-   * delayed (its window just ended, or an operator promoted it: it is waiting
-   * or running already). Other errors are retried once, then collected in `failed`.
-   */
-  private async promoteAll(ids: string[], failed: unknown[]): Promise<string[]> {
-    const once = async (todo: string[]) => {
-      const settled = await Promise.allSettled(todo.map((id) => promote(this.queue, id)));
-      const errors: [string, unknown][] = [];
-      const ok: string[] = [];
-      settled.forEach((r, j) => {
-        if (r.status === 'fulfilled' || /not in the delayed state/.test(String((r.reason as Error)?.message)))
-          ok.push(todo[j]!);
-        else errors.push([todo[j]!, r.reason]);
-      });
-      return { ok, errors };
-    };
-    const first = await once(ids);
-    if (first.errors.length === 0) return first.ok;
-    await sleep(100);
-    const second = await once(first.errors.map(([id]) => id));
-    for (const [, error] of second.errors) failed.push(error);
-    return [...first.ok, ...second.ok];
+  /** An early wake-up just re-delayed is promoted when its marker no longer names it (see store/wake.ts). */
+  promoteUnlessDeferred(sid: string, jobId: string): Promise<void> {
+    return promoteUnlessDeferred(this.parts, sid, jobId);
   }
 
   /** With `waitForReplicas`: resolves once the replicas hold what connection `madeOn` wrote. */
@@ -566,10 +323,9 @@ export class DeferralStore {
     await this.replicas?.confirm(op, madeOn);
   }
 
-  /** Removes jobs by id, best effort: a job that is active (locked) stays, and does nothing without its licence. */
-  async removeJobs(ids: readonly string[]): Promise<number> {
-    const codes = await Promise.all(ids.map((id) => this.queue.remove(id).catch(() => 0)));
-    return codes.filter((code) => code === 1).length;
+  /** Removes jobs by id, best effort (see store/cancel.ts). */
+  removeJobs(ids: readonly string[]): Promise<number> {
+    return removeJobs(this.queue, ids);
   }
 }
 
