@@ -302,7 +302,7 @@ if MINE > 50 then
   local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
   -- a larger lead is recorded at once; a lead about the one recorded (this host's own, most
   -- likely) keeps it alive once half its time is gone: a host that runs no attempt says so
-  -- every LEAD_REFRESH_MS with a batch of no operation (deferral-store.ts), as its worker goes
+  -- every LEAD_REFRESH_MS with a batch of no operation (store/lead.ts), as its worker goes
   -- on promoting wake-ups by its clock
   if MINE > fleet or (MINE + 100 > fleet and redis.call('PTTL', BASE .. 'sd:lead') < 30000) then
     redis.call('SET', BASE .. 'sd:lead', math.max(MINE, fleet), 'PX', 60000)

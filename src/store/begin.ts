@@ -1,0 +1,161 @@
+/**
+ * A begin, one operation of the hot path's batch (`BATCH` in src/lua/scripts.ts): what it asks
+ * (`BeginRequest`, sent as `beginOp`'s arguments) and what its reply says (`BeginOutcome`).
+ */
+import type { OpArgs } from './batch';
+
+export type BeginOutcome =
+  | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
+  | { kind: 'in_flight' }
+  /**
+   * `cliWake`: this wake-up was woken by the ops CLI (a `wakeDeferred` whose process reports
+   * nothing) and nobody reported the wake yet: the caller reports it (`woken`, early), once.
+   */
+  | { kind: 'stale' | 'cancelled' | 'superseded'; cliWake: boolean }
+  | { kind: 'early'; remainingMs: number }
+  /** The worker no longer holds BullMQ's lock of the job (without a token: the job is gone or finished). */
+  | { kind: 'gone' }
+  | {
+      kind: 'locked';
+      licence: string | null;
+      token: string;
+      fencingToken: number;
+      /** Real failures the running job has spent in its chain. */
+      ownFailures: number;
+      /** Real failures the licensed job (another one) has spent in the chain. */
+      licenceFailures: number;
+      /** This job failed for good and was retried by hand: a fresh chain starts. */
+      retriedByHand: boolean;
+      /** The retry options of the licensed job (another one): the chain's budget. */
+      licenceRetry?: { attempts?: number; backoff?: unknown };
+      /** The wake sequence seen at begin (see `wakeDeferred`). */
+      wakeSeq: string;
+      /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
+      keptChain: string;
+      /**
+       * A success may release lazily (`releaseLater`): the lock is tied to the job's BullMQ lock
+       * (dead once BullMQ completes the job), and the stage has no licence and no failed-job
+       * record, so a success's release has nothing to do but delete it.
+       */
+      lazyRelease: boolean;
+      /**
+       * A wake-up's wake, reported once (`woken`): 'now' by this run (its first), 'early' by this
+       * run (a `wakeDeferred` that reports nothing woke it), 'reported' already.
+       */
+      wake: 'now' | 'early' | 'reported';
+      /** The wake-up holding the stage's licence, when the ops CLI woke it and this attempt reports that wake (else ''). */
+      tookCliWake: string;
+    };
+
+/** How one begin operation is described to the batch. */
+export interface BeginRequest {
+  sid: string;
+  /** The running job's id, '' for a direct call. */
+  ownJobId: string;
+  lockMs: number;
+  wakeUp: boolean;
+  /** A wake-up whose own marker has at most this many ms left waits them out (a clock ahead of Redis'). */
+  skewToleranceMs: number;
+  /** The job's BullMQ lock token: the stage lock is tied to BullMQ's job lock (see `liveLock`). */
+  bullToken?: string;
+  /** The job's stalled count as the worker got it: the tied lock outlives a finish after a stall (see `liveLock`). */
+  stalledCount?: number;
+}
+
+/** A begin's operation for the batch (see `BATCH`). */
+export function beginOp(req: BeginRequest): OpArgs {
+  const { sid, ownJobId, bullToken } = req;
+  return [
+    'b',
+    sid,
+    ownJobId,
+    req.lockMs,
+    // Stryker disable next-line StringLiteral: equivalent: the script reads only 'w'
+    req.wakeUp ? 'w' : '',
+    req.skewToleranceMs,
+    // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script ties nothing to a BullMQ token (and reads none)
+    ownJobId && bullToken ? (req.stalledCount === undefined ? bullToken : `${bullToken}\n${req.stalledCount}`) : '',
+  ];
+}
+
+/** The retry options in a job's BullMQ `opts` (JSON); `undefined` when unreadable. */
+function retryOf(json: string): { attempts?: number; backoff?: unknown } | undefined {
+  try {
+    const o = JSON.parse(json) as { attempts?: unknown; backoff?: unknown };
+    return { attempts: typeof o.attempts === 'number' ? o.attempts : undefined, backoff: o.backoff };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `BATCH`'s reply to a begin (see the script): a lock taken is its record alone, or `[0, record, licence, opts, took]`. */
+type BeginReply = string | [number, ...unknown[]];
+
+/** A begin's reply read by the batch: its operation's arguments hold the job id (2) and BullMQ token (6). */
+export function readBegin(reply: unknown, args: OpArgs): BeginOutcome {
+  return beginOutcome(reply as BeginReply, args[2] as string, args[6] as string);
+}
+
+/** What a begin's reply says; a plain function, so the awaiting frame stays small. */
+function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undefined): BeginOutcome {
+  if (typeof r === 'string') return locked(r, '', '', '', ownJobId, bullToken);
+  switch (r[0]) {
+    case 1:
+      return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
+    case 2:
+      return { kind: 'in_flight' };
+    case 3:
+      return { kind: 'stale', cliWake: r[1] === 1 };
+    case 4:
+      return { kind: 'cancelled', cliWake: r[1] === 1 };
+    case 5:
+      return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
+    case 6:
+      return { kind: 'superseded', cliWake: r[1] === 1 };
+    case 7:
+      return { kind: 'gone' };
+    default:
+      return locked(r[1] as string, r[2] as string, r[3] as string, r[4] as string, ownJobId, bullToken);
+  }
+}
+
+/**
+ * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,kept
+ * chain,tied,failed-job records,wake report' (see `BATCH`), none of them holding a comma.
+ */
+function locked(
+  record: string,
+  licence: string,
+  opts: string,
+  took: string,
+  ownJobId: string,
+  bullToken: string | undefined,
+): BeginOutcome {
+  const [fence, mine, carried, retried, wakeSeq, kept, tied, records, reported] = record.split(',') as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const isTied = tied === '1';
+  return {
+    kind: 'locked',
+    licence: licence || null,
+    token: isTied ? `${ownJobId}\n${fence}\n${bullToken!}` : `${ownJobId}\n${fence}`,
+    fencingToken: Number(fence),
+    ownFailures: Math.max(0, Number(mine)),
+    licenceFailures: Math.max(0, Number(carried)),
+    retriedByHand: retried === '1',
+    licenceRetry: opts ? retryOf(opts) : undefined,
+    wakeSeq,
+    keptChain: kept,
+    lazyRelease: isTied && !licence && records === '0',
+    wake: reported === '1' ? 'reported' : reported === '2' ? 'early' : 'now',
+    tookCliWake: took,
+  };
+}
