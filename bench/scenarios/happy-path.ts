@@ -1,5 +1,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { DispatchJobData } from '../../src';
+import { DeferralStore } from '../../src/deferral-store';
+import { beginOp, readBegin, type BeginRequest } from '../../src/store/begin';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import IORedis from 'ioredis';
 import { benchPrefix, bullConnection, client, dropPrefix, redisOptions } from '../lib/redis';
@@ -9,11 +11,28 @@ import { interleave, log, median } from '../lib/stats';
 /**
  * `floor`: raw BullMQ whose processor first awaits one request of its own per
  * job, batched as the plugin batches its begins (`Floor`): what any design
- * that adds one request per job pays at the least.
+ * that adds one request per job pays at the least. `nobegin` (concurrency
+ * only, no target): the plugin whose begin a stub answers at once, a lock
+ * taken with nothing else on the stage (`stubBegin`): its attempt's
+ * JavaScript, its lazy releases, and BullMQ carrying its job data and
+ * return value, without its begin's request: how much of the gap that
+ * request is.
  */
-export type Variant = 'raw' | 'floor' | 'plugin';
+export type Variant = 'raw' | 'floor' | 'plugin' | 'nobegin';
 
-const VARIANTS: readonly Variant[] = ['raw', 'floor', 'plugin'];
+const VARIANTS: readonly Variant[] = ['raw', 'floor', 'plugin', 'nobegin'];
+const IO_VARIANTS: readonly Variant[] = ['raw', 'floor', 'plugin'];
+
+/** Makes every begin answer at once (no request): a lock taken, tied to the job, nothing else on the stage. */
+function stubBegin(): () => void {
+  const real = DeferralStore.prototype.begin;
+  DeferralStore.prototype.begin = function (req: BeginRequest) {
+    return Promise.resolve(readBegin('1,0,0,0,0:0,,1,0,1', beginOp(req)));
+  };
+  return () => {
+    DeferralStore.prototype.begin = real;
+  };
+}
 
 /**
  * Happy path: every dispatch succeeds, the executor is a no-op. The same
@@ -63,6 +82,20 @@ export async function happyPath(ctx: BenchContext): Promise<ScenarioResult> {
       met: ratio >= min,
     });
     rows.push(floorRow('happy path', `concurrency ${concurrency}`, floor, raw, plugin));
+    const nobegin = median(runs.nobegin);
+    details[`concurrency${concurrency}`] = { ...(details[`concurrency${concurrency}`] as object), nobegin };
+    rows.push({
+      scenario: 'happy path',
+      measure:
+        `the plugin without its begin's request, concurrency ${concurrency}: a stub answers each begin at once ` +
+        `(the attempt's JavaScript, its lazy release, BullMQ carrying its job data and return value) ÷ raw BullMQ ` +
+        `(the plugin ÷ this: ${(plugin / nobegin).toFixed(2)})`,
+      plugin: Math.round(nobegin),
+      baseline: Math.round(raw),
+      ratio: nobegin / raw,
+      target: '(no target: a reference)',
+      met: null,
+    });
   }
   return { name: 'happy-path', rows, details };
 }
@@ -79,7 +112,7 @@ export async function happyIo(ctx: BenchContext): Promise<ScenarioResult> {
   const rounds = ctx.n(5, 3);
   for (const concurrency of [10, 50]) {
     const jobs = ctx.n(15000, 2000);
-    const runs = await interleave(rounds, VARIANTS, async (variant) => {
+    const runs = await interleave(rounds, IO_VARIANTS, async (variant) => {
       const prefix = benchPrefix(`happy-io-${variant}`);
       try {
         return await drain(variant, prefix, concurrency, jobs, IO_MS);
@@ -188,13 +221,16 @@ export async function drain(
   const floor = variant === 'floor' ? new Floor() : undefined;
   const ask = floor ? (job: Job) => floor.ask(job.id!) : async (_job: Job) => undefined;
   const processor = ioMs > 0 ? async (job: Job) => (await ask(job), pause(ioMs)) : async (job: Job) => ask(job);
-  const e = variant === 'plugin' ? engine(prefix, { executor }) : undefined;
+  const plugin = variant === 'plugin' || variant === 'nobegin';
+  const e = plugin ? engine(prefix, { executor }) : undefined;
+  const unstub = variant === 'nobegin' ? stubBegin() : undefined;
   const queue = e?.queue ?? new Queue(queueName, { connection: bullConnection(), prefix });
   try {
     const payload = { n: 0 };
     const bulk = Array.from({ length: count }, (_, i) => {
-      const data: DispatchJobData | { payload: unknown } =
-        variant === 'plugin' ? { v: 1, scope: ['book', `s${i}`], stage: 'image', payload } : { payload };
+      const data: DispatchJobData | { payload: unknown } = plugin
+        ? { v: 1, scope: ['book', `s${i}`], stage: 'image', payload }
+        : { payload };
       return { name: 'image', data, opts: { removeOnComplete: true } };
     });
     for (let i = 0; i < bulk.length; i += 1000) await queue.addBulk(bulk.slice(i, i + 1000));
@@ -229,6 +265,7 @@ export async function drain(
     if (failed > 0) throw new Error(`${failed} jobs failed in the ${variant} run`);
     return count / seconds;
   } finally {
+    unstub?.();
     if (e) await e.close();
     else await queue.close();
     await floor?.redis.quit();
