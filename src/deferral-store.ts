@@ -58,7 +58,14 @@ export class DeferralStore {
       this.keys,
       () => this.replicas,
     );
-    this.parts = { queue, keys: this.keys, tx: this.tx, client: () => this.client() };
+    this.parts = {
+      queue,
+      keys: this.keys,
+      tx: this.tx,
+      client: () => this.client(),
+      removeJobs: (ids) => this.removeJobs(ids),
+      licencesIn: (prefix) => this.licencesIn(prefix),
+    };
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;

@@ -29,7 +29,7 @@ export async function cancelStage(
   const ids = [...members.filter((l) => !l.endsWith('?')).map(jobIdOfLicence), ...retried.flat()];
   if (r[2]) ids.push(r[2]);
   // a job may be both the licence holder and the pending enqueued job: removed once
-  const removedJobs = await removeJobs(s.queue, [...new Set(ids)]);
+  const removedJobs = await s.removeJobs([...new Set(ids)]);
   return { hadDeferral: r[0] === 1, inFlight: r[1] === 1, removedJobs };
 }
 

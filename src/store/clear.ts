@@ -24,7 +24,7 @@ export async function licencesIn(s: StoreParts, prefix: string): Promise<string[
  * deferrals it ended.
  */
 export async function clearScope(s: StoreParts, prefix: string): Promise<number> {
-  const licences = await licencesIn(s, prefix);
+  const licences = await s.licencesIn(prefix);
   let cleared = 0;
   const failed: unknown[] = [];
   const c = await s.client();

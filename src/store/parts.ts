@@ -11,4 +11,7 @@ export interface StoreParts {
   readonly tx: Transactions;
   /** The queue's client, with the engine's scripts defined on it (`DeferralStore.client`). */
   client(): Promise<Client>;
+  /** The store's own `removeJobs` and `licencesIn` (what cancel and clear call, as the store's other operations do). */
+  removeJobs(ids: readonly string[]): Promise<number>;
+  licencesIn(prefix: string): Promise<string[]>;
 }
