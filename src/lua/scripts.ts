@@ -169,14 +169,11 @@ end
 local function unwait(BASE, sid)
   redis.call('ZREM', waitKey(BASE, sid), sid)
 end
--- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for its
--- kind. 'seen' (optional) keeps the counters read, by kind ('' for all stages: no kind is empty)
-local function wakeSeq(BASE, sid, seen)
-  seen = seen or {}
+-- the wake sequence a dispatch of stage 'sid' watches: wakeDeferred calls for all stages, and for
+-- its kind (BATCH reads the same counters in its begins' MGET: see SEEN)
+local function wakeSeq(BASE, sid)
   local kind = kindOf(sid)
-  seen[''] = seen[''] or redis.call('GET', BASE .. 'sd:wseq') or '0'
-  seen[kind] = seen[kind] or redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0'
-  return seen[''] .. ':' .. seen[kind]
+  return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0')
 end
 -- marks job J finished (see sdf, sdt, sdp). Before BullMQ finishes it (the processor's call):
 -- BullMQ's atm, stalled count and the run (processedOn) as they are now; a run after a crash in
@@ -253,8 +250,9 @@ local BASE = ARGV[1]
 ${HELPERS}
 -- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
 local NOW = nowMs()
--- the wake sequence counters (see wakeSeq), each read once for the batch (nothing changes them
--- while the script runs), in the MGET of its first begin of their stage kind (no command of their own)
+-- the wake sequence counters (see wakeSeq), by stage kind ('' for all stages: no kind is empty),
+-- each read once for the batch (nothing changes them while the script runs), in the MGET of its
+-- first begin of their stage kind (no command of their own)
 local SEEN = {}
 -- the last fencing token, read once for the batch. The first token taken reserves one for every
 -- begin of the batch in one write, before any is handed out: a script error half-way leaves no
@@ -344,7 +342,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local kind = kindOf(sid)
   if FENCE_LAST == nil or SEEN[kind] == nil then
     -- the batch's first begin (or its first of a stage kind): what the batch reads once (the
-    -- fence, the wake sequences: see nextFence, wakeSeq) rides in the same MGET
+    -- fence, the wake sequences: see nextFence, SEEN) rides in the same MGET
     -- (M first; the rest, every one under the queue base, at the positions the reads below expect)
     local more = {L, token and BASE .. own .. ':lock' or L}
     local fi, ai, ki
@@ -468,7 +466,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   if wake == 'w' and not reported then redis.call('HSET', J, 'sdw', w == 'e' and 'w' or 'r') end
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence, the opts and the CLI-woken wake-up (free text) beside it, only when there are any
-  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. wakeSeq(BASE, sid, SEEN) .. ','
+  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
     .. kept .. ',' .. (tied and 1 or 0) .. ',' .. records .. ',' .. ((reported and 1) or (w == 'e' and 2) or 0)
   if not lic and opts == '' and took == '' then return rec end
   return {0, rec, lic or '', opts, took}
