@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Queue } from 'bullmq';
+import { promote } from '../bullmq/adapter';
 import { ClearIncompleteError } from '../errors';
 import { stageIdOfJobId } from '../stage-ref';
 import { CMD } from './client';
 import type { StoreParts } from './parts';
-import { promoteAll } from './wake';
 
 /** How many licences one clear script call handles. */
 const CLEAR_BATCH = 500;
@@ -53,4 +55,29 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
   }
   if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
   return cleared;
+}
+
+/**
+ * Promotes wake-ups; returns those on their way now: promoted, or no longer
+ * delayed (its window just ended, or an operator promoted it: it is waiting
+ * or running already). Other errors are retried once, then collected in `failed`.
+ */
+async function promoteAll(queue: Queue, ids: string[], failed: unknown[]): Promise<string[]> {
+  const once = async (todo: string[]) => {
+    const settled = await Promise.allSettled(todo.map((id) => promote(queue, id)));
+    const errors: [string, unknown][] = [];
+    const ok: string[] = [];
+    settled.forEach((r, j) => {
+      if (r.status === 'fulfilled' || /not in the delayed state/.test(String((r.reason as Error)?.message)))
+        ok.push(todo[j]!);
+      else errors.push([todo[j]!, r.reason]);
+    });
+    return { ok, errors };
+  };
+  const first = await once(ids);
+  if (first.errors.length === 0) return first.ok;
+  await sleep(100);
+  const second = await once(first.errors.map(([id]) => id));
+  for (const [, error] of second.errors) failed.push(error);
+  return [...first.ok, ...second.ok];
 }

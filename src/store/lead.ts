@@ -15,8 +15,7 @@ const LEAD_REFRESH_MS = 20_000;
  * batches (see BATCH), and every `LEAD_REFRESH_MS` by a batch of no operation while it is idle.
  */
 export class LeadRecorder {
-  /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
-  promotes = false;
+  private running = false;
   private promoting: Promise<void> | undefined;
   private leadTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -39,7 +38,7 @@ export class LeadRecorder {
    */
   promotesWakeUps(): Promise<void> {
     if (this.promoting) return this.promoting;
-    this.promotes = true;
+    this.running = true;
     // (not once closed: the timer would outlive the engine)
     if (!this.closed) {
       // every 20 s whatever the last reading said: an idle host measures its clock only so, and
@@ -51,6 +50,11 @@ export class LeadRecorder {
     // it when it succeeds (client() does, once `promotes` is set)
     this.promoting = this.client().then((c) => this.recordLead(c));
     return this.promoting;
+  }
+
+  /** This host runs a Worker: its clock lead is recorded (`promotesWakeUps`). */
+  get promotes(): boolean {
+    return this.running;
   }
 
   /** Records this host's clock lead when it runs ahead and leads the fleet's record (the batch script keeps it up to date; see BATCH). */

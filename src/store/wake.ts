@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Queue } from 'bullmq';
 import { promote } from '../bullmq/adapter';
 import { CMD } from './client';
 import type { StoreParts } from './parts';
@@ -10,9 +8,9 @@ import type { StoreParts } from './parts';
  * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
  * then the promotions sent together). Returns the woken stage ids, in order.
  * A wake-up that cannot be promoted still runs at its time: its stage is no
- * longer deferred, and nothing is lost.
+ * longer deferred, and nothing is lost. `byRun`: the wake-ups' runs report the
+ * wake (the caller's process reports nothing).
  */
-/** `byRun`: the wake-ups' runs report the wake (the caller's process reports nothing). */
 export async function wakeStages(
   s: StoreParts,
   limit: number,
@@ -48,29 +46,4 @@ export async function wakeStages(
 export async function promoteUnlessDeferred(s: StoreParts, sid: string, jobId: string): Promise<void> {
   const c = await s.client();
   if ((await c.get!(s.keys.marker(sid))) !== jobId) await promote(s.queue, jobId).catch(() => undefined);
-}
-
-/**
- * Promotes wake-ups; returns those on their way now: promoted, or no longer
- * delayed (its window just ended, or an operator promoted it: it is waiting
- * or running already). Other errors are retried once, then collected in `failed`.
- */
-export async function promoteAll(queue: Queue, ids: string[], failed: unknown[]): Promise<string[]> {
-  const once = async (todo: string[]) => {
-    const settled = await Promise.allSettled(todo.map((id) => promote(queue, id)));
-    const errors: [string, unknown][] = [];
-    const ok: string[] = [];
-    settled.forEach((r, j) => {
-      if (r.status === 'fulfilled' || /not in the delayed state/.test(String((r.reason as Error)?.message)))
-        ok.push(todo[j]!);
-      else errors.push([todo[j]!, r.reason]);
-    });
-    return { ok, errors };
-  };
-  const first = await once(ids);
-  if (first.errors.length === 0) return first.ok;
-  await sleep(100);
-  const second = await once(first.errors.map(([id]) => id));
-  for (const [, error] of second.errors) failed.push(error);
-  return [...first.ok, ...second.ok];
 }
