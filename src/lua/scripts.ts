@@ -43,6 +43,10 @@
  *        wakeDeferred woke it), 'w' by the `wakeDeferred` that woke it (or, for 'e', by whoever
  *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
  *        CLI) to its run, which reports it early; '1' (written by earlier versions) is reported
+ *   sdq  a wake-up a clear promoted: that clear batch's nonce, written before the promotion
+ *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` exists (until the
+ *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
+ *        stage as CLEAR would and counts it there (see BATCH's begin)
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -372,7 +376,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdw')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdw', 'sdq')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
@@ -413,6 +417,22 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     redis.call('ZADD', IDX, 0, me)
     lic = me
     records = records - 1
+  end
+  if wake == 'w' and not retried and lic == me and c[12] then
+    -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
+    -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
+    -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
+    -- then no longer finds. After CLEAR, its licence already is '!'; after a failed promotion
+    -- (no CLEAR of it) or once the count is gone, the mark does nothing
+    local P = BASE .. 'sd:clrp:' .. c[12]
+    if redis.call('EXISTS', P) == 1 then
+      redis.call('ZREM', IDX, me)
+      lic = me .. '!'
+      redis.call('ZADD', IDX, 0, lic)
+      unwait(BASE, sid)
+      -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
+      if m or (c[11] ~= 'w' and c[11] ~= 'e') then redis.call('INCR', P) end
+    end
   end
   local carried, opts, kept, took = 0, '', '', ''
   if retried then
@@ -768,18 +788,21 @@ return {had, inflight, pending or '', unpack(old)}
  * failed promotion leaves its stage deferred and clearable again, and a
  * failed record still leaves a promoted wake-up, which ends its own window
  * when it runs (its marker has more than the skew tolerance left: a Promote).
- * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), then per wake-up i: i+1 its marker M
+ * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), 3 its pending count (sd:clrp:<uuid>, see
+ * CLEAR_MARK), then per wake-up i: i+2 its marker M
  * ARGV: 1 queue base, then the promoted wake-up ids (ARGV[i], i >= 2), in the same order
- * Returns the ids whose deferral this clear ended. A batch run again (its reply lost with the
+ * Returns how many deferrals this clear batch ended. A batch run again (its reply lost with the
  * connection: ioredis resends it, for as long as its connection retries) answers the count its
  * first run answered, kept a day: it would find its own work done and count none.
  * For each: the marker still names it -> deleted; the licence, if still the
  * wake-up's own, is marked '!' (its chain starts fresh). It counts those whose
  * deferral this clear ended (the marker was there, or the promoted wake-up
  * already began and removed it itself; not one a wakeDeferred ended between
- * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it; nor one
- * whose run, begun after the promotion, already deferred again or finished: nothing of it is
- * left to tell, review 39, left).
+ * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it). One whose
+ * run began after the promotion, holding its licence, ended its deferral itself and counted it
+ * in the pending count (its licence is '!' then, its marker gone: this loop skips it), which
+ * is added here and deleted (review 39: before, such a run that deferred again or finished
+ * first was counted nowhere, and went on with its chain).
  */
 export const CLEAR = `
 ${HELPERS}
@@ -792,7 +815,7 @@ end
 local cleared = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local m = KEYS[i + 1]
+  local m = KEYS[i + 2]
   local own = redis.call('ZREM', KEYS[1], id) == 1
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
@@ -803,8 +826,37 @@ for i = 2, #ARGV do
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
-redis.call('SET', KEYS[2], #cleared, 'PX', 86400000)
-return cleared
+-- and those whose promoted run began first and ended their deferral themselves (BATCH's begin)
+local count = #cleared + (tonumber(redis.call('GET', KEYS[3])) or 0)
+redis.call('DEL', KEYS[3])
+redis.call('SET', KEYS[2], count, 'PX', 86400000)
+return count
+`;
+
+/**
+ * clear mark: a clear batch's read of its markers, marking each wake-up a marker names with
+ * the batch's nonce ('sdq') before the clear promotes it, after opening the batch's pending
+ * count (sd:clrp:<nonce>, 0). A run of such a wake-up that begins before the batch's CLEAR ends
+ * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
+ * lives 10 minutes at most: a clear that died before its CLEAR leaves its marks doing nothing
+ * once it is gone. Where the count cannot be made (a slot migrating: Redis refuses a new key
+ * there, and a script whose KEYS named it would not run at all), or a wake-up cannot be marked,
+ * nothing is marked and the markers are read as a plain MGET reads them (the clear as before
+ * this mark: such a run is counted nowhere). Sent again, it marks and answers the same.
+ * KEYS: each licence's marker   ARGV: 1 queue base, 2 the nonce, 3.. the licences (wake-up ids)
+ * Returns the markers' values, as MGET would.
+ */
+export const CLEAR_MARK = `
+local r = redis.pcall('SET', ARGV[1] .. 'sd:clrp:' .. ARGV[2], 0, 'NX', 'PX', 600000)
+local open = not (type(r) == 'table' and r.err)
+local values = {}
+for i = 3, #ARGV do
+  local v = redis.call('GET', KEYS[i - 2])
+  values[i - 2] = v
+  local J = ARGV[1] .. ARGV[i]
+  if open and v == ARGV[i] and redis.pcall('EXISTS', J) == 1 then redis.pcall('HSET', J, 'sdq', ARGV[2]) end
+end
+return values
 `;
 
 /**

@@ -34,24 +34,34 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     // deferrals only: a licence whose marker names it (not a wake-up in its backoff, cleared or failed)
     const batch = licences.slice(i, i + CLEAR_BATCH).filter((l) => !/[!?]$/.test(l));
     if (batch.length === 0) continue;
-    // one read (the queue's keys share a slot); one that fails throws: no answer is no answer
-    const markers = (await c.mget!(...batch.map((id) => s.keys.marker(stageIdOfJobId(id))))) as (string | null)[];
+    const nonce = randomUUID();
+    const pending = s.keys.clearPending(nonce);
+    // one read (the queue's keys share a slot), which marks each wake-up its marker names with the
+    // batch's nonce before it is promoted (a run of it that begins before this batch's CLEAR ends
+    // its deferral itself and counts it in `pending`); one that fails throws: no answer is no answer
+    const markerKeys = batch.map((id) => s.keys.marker(stageIdOfJobId(id)));
+    const markers = (await c[CMD.sdClearMark]!(batch.length, ...markerKeys, s.keys.base, nonce, ...batch)) as (
+      string | null
+    )[];
     const promoted = await promoteAll(
       s.queue,
       batch.filter((id, j) => markers[j] === id),
       failed,
     );
-    if (promoted.length === 0) continue;
+    if (promoted.length === 0) {
+      // nothing promoted, no CLEAR: the marks do nothing once the count is gone (else in 10 minutes;
+      // a delete refused, a slot migrating, is left to that)
+      await c.del!(pending).catch(() => undefined);
+      continue;
+    }
     // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
     const keys = [
       s.keys.index,
-      s.keys.clearReply(randomUUID()),
+      s.keys.clearReply(nonce),
+      pending,
       ...promoted.map((id) => s.keys.marker(stageIdOfJobId(id))),
     ];
-    // the ids cleared, or (a batch sent again) the count its first run answered
-    const r = (await s.tx.one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, ...promoted))) as
-      string[] | number;
-    cleared += typeof r === 'number' ? r : r.length;
+    cleared += Number(await s.tx.one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, ...promoted)));
   }
   if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
   return cleared;

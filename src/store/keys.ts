@@ -48,6 +48,10 @@ export class StoreKeys {
   clearReply(nonce: string): string {
     return `${this.base}sd:clr:${nonce}`;
   }
+  /** One clear batch's count of the promoted wake-ups whose runs ended their deferral first (`CLEAR_MARK`). */
+  clearPending(nonce: string): string {
+    return `${this.base}sd:clrp:${nonce}`;
+  }
   dedup(sid: string): string {
     return `${this.base}de:${sid}`;
   }

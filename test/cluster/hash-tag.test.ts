@@ -71,6 +71,7 @@ describe('the Lua scripts', () => {
       'BATCH',
       'CANCEL',
       'CLEAR',
+      'CLEAR_MARK',
       'DEFER',
       'EXTEND',
       'FAIL',

@@ -127,3 +127,25 @@ export async function settledState(queue: { getJobState(id: string): Promise<str
   await waitFor(async () => ['completed', 'failed', null].includes(await stateOf()), `job ${id} finished`, 15_000);
   return stateOf();
 }
+
+/**
+ * Holds BullMQ's promote of `wakeUp` on `queue` once it ran (a clear's promotion done, its record
+ * not sent yet) until `go.open()`; `restore()` puts the real promote back and lets it go.
+ */
+export function holdPromotion(queue: unknown, wakeUp: string) {
+  type Backend = { promote(id: string): Promise<void> };
+  const backend = (queue as { getBackend(): Backend }).getBackend();
+  const real = backend.promote.bind(backend);
+  const go = latch();
+  backend.promote = async (id: string) => {
+    await real(id);
+    if (id === wakeUp) await go.opened;
+  };
+  return {
+    go,
+    restore() {
+      backend.promote = real;
+      go.open();
+    },
+  };
+}

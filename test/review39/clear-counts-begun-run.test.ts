@@ -1,6 +1,6 @@
 import type { StageRef } from '../../src';
 import { harness, notSent, SENT } from '../helpers/engine';
-import { latch, watch } from '../helpers/jobs';
+import { holdPromotion, latch, watch } from '../helpers/jobs';
 import { waitFor } from '../helpers/redis';
 
 /**
@@ -12,7 +12,6 @@ import { waitFor } from '../helpers/redis';
  * scoring of src/lua/scripts.ts in the nineteenth session) survived every suite before this one.
  */
 const a: StageRef = { scope: ['r39-begun', 'ch-1'], stage: 'image' };
-type Backend = { promote(id: string): Promise<void> };
 
 it('review 39: a wake-up the clear promoted whose run began before the clear recorded it is counted once by the clear, and the stage is sent once', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
@@ -22,13 +21,7 @@ it('review 39: a wake-up the clear promoted whose run began before the clear rec
   const [d] = await h.engine.listDeferred(a.scope);
   const wakeUp = d!.wakeUpJobId;
 
-  const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
-  const real = backend.promote.bind(backend);
-  const go = latch();
-  backend.promote = async (id: string) => {
-    await real(id);
-    if (id === wakeUp) await go.opened;
-  };
+  const { go, restore } = holdPromotion(h.engine.queue, wakeUp);
   const worker = h.engine.createWorker();
   const { done } = watch(worker);
   try {
@@ -43,8 +36,7 @@ it('review 39: a wake-up the clear promoted whose run began before the clear rec
     expect(done.find((c) => c.id === wakeUp)!.result).toMatchObject({ dispatched: true });
     expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
   } finally {
-    backend.promote = real;
-    go.open();
+    restore();
     answer.open(SENT);
     await worker.close();
   }

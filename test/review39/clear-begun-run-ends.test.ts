@@ -1,0 +1,146 @@
+import type { StageRef } from '../../src';
+import { harness, notSent } from '../helpers/engine';
+import { holdPromotion, watch } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+
+/**
+ * Review 39 left this gap, fixed in the twenty-second session: a wake-up the clear promoted
+ * whose run began, and deferred again or finished, before its batch's CLEAR was not counted
+ * (its marker and licence were the new deferral's or gone), and its run had read the licence
+ * before CLEAR's `!`, so the stage went on with its old chain. The clear now marks each
+ * wake-up (`sdq`) before it promotes it; a run that begins holding that mark, while the clear's
+ * batch is still open, clears its own stage as CLEAR would and counts it for the batch.
+ */
+const a: StageRef = { scope: ['r39-ends', 'ch-1'], stage: 'image' };
+type Backend = { promote(id: string): Promise<void> };
+
+/** The engine, one capacity deferral of `a` made, and the clear's promotion held once it ran. */
+async function deferredAndHeld(again: 'defers' | 'succeeds', capacityLimit?: number) {
+  const h = harness({
+    windows: { capacitySeconds: 300, jitter: 0 },
+    ...(capacityLimit ? { limits: { maxCapacityDeferrals: capacityLimit } } : {}),
+  });
+  // the first call defers; the promoted wake-up's run then defers again, or succeeds (the fallback)
+  h.executor.script(a, notSent('no_worker_available'));
+  if (again === 'defers') h.executor.script(a, notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [d] = await h.engine.listDeferred(a.scope);
+  expect(d!.deferrals).toBe(1);
+  const wakeUp = d!.wakeUpJobId;
+  return { h, wakeUp, ...holdPromotion(h.engine.queue, wakeUp) };
+}
+
+it('review 39, fixed: a promoted wake-up whose run defers again before the clear recorded it is counted once, and its new deferral starts a fresh chain', async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('defers');
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the promoted wake-up to run and defer again');
+    const [d] = await h.engine.listDeferred(a.scope);
+    expect(d!.wakeUpJobId).not.toBe(wakeUp);
+    go.open();
+    expect(await clearing).toBe(1);
+    // the chain the clear ended does not go on: this is the first deferral of a new one
+    const [after] = await h.engine.listDeferred(a.scope);
+    expect(after).toMatchObject({ wakeUpJobId: d!.wakeUpJobId, deferrals: 1 });
+    expect(after!.wakeUpJobId).toMatch(/@cap\.1\.0\.0\./);
+    expect(h.executor.callsFor(a)).toBe(2);
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
+
+it('review 39, fixed: a promoted wake-up whose run succeeds before the clear recorded it is counted once, and the stage is sent once', async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the promoted wake-up to run and succeed');
+    expect(done.find((c) => c.id === wakeUp)!.result).toMatchObject({ dispatched: true });
+    go.open();
+    expect(await clearing).toBe(1);
+    expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
+
+it('review 39, fixed: at the capacity bound, a promoted wake-up whose run defers again before the clear recorded it starts a fresh chain instead of failing at the bound', async () => {
+  // the bound: the second capacity deferral in a row fails the stage for good; the clear's fresh
+  // chain makes the promoted run's deferral the first of a new chain instead
+  const { h, wakeUp, go, restore } = await deferredAndHeld('defers', 2);
+  const worker = h.engine.createWorker();
+  const { done, failed } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the promoted wake-up to run and defer again');
+    go.open();
+    expect(await clearing).toBe(1);
+    expect(failed).toHaveLength(0);
+    const [after] = await h.engine.listDeferred(a.scope);
+    expect(after).toMatchObject({ deferrals: 1 });
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
+
+it("review 39, fixed: a wake-up whose promotion failed keeps the clear's mark inert: run later by an operator's promote, it goes on with its chain and nothing counts it", async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  h.executor.script(a, notSent('no_worker_available'), notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [d] = await h.engine.listDeferred(a.scope);
+  const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
+  const real = backend.promote.bind(backend);
+  backend.promote = async () => {
+    throw new Error('refused, as a slot migrating refuses it');
+  };
+  try {
+    await expect(h.engine.clearDeferrals(['r39-ends'])).rejects.toMatchObject({ name: 'ClearIncompleteError' });
+  } finally {
+    backend.promote = real;
+  }
+  // the clear marked the wake-up before its promotion failed; the batch is over
+  expect(await h.redis.hget(`${h.prefix}:${h.queueName}:${d!.wakeUpJobId}`, 'sdq')).toEqual(expect.any(String));
+  expect(await h.engine.isStageDeferred(a)).toBe(true);
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
+    await waitFor(() => done.some((c) => c.id === d!.wakeUpJobId), 'the wake-up to run and defer again');
+    const [after] = await h.engine.listDeferred(a.scope);
+    expect(after).toMatchObject({ deferrals: 2 });
+    expect(after!.wakeUpJobId).toMatch(/@cap\.2\.0\.0\./);
+  } finally {
+    await worker.close();
+  }
+});
+
+it('review 39, fixed: a wakeDeferred between the promotion and the run that begins before the clear recorded it: the deferral is counted once, by the wake (woken + cleared = 1)', async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
+  const worker = h.engine.createWorker({ autorun: false });
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
+      'the clear to promote the wake-up',
+    );
+    // capacity has returned: the operator's wake lands after the promotion, then the run begins
+    const { woken } = await h.engine.wakeDeferred({ scope: ['r39-ends'] });
+    expect(woken).toHaveLength(1);
+    void worker.run();
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the woken wake-up to run and succeed');
+    go.open();
+    expect(await clearing).toBe(0);
+    expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
