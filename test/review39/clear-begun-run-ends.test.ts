@@ -144,3 +144,25 @@ it('review 39, fixed: a wakeDeferred between the promotion and the run that begi
     await worker.close();
   }
 });
+
+it('review 39, fixed: a marker deleted by hand between the promotion and the run that begins before the clear recorded it: counted once, as CLEAR counts a promoted wake-up still holding its licence', async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
+  const worker = h.engine.createWorker({ autorun: false });
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
+      'the clear to promote the wake-up',
+    );
+    // deleting the marker by hand ends the deferral (the contract's own test); no wake reported it
+    expect(await h.redis.del(h.engine.deferredStageKey(a))).toBe(1);
+    void worker.run();
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and succeed');
+    go.open();
+    expect(await clearing).toBe(1);
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
