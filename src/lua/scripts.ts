@@ -46,7 +46,8 @@
  *   sdq  a wake-up a clear promoted: that clear batch's nonce, written before the promotion
  *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` exists (until the
  *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
- *        stage as CLEAR would and counts it there (see BATCH's begin)
+ *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
+ *        ('<nonce>+')
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -411,18 +412,20 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- a wake-up redelivered after its failed-for-good record (its worker died before BullMQ
     -- failed it) while no other job took the stage: it takes its licence back and runs once
     -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
-    -- whether its next failure is its last)
+    -- whether its next failure is its last; a run of it that ended its deferral for a clear, its
+    -- mark used, '+' below, takes it back marked '!': the clear ended that chain, review 43)
     if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
     redis.call('ZREM', IDX, me .. '?')
-    redis.call('ZADD', IDX, 0, me)
-    lic = me
+    lic = (c[12] and string.sub(c[12], -1) == '+') and me .. '!' or me
+    redis.call('ZADD', IDX, 0, lic)
     records = records - 1
   end
-  if wake == 'w' and not retried and lic == me and c[12] then
+  if wake == 'w' and not retried and lic == me and c[12] and string.sub(c[12], -1) ~= '+' then
     -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
     -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
     -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
-    -- then no longer finds. After CLEAR, its licence already is '!'; after a failed promotion
+    -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
+    -- again, review 43). After CLEAR, its licence already is '!'; after a failed promotion
     -- (no CLEAR of it) or once the count is gone, the mark does nothing
     local P = BASE .. 'sd:clrp:' .. c[12]
     if redis.call('EXISTS', P) == 1 then
@@ -430,6 +433,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
       lic = me .. '!'
       redis.call('ZADD', IDX, 0, lic)
       unwait(BASE, sid)
+      redis.call('HSET', J, 'sdq', c[12] .. '+')
       -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
       if m or (c[11] ~= 'w' and c[11] ~= 'e') then redis.call('INCR', P) end
     end
@@ -789,8 +793,9 @@ return {had, inflight, pending or '', unpack(old)}
  * failed record still leaves a promoted wake-up, which ends its own window
  * when it runs (its marker has more than the skew tolerance left: a Promote).
  * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), 3 its pending count (sd:clrp:<uuid>, see
- * CLEAR_MARK), then per wake-up i: i+2 its marker M
- * ARGV: 1 queue base, then the promoted wake-up ids (ARGV[i], i >= 2), in the same order
+ * CLEAR_MARK), then per wake-up i: i+1 its marker M
+ * ARGV: 1 queue base, 2 the batch's nonce (<uuid>), then the promoted wake-up ids (ARGV[i],
+ * i >= 3), in the same order
  * Returns how many deferrals this clear batch ended. A batch run again (its reply lost with the
  * connection: ioredis resends it, for as long as its connection retries) answers the count its
  * first run answered, kept a day: it would find its own work done and count none.
@@ -813,16 +818,18 @@ if done then
   return tonumber(done)
 end
 local cleared = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local id = ARGV[i]
-  local m = KEYS[i + 2]
+  local m = KEYS[i + 1]
   local own = redis.call('ZREM', KEYS[1], id) == 1
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
   if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
   if named or own then
-    local w = not named and redis.call('HGET', ARGV[1] .. jobOf(id), 'sdw')
-    if w ~= 'w' and w ~= 'e' then cleared[#cleared + 1] = id end
+    -- not one a wakeDeferred ended (it counted it), nor one whose run ended it first (that run
+    -- counted it in KEYS[3], its mark used: an earlier version's run may have given its licence back)
+    local q = not named and redis.call('HMGET', ARGV[1] .. jobOf(id), 'sdw', 'sdq')
+    if not q or (q[1] ~= 'w' and q[1] ~= 'e' and q[2] ~= ARGV[2] .. '+') then cleared[#cleared + 1] = id end
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
@@ -838,16 +845,18 @@ return count
  * the batch's nonce ('sdq') before the clear promotes it, after opening the batch's pending
  * count (sd:clrp:<nonce>, 0). A run of such a wake-up that begins before the batch's CLEAR ends
  * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
- * lives 10 minutes at most: a clear that died before its CLEAR leaves its marks doing nothing
- * once it is gone. Where the count cannot be made (a slot migrating: Redis refuses a new key
- * there, and a script whose KEYS named it would not run at all), or a wake-up cannot be marked,
- * nothing is marked and the markers are read as a plain MGET reads them (the clear as before
- * this mark: such a run is counted nowhere). Sent again, it marks and answers the same.
+ * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
+ * outage of its connection: review 43): a clear that died before its CLEAR leaves its marks
+ * doing nothing once it is gone. Where the count cannot be made (a slot migrating: Redis refuses
+ * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
+ * the markers are read as a plain MGET reads them (the clear as before this mark: such a run is
+ * counted nowhere); a wake-up whose hash cannot be read or written there is left unmarked alone.
+ * Sent again, it marks and answers the same.
  * KEYS: each licence's marker   ARGV: 1 queue base, 2 the nonce, 3.. the licences (wake-up ids)
  * Returns the markers' values, as MGET would.
  */
 export const CLEAR_MARK = `
-local r = redis.pcall('SET', ARGV[1] .. 'sd:clrp:' .. ARGV[2], 0, 'NX', 'PX', 600000)
+local r = redis.pcall('SET', ARGV[1] .. 'sd:clrp:' .. ARGV[2], 0, 'NX', 'PX', 86400000)
 local open = not (type(r) == 'table' and r.err)
 local values = {}
 for i = 3, #ARGV do

@@ -49,7 +49,7 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
       failed,
     );
     if (promoted.length === 0) {
-      // nothing promoted, no CLEAR: the marks do nothing once the count is gone (else in 10 minutes;
+      // nothing promoted, no CLEAR: the marks do nothing once the count is gone (else in a day;
       // a delete refused, a slot migrating, is left to that)
       await c.del!(pending).catch(() => undefined);
       continue;
@@ -61,7 +61,9 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
       pending,
       ...promoted.map((id) => s.keys.marker(stageIdOfJobId(id))),
     ];
-    cleared += Number(await s.tx.one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, ...promoted)));
+    cleared += Number(
+      await s.tx.one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, ...promoted)),
+    );
   }
   if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
   return cleared;

@@ -149,3 +149,31 @@ export function holdPromotion(queue: unknown, wakeUp: string) {
     },
   };
 }
+
+/** Runs BullMQ's stalled check until the job at `key` was handed on (its stalled count past `above`). */
+export async function stalledCheck(
+  h: { queueName: string; prefix: string },
+  redis: ReturnType<typeof client>,
+  key: string,
+  above: number,
+) {
+  const checker = new Worker(h.queueName, null, {
+    connection: client({ maxRetriesPerRequest: null }),
+    prefix: h.prefix,
+    autorun: false,
+    stalledInterval: 50,
+    maxStalledCount: 5,
+  });
+  try {
+    await waitFor(
+      async () => {
+        await (checker as unknown as { moveStalledJobsToWait(): Promise<void> }).moveStalledJobsToWait();
+        return Number(await redis.hget(key, 'stc')) > above;
+      },
+      'the stalled check handed the job on',
+      10_000,
+    );
+  } finally {
+    await checker.close();
+  }
+}

@@ -1,7 +1,7 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
 import { harness, SENT } from '../helpers/engine';
 import { client, waitFor } from '../helpers/redis';
-import { fetchBy, watch } from '../helpers/jobs';
+import { fetchBy, stalledCheck, watch } from '../helpers/jobs';
 import type { StageRef } from '../../src';
 import { redisClient } from '../../src/bullmq/adapter';
 
@@ -21,33 +21,6 @@ import { redisClient } from '../../src/bullmq/adapter';
  * 2101f67 its record and `sdt` stayed, and the chain end superseded it.
  */
 const a: StageRef = { scope: ['r35-again', 'ch-1', 'sc-1'], stage: 'image' };
-
-async function stalledCheck(
-  h: { queueName: string; prefix: string },
-  redis: ReturnType<typeof client>,
-  key: string,
-  above: number,
-) {
-  const checker = new Worker(h.queueName, null, {
-    connection: client({ maxRetriesPerRequest: null }),
-    prefix: h.prefix,
-    autorun: false,
-    stalledInterval: 50,
-    maxStalledCount: 5,
-  });
-  try {
-    await waitFor(
-      async () => {
-        await (checker as unknown as { moveStalledJobsToWait(): Promise<void> }).moveStalledJobsToWait();
-        return Number(await redis.hget(key, 'stc')) > above;
-      },
-      'the stalled check handed the job on',
-      10_000,
-    );
-  } finally {
-    await checker.close();
-  }
-}
 
 describe('review 35: a redelivery after a crash between FAIL and BullMQ, whose worker dies again right after its begin', () => {
   it('review 35, fixed: its next redelivery sends nothing when the stage went out meanwhile', async () => {

@@ -1,7 +1,8 @@
 import type { StageRef } from '../../src';
+import { redisClient } from '../../src/bullmq/adapter';
 import { harness, notSent } from '../helpers/engine';
-import { holdPromotion, watch } from '../helpers/jobs';
-import { waitFor } from '../helpers/redis';
+import { fetchBy, holdPromotion, stalledCheck, watch } from '../helpers/jobs';
+import { client, waitFor } from '../helpers/redis';
 
 /**
  * Review 39 left this gap, fixed in the twenty-second session: a wake-up the clear promoted
@@ -90,22 +91,30 @@ it('review 39, fixed: at the capacity bound, a promoted wake-up whose run defers
   }
 });
 
-it("review 39, fixed: a wake-up whose promotion failed keeps the clear's mark inert: run later by an operator's promote, it goes on with its chain and nothing counts it", async () => {
+it("review 39, fixed: a wake-up whose promotion failed keeps the clear's mark inert once its batch's CLEAR ran: run later by an operator's promote, it goes on with its chain and nothing counts it", async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  const b: StageRef = { scope: ['r39-ends', 'ch-2'], stage: 'image' };
   h.executor.script(a, notSent('no_worker_available'), notSent('no_worker_available'));
-  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  h.executor.script(b, notSent('no_worker_available'));
+  for (const ref of [a, b])
+    expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
   const [d] = await h.engine.listDeferred(a.scope);
   const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
   const real = backend.promote.bind(backend);
-  backend.promote = async () => {
-    throw new Error('refused, as a slot migrating refuses it');
+  // a's promotion is refused; b's goes through, so the batch's CLEAR runs (for b)
+  backend.promote = async (id: string) => {
+    if (id === d!.wakeUpJobId) throw new Error('refused, as a slot migrating refuses it');
+    await real(id);
   };
   try {
-    await expect(h.engine.clearDeferrals(['r39-ends'])).rejects.toMatchObject({ name: 'ClearIncompleteError' });
+    await expect(h.engine.clearDeferrals(['r39-ends'])).rejects.toMatchObject({
+      name: 'ClearIncompleteError',
+      cleared: 1,
+    });
   } finally {
     backend.promote = real;
   }
-  // the clear marked the wake-up before its promotion failed; the batch is over
+  // the clear marked a's wake-up before its promotion failed; the batch is over
   expect(await h.redis.hget(`${h.prefix}:${h.queueName}:${d!.wakeUpJobId}`, 'sdq')).toEqual(expect.any(String));
   expect(await h.engine.isStageDeferred(a)).toBe(true);
   const worker = h.engine.createWorker();
@@ -161,6 +170,73 @@ it('review 39, fixed: a marker deleted by hand between the promotion and the run
     await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and succeed');
     go.open();
     expect(await clearing).toBe(1);
+  } finally {
+    restore();
+    await worker.close();
+  }
+});
+
+it('review 39, fixed: a self-cleared run whose worker dies before its executor: the redelivered wake-up runs on the fresh chain and sends the stage; counted once', async () => {
+  let frozen!: () => void;
+  const freeze = new Promise<void>((r) => (frozen = r));
+  let taken = 0;
+  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
+  // the host whose worker runs the promoted wake-up first, and freezes after its begin
+  const dead = harness(
+    {
+      lockMs: 1000,
+      faultHook: async (point) => {
+        if (point === 'lock-taken' && ++taken === 1) await freeze;
+      },
+    },
+    h,
+  );
+  const redis = client();
+  const J = `${h.prefix}:${h.queueName}:${wakeUp}`;
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
+      'the clear to promote the wake-up',
+    );
+    const run1 = await fetchBy(h, 'tok-1');
+    void dead.engine.processor(run1, 'tok-1').catch(() => undefined);
+    await waitFor(() => taken === 1, 'the promoted run to begin');
+    // that host dies (no more lock renewals): BullMQ's stalled check hands the job on
+    (await redisClient(dead.engine.queue)).disconnect();
+    await redis.del(`${J}:lock`);
+    await stalledCheck(h, redis, J, 0);
+    await waitFor(
+      async () => (await redis.exists(`${h.prefix}:${h.queueName}:sd:inflight:r39-ends/ch-1/image`)) === 0,
+      "the dead run's stage lock to expire (lockMs)",
+      10_000,
+    );
+    const run2 = await fetchBy(h, 'tok-2');
+    expect(await h.engine.processor(run2, 'tok-2')).toMatchObject({ dispatched: true });
+    expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
+    go.open();
+    expect(await clearing).toBe(1);
+  } finally {
+    restore();
+    frozen();
+  }
+}, 30_000);
+
+it("review 39, fixed: a self-cleared run that defers again starts its place in the wait index afresh: wakeDeferred's longest-waiting-first wakes a stage deferred before it", async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('defers');
+  // b: deferred after a's first deferral, before the clear, outside the cleared scope
+  const b: StageRef = { scope: ['r39-ends-other', 'ch-1'], stage: 'image' };
+  h.executor.script(b, notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(b, {})).toMatchObject({ reason: 'no_worker_available' });
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the promoted wake-up to run and defer again');
+    go.open();
+    expect(await clearing).toBe(1);
+    const { woken } = await h.engine.wakeDeferred({ stage: 'image', limit: 1 });
+    expect(woken).toEqual([b]);
   } finally {
     restore();
     await worker.close();
