@@ -242,3 +242,19 @@ it("review 39, fixed: a self-cleared run that defers again starts its place in t
     await worker.close();
   }
 });
+
+it('review 39, fixed: a marker deleted by hand between the promotion and the record, no run begun: CLEAR counts it (its licence still its own, no wake ended it)', async () => {
+  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-ends']);
+    await waitFor(
+      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
+      'the clear to promote the wake-up',
+    );
+    expect(await h.redis.del(h.engine.deferredStageKey(a))).toBe(1);
+    go.open();
+    expect(await clearing).toBe(1);
+  } finally {
+    restore();
+  }
+});

@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import type { StageRef } from '../../src';
-import { harness, notSent, SENT } from '../helpers/engine';
+import { harness, notSent } from '../helpers/engine';
 import { crashAfterFail, holdPromotion } from '../helpers/jobs';
 import { waitFor } from '../helpers/redis';
 
@@ -15,9 +15,14 @@ import { waitFor } from '../helpers/redis';
  */
 const a: StageRef = { scope: ['r43-twice', 'ch-1'], stage: 'image' };
 
-it('review 43, fixed: a self-cleared wake-up redelivered after a crash between FAIL and BullMQ failing it is not counted a second time by the clear', async () => {
+it('review 43, fixed: a self-cleared wake-up redelivered after a crash between FAIL and BullMQ failing it is not counted a second time by the clear, and keeps the fresh chain', async () => {
   const h = harness({ windows: { capacitySeconds: 300, idempotentSeconds: 300, jitter: 0 } });
-  h.executor.script(a, notSent('no_worker_available'), new UnrecoverableError('downstream rejects the stage'), SENT);
+  h.executor.script(
+    a,
+    notSent('no_worker_available'),
+    new UnrecoverableError('downstream rejects the stage'),
+    notSent('no_worker_available'),
+  );
   expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
   const [d] = await h.engine.listDeferred(a.scope);
   const wakeUp = d!.wakeUpJobId;
@@ -31,6 +36,10 @@ it('review 43, fixed: a self-cleared wake-up redelivered after a crash between F
     go.open();
     // one deferral, one clear
     expect(await clearing).toBe(1);
+    // and the redelivery, which deferred again, went on with the chain the clear began afresh
+    await waitFor(async () => (await h.engine.listDeferred(a.scope)).length === 1, 'the redelivery to defer');
+    const [after] = await h.engine.listDeferred(a.scope);
+    expect(after).toMatchObject({ deferrals: 1 });
   } finally {
     restore();
     await worker.close();
