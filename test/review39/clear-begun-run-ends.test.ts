@@ -31,6 +31,19 @@ async function deferredAndHeld(again: 'defers' | 'succeeds', capacityLimit?: num
   return { h, wakeUp, ...holdPromotion(h.engine.queue, wakeUp) };
 }
 
+/** As `deferredAndHeld`, then the clear started and its promotion of the wake-up done (held); a Worker not running yet. */
+async function promotedAndHeld() {
+  const held = await deferredAndHeld('succeeds');
+  const worker = held.h.engine.createWorker({ autorun: false });
+  const { done } = watch(worker);
+  const clearing = held.h.engine.clearDeferrals(['r39-ends']);
+  await waitFor(
+    async () => (await held.h.engine.queue.getJobState(held.wakeUp)) === 'waiting',
+    'the clear to promote the wake-up',
+  );
+  return { ...held, worker, done, clearing };
+}
+
 it('review 39, fixed: a promoted wake-up whose run defers again before the clear recorded it is counted once, and its new deferral starts a fresh chain', async () => {
   const { h, wakeUp, go, restore } = await deferredAndHeld('defers');
   const worker = h.engine.createWorker();
@@ -131,15 +144,8 @@ it("review 39, fixed: a wake-up whose promotion failed keeps the clear's mark in
 });
 
 it('review 39, fixed: a wakeDeferred between the promotion and the run that begins before the clear recorded it: the deferral is counted once, by the wake (woken + cleared = 1)', async () => {
-  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
-  const worker = h.engine.createWorker({ autorun: false });
-  const { done } = watch(worker);
+  const { h, wakeUp, go, restore, worker, done, clearing } = await promotedAndHeld();
   try {
-    const clearing = h.engine.clearDeferrals(['r39-ends']);
-    await waitFor(
-      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
-      'the clear to promote the wake-up',
-    );
     // capacity has returned: the operator's wake lands after the promotion, then the run begins
     const { woken } = await h.engine.wakeDeferred({ scope: ['r39-ends'] });
     expect(woken).toHaveLength(1);
@@ -148,28 +154,6 @@ it('review 39, fixed: a wakeDeferred between the promotion and the run that begi
     go.open();
     expect(await clearing).toBe(0);
     expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
-  } finally {
-    restore();
-    await worker.close();
-  }
-});
-
-it('review 39, fixed: a marker deleted by hand between the promotion and the run that begins before the clear recorded it: counted once, as CLEAR counts a promoted wake-up still holding its licence', async () => {
-  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
-  const worker = h.engine.createWorker({ autorun: false });
-  const { done } = watch(worker);
-  try {
-    const clearing = h.engine.clearDeferrals(['r39-ends']);
-    await waitFor(
-      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
-      'the clear to promote the wake-up',
-    );
-    // deleting the marker by hand ends the deferral (the contract's own test); no wake reported it
-    expect(await h.redis.del(h.engine.deferredStageKey(a))).toBe(1);
-    void worker.run();
-    await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and succeed');
-    go.open();
-    expect(await clearing).toBe(1);
   } finally {
     restore();
     await worker.close();
@@ -243,18 +227,25 @@ it("review 39, fixed: a self-cleared run that defers again starts its place in t
   }
 });
 
-it('review 39, fixed: a marker deleted by hand between the promotion and the record, no run begun: CLEAR counts it (its licence still its own, no wake ended it)', async () => {
-  const { h, wakeUp, go, restore } = await deferredAndHeld('succeeds');
-  try {
-    const clearing = h.engine.clearDeferrals(['r39-ends']);
-    await waitFor(
-      async () => (await h.engine.queue.getJobState(wakeUp)) === 'waiting',
-      'the clear to promote the wake-up',
-    );
-    expect(await h.redis.del(h.engine.deferredStageKey(a))).toBe(1);
-    go.open();
-    expect(await clearing).toBe(1);
-  } finally {
-    restore();
-  }
-});
+it.each([
+  ['the run that begins before the clear recorded it counts it, as CLEAR would', true],
+  ['no run begun: CLEAR counts it (its licence still its own, no wake ended it)', false],
+])(
+  'review 39, fixed: a marker deleted by hand between the promotion and the record: counted once; %s',
+  async (_what, runs) => {
+    const { h, wakeUp, go, restore, worker, done, clearing } = await promotedAndHeld();
+    try {
+      // deleting the marker by hand ends the deferral (the contract's own test); no wake reported it
+      expect(await h.redis.del(h.engine.deferredStageKey(a))).toBe(1);
+      if (runs) {
+        void worker.run();
+        await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and succeed');
+      }
+      go.open();
+      expect(await clearing).toBe(1);
+    } finally {
+      restore();
+      await worker.close();
+    }
+  },
+);
