@@ -47,7 +47,9 @@
  *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` exists (until the
  *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
  *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
- *        ('<nonce>+')
+ *        ('<nonce>+'). A '+' at the end (also alone) says a run of the job held a fresh chain
+ *        ('!'): written there, or by FAIL when it records a job that held '!'; a redelivery of
+ *        the job that takes its licence back takes it back '!' (reviews 43, 44)
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -412,8 +414,8 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- a wake-up redelivered after its failed-for-good record (its worker died before BullMQ
     -- failed it) while no other job took the stage: it takes its licence back and runs once
     -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
-    -- whether its next failure is its last; a run of it that ended its deferral for a clear, its
-    -- mark used, '+' below, takes it back marked '!': the clear ended that chain, review 43)
+    -- whether its next failure is its last; one whose run held a fresh chain, '!', takes it
+    -- back marked '!': a clear ended the chain before that run, reviews 43 and 44; see 'sdq')
     if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
     redis.call('ZREM', IDX, me .. '?')
     lic = (c[12] and string.sub(c[12], -1) == '+') and me .. '!' or me
@@ -894,6 +896,13 @@ local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 -- the chain ends with its holder's failure; a job failing for good while another job holds the
 -- licence (a wake-up whose window ended) leaves that chain, and its place in the wait index, alone
 if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
+-- its record ('?') cannot say the chain was a fresh one ('!': a clear, a retry by hand); its hash
+-- keeps that (see 'sdq'), so a redelivery that takes the licence back (BATCH) takes it back '!'
+-- and a clear's mark on it is not used again (review 44)
+if live == me .. '!' then
+  local q = redis.call('HGET', KEYS[2], 'sdq') or ''
+  if string.sub(q, -1) ~= '+' then redis.call('HSET', KEYS[2], 'sdq', q .. '+') end
+end
 if not live or live == me or live == me .. '!' then unwait(ARGV[3], ARGV[1]) end
 -- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
 -- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
