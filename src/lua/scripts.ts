@@ -44,7 +44,7 @@
  *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
  *        CLI) to its run, which reports it early; '1' (written by earlier versions) is reported
  *   sdq  a wake-up a clear promoted: that clear batch's nonce, written before the promotion
- *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` exists (until the
+ *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` (a set) exists (until the
  *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
  *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
  *        ('<nonce>+'). A '+' at the end (also alone) says a run of the job held a fresh chain
@@ -422,22 +422,26 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     redis.call('ZADD', IDX, 0, lic)
     records = records - 1
   end
-  if wake == 'w' and not retried and lic == me and c[12] and string.sub(c[12], -1) ~= '+' then
+  if wake == 'w' and c[12] and string.sub(c[12], -1) ~= '+' and (lic == me or (retried and m)) then
     -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
     -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
     -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
     -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
-    -- again, review 43). After CLEAR, its licence already is '!'; after a failed promotion
-    -- (no CLEAR of it) or once the count is gone, the mark does nothing
+    -- again, review 43). So does a run retried by hand that deletes its own marker (BullMQ
+    -- failed it before its begin, maxStartedAttempts, and an operator retried it: review 45).
+    -- After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran), or the clear
+    -- took the mark back after refused promotions (CLEAR_UNMARK), the mark does nothing
     local P = BASE .. 'sd:clrp:' .. c[12]
     if redis.call('EXISTS', P) == 1 then
-      redis.call('ZREM', IDX, me)
-      lic = me .. '!'
-      redis.call('ZADD', IDX, 0, lic)
+      if lic == me then
+        redis.call('ZREM', IDX, me)
+        lic = me .. '!'
+        redis.call('ZADD', IDX, 0, lic)
+      end
       unwait(BASE, sid)
       redis.call('HSET', J, 'sdq', c[12] .. '+')
       -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
-      if m or (c[11] ~= 'w' and c[11] ~= 'e') then redis.call('INCR', P) end
+      if m or (c[11] ~= 'w' and c[11] ~= 'e') then redis.call('SADD', P, own) end
     end
   end
   local carried, opts, kept, took = 0, '', '', ''
@@ -836,7 +840,8 @@ for i = 3, #ARGV do
   end
 end
 -- and those whose promoted run began first and ended their deferral themselves (BATCH's begin)
-local count = #cleared + (tonumber(redis.call('GET', KEYS[3])) or 0)
+-- (a set of those wake-up ids, and '' that opened it)
+local count = #cleared + math.max(redis.call('SCARD', KEYS[3]) - 1, 0)
 redis.call('DEL', KEYS[3])
 redis.call('SET', KEYS[2], count, 'PX', 86400000)
 return count
@@ -845,11 +850,12 @@ return count
 /**
  * clear mark: a clear batch's read of its markers, marking each wake-up a marker names with
  * the batch's nonce ('sdq') before the clear promotes it, after opening the batch's pending
- * count (sd:clrp:<nonce>, 0). A run of such a wake-up that begins before the batch's CLEAR ends
+ * count (sd:clrp:<nonce>: a set holding '' until runs add their wake-up ids). A run of such a wake-up that begins before the batch's CLEAR ends
  * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
  * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
  * outage of its connection: review 43): a clear that died before its CLEAR leaves its marks
- * doing nothing once it is gone. Where the count cannot be made (a slot migrating: Redis refuses
+ * doing nothing once it is gone (and CLEAR_UNMARK takes back the marks of refused promotions).
+ * Where the count cannot be made (a slot migrating: Redis refuses
  * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
  * the markers are read as a plain MGET reads them (the clear as before this mark: such a run is
  * counted nowhere); a wake-up whose hash cannot be read or written there is left unmarked alone.
@@ -858,8 +864,10 @@ return count
  * Returns the markers' values, as MGET would.
  */
 export const CLEAR_MARK = `
-local r = redis.pcall('SET', ARGV[1] .. 'sd:clrp:' .. ARGV[2], 0, 'NX', 'PX', 86400000)
-local open = not (type(r) == 'table' and r.err)
+local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
+local r = redis.pcall('SADD', P, '')
+local open = r == 1 or r == 0
+if r == 1 then redis.call('PEXPIRE', P, 86400000) end
 local values = {}
 for i = 3, #ARGV do
   local v = redis.call('GET', KEYS[i - 2])
@@ -868,6 +876,36 @@ for i = 3, #ARGV do
   if open and v == ARGV[i] and redis.pcall('EXISTS', J) == 1 then redis.pcall('HSET', J, 'sdq', ARGV[2]) end
 end
 return values
+`;
+
+/**
+ * clear unmark: after a clear batch's promotions, for the wake-ups whose promotion was refused
+ * (they stay deferred: the clear reports them not cleared), takes back each mark no run used
+ * yet ('sdq' still the bare nonce), so a later run of them does nothing for this clear; and
+ * answers those whose run used it already (it ran anyway, its timer or an operator's promote:
+ * that run cleared its stage and counted it in the pending count: the clear counts it cleared,
+ * not refused: review 45). With ARGV[3] '1' (no CLEAR follows: nothing of the batch was
+ * promoted) it also takes the pending count, deleted. Read and written through pcall: during a
+ * slot migration what cannot be read is left as it is (a mark left there does nothing once the
+ * count is gone).
+ * ARGV: 1 queue base, 2 the nonce, 3 '1' to take the count, 4.. the refused wake-up ids
+ * Returns {the count taken (0 when not taken), the ids whose run used the mark...}
+ */
+export const CLEAR_UNMARK = `
+local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
+local used = {0}
+for i = 4, #ARGV do
+  local J = ARGV[1] .. ARGV[i]
+  if redis.pcall('HGET', J, 'sdq') == ARGV[2] then redis.pcall('HDEL', J, 'sdq') end
+  -- its run counted it (the job itself may be gone: it finished)
+  if redis.pcall('SISMEMBER', P, ARGV[i]) == 1 then used[#used + 1] = ARGV[i] end
+end
+if ARGV[3] == '1' then
+  local n = redis.pcall('SCARD', P)
+  if type(n) == 'number' and n > 0 then used[1] = n - 1 end
+  redis.pcall('DEL', P)
+end
+return used
 `;
 
 /**
@@ -973,6 +1011,8 @@ try('RPUSH', K, 'p')
 try('LPOS', K, 'p')
 try('DEL', K)
 try('SADD', K, 'p')
+try('SISMEMBER', K, 'p')
+try('SCARD', K)
 try('SMEMBERS', K)
 try('SREM', K, 'p')
 try('DEL', K)

@@ -43,16 +43,24 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     const markers = (await c[CMD.sdClearMark]!(batch.length, ...markerKeys, s.keys.base, nonce, ...batch)) as (
       string | null
     )[];
-    const promoted = await promoteAll(
+    const { promoted, refused } = await promoteAll(
       s.queue,
       batch.filter((id, j) => markers[j] === id),
-      failed,
     );
-    if (promoted.length === 0) {
-      // nothing promoted, no CLEAR: the marks do nothing once the count is gone (else in a day;
-      // a delete refused, a slot migrating, is left to that)
-      await c.del!(pending).catch(() => undefined);
-      continue;
+    if (refused.length > 0 || promoted.length === 0) {
+      // the refused stay deferred: their marks taken back (a later run does nothing for this
+      // clear), but one whose run used its mark already ran anyway and ended its deferral
+      // (counted in `pending`): cleared, not refused (review 45). With nothing promoted no CLEAR
+      // follows: the count is taken here (a call refused, a slot migrating, leaves it a day)
+      const [taken, ...used] = (await c[CMD.sdClearUnmark]!(
+        s.keys.base,
+        nonce,
+        promoted.length === 0 ? '1' : '0',
+        ...refused.map(([id]) => id),
+      ).catch(() => [0])) as [number, ...string[]];
+      cleared += taken;
+      for (const [id, error] of refused) if (!used.includes(id)) failed.push(error);
+      if (promoted.length === 0) continue;
     }
     // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
     const keys = [
@@ -70,11 +78,11 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
 }
 
 /**
- * Promotes wake-ups; returns those on their way now: promoted, or no longer
- * delayed (its window just ended, or an operator promoted it: it is waiting
- * or running already). Other errors are retried once, then collected in `failed`.
+ * Promotes wake-ups; `promoted`: those on their way now (promoted, or no longer delayed: its
+ * window just ended, or an operator promoted it: it is waiting or running already). Other
+ * errors are retried once, then answered in `refused`, with their errors.
  */
-async function promoteAll(queue: Queue, ids: string[], failed: unknown[]): Promise<string[]> {
+async function promoteAll(queue: Queue, ids: string[]): Promise<{ promoted: string[]; refused: [string, unknown][] }> {
   const once = async (todo: string[]) => {
     const settled = await Promise.allSettled(todo.map((id) => promote(queue, id)));
     const errors: [string, unknown][] = [];
@@ -87,9 +95,8 @@ async function promoteAll(queue: Queue, ids: string[], failed: unknown[]): Promi
     return { ok, errors };
   };
   const first = await once(ids);
-  if (first.errors.length === 0) return first.ok;
+  if (first.errors.length === 0) return { promoted: first.ok, refused: [] };
   await sleep(100);
   const second = await once(first.errors.map(([id]) => id));
-  for (const [, error] of second.errors) failed.push(error);
-  return [...first.ok, ...second.ok];
+  return { promoted: [...first.ok, ...second.ok], refused: second.errors };
 }

@@ -72,6 +72,7 @@ describe('the Lua scripts', () => {
       'CANCEL',
       'CLEAR',
       'CLEAR_MARK',
+      'CLEAR_UNMARK',
       'DEFER',
       'EXTEND',
       'FAIL',

@@ -21,8 +21,9 @@ it('review 43: CLEAR_MARK sent again with the same nonce answers the same marker
   expect(await mark()).toEqual([d!.wakeUpJobId]);
   expect(await h.redis.hget(`${base}${d!.wakeUpJobId}`, 'sdq')).toBe(nonce);
   // a run of the marked wake-up counted itself meanwhile
-  expect(await h.redis.incr(`${base}sd:clrp:${nonce}`)).toBe(1);
+  expect(await h.redis.sadd(`${base}sd:clrp:${nonce}`, d!.wakeUpJobId)).toBe(1);
   expect(await mark()).toEqual([d!.wakeUpJobId]);
-  expect(await h.redis.get(`${base}sd:clrp:${nonce}`)).toBe('1');
+  expect((await h.redis.smembers(`${base}sd:clrp:${nonce}`)).sort()).toEqual(['', d!.wakeUpJobId]);
+  expect(await h.redis.pttl(`${base}sd:clrp:${nonce}`)).toBeGreaterThan(23 * 3_600_000);
   await h.redis.del(`${base}sd:clrp:${nonce}`);
 });
