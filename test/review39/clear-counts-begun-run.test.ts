@@ -42,6 +42,8 @@ it('review 39: a wake-up the clear promoted whose run began before the clear rec
     expect(await h.redis.zrangebylex(`${base}sd:licences`, '[r39-begun/', '[r39-begun/\xff')).toEqual([`${wakeUp}!`]);
     go.open();
     expect(await clearing).toBe(1);
+    // the batch's CLEAR took the count: nothing of it is left behind
+    expect(await h.redis.exists(pending)).toBe(0);
     answer.open(SENT);
     await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to complete');
     expect(done.find((c) => c.id === wakeUp)!.result).toMatchObject({ dispatched: true });
