@@ -429,8 +429,8 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
     -- again, review 43). So does a run retried by hand that deletes its own marker (BullMQ
     -- failed it before its begin, maxStartedAttempts, and an operator retried it: review 45).
-    -- After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran), or the clear
-    -- took the mark back after refused promotions (CLEAR_UNMARK), the mark does nothing
+    -- After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took the
+    -- marks of refused promotions back), the mark does nothing
     local P = BASE .. 'sd:clrp:' .. c[12]
     if redis.call('EXISTS', P) == 1 then
       if lic == me then
@@ -799,10 +799,11 @@ return {had, inflight, pending or '', unpack(old)}
  * failed record still leaves a promoted wake-up, which ends its own window
  * when it runs (its marker has more than the skew tolerance left: a Promote).
  * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), 3 its pending count (sd:clrp:<uuid>, see
- * CLEAR_MARK), then per wake-up i: i+1 its marker M
- * ARGV: 1 queue base, 2 the batch's nonce (<uuid>), then the promoted wake-up ids (ARGV[i],
- * i >= 3), in the same order
- * Returns how many deferrals this clear batch ended. A batch run again (its reply lost with the
+ * CLEAR_MARK), then per promoted wake-up i: i its marker M
+ * ARGV: 1 queue base, 2 the batch's nonce (<uuid>), 3 how many were promoted (n), then the
+ * promoted wake-up ids (ARGV[i], 4 <= i <= 3 + n), in the same order, then the refused ones
+ * Returns {how many deferrals this clear batch ended, the refused ids whose run ended theirs}
+ * (those are counted in the first). A batch run again (its reply lost with the
  * connection: ioredis resends it, for as long as its connection retries) answers the count its
  * first run answered, kept a day: it would find its own work done and count none.
  * For each: the marker still names it -> deleted; the licence, if still the
@@ -821,12 +822,17 @@ local done = redis.call('GET', KEYS[2])
 if done then
   -- (a write, so a replica wait on the connection that resent it covers the first run too)
   redis.call('PEXPIRE', KEYS[2], 86400000)
-  return tonumber(done)
+  -- '<count>,<id>,...' (an earlier version's: '<count>')
+  local answer = {}
+  for part in string.gmatch(done, '[^,]+') do answer[#answer + 1] = part end
+  answer[1] = tonumber(answer[1])
+  return answer
 end
 local cleared = {}
-for i = 3, #ARGV do
+local last = 3 + tonumber(ARGV[3])
+for i = 4, last do
   local id = ARGV[i]
-  local m = KEYS[i + 1]
+  local m = KEYS[i]
   local own = redis.call('ZREM', KEYS[1], id) == 1
   local named = redis.call('GET', m) == id
   if named then redis.call('DEL', m) end
@@ -839,12 +845,22 @@ for i = 3, #ARGV do
     unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
   end
 end
--- and those whose promoted run began first and ended their deferral themselves (BATCH's begin)
--- (a set of those wake-up ids, and '' that opened it)
-local count = #cleared + math.max(redis.call('SCARD', KEYS[3]) - 1, 0)
+-- the refused (they stay deferred): each mark no run used yet is taken back (a later run of it
+-- does nothing for this clear); one whose run counted itself already ran anyway (its timer, an
+-- operator's promote) and ended its deferral: answered, cleared, not refused (review 45)
+local answer = {0}
+for i = last + 1, #ARGV do
+  local J = ARGV[1] .. ARGV[i]
+  if redis.call('HGET', J, 'sdq') == ARGV[2] then redis.call('HDEL', J, 'sdq') end
+  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 1 then answer[#answer + 1] = ARGV[i] end
+end
+-- and those whose run began first and ended their deferral themselves (BATCH's begin): the
+-- count's members ('' opened it)
+answer[1] = #cleared + math.max(redis.call('SCARD', KEYS[3]) - 1, 0)
 redis.call('DEL', KEYS[3])
-redis.call('SET', KEYS[2], count, 'PX', 86400000)
-return count
+-- (ids hold no ',': stage ids are percent-encoded, and the suffix is ours)
+redis.call('SET', KEYS[2], table.concat(answer, ','), 'PX', 86400000)
+return answer
 `;
 
 /**
@@ -854,58 +870,28 @@ return count
  * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
  * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
  * outage of its connection: review 43): a clear that died before its CLEAR leaves its marks
- * doing nothing once it is gone (and CLEAR_UNMARK takes back the marks of refused promotions).
+ * doing nothing once it is gone (and CLEAR takes back the marks of refused promotions).
  * Where the count cannot be made (a slot migrating: Redis refuses
  * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
  * the markers are read as a plain MGET reads them (the clear as before this mark: such a run is
  * counted nowhere); a wake-up whose hash cannot be read or written there is left unmarked alone.
  * Sent again, it marks and answers the same.
  * KEYS: each licence's marker   ARGV: 1 queue base, 2 the nonce, 3.. the licences (wake-up ids)
- * Returns the markers' values, as MGET would.
+ * Returns {1 when the count was opened (0: nothing marked), the markers' values, as MGET would}.
  */
 export const CLEAR_MARK = `
 local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
 local r = redis.pcall('SADD', P, '')
 local open = r == 1 or r == 0
 if r == 1 then redis.call('PEXPIRE', P, 86400000) end
-local values = {}
+local values = {open and 1 or 0}
 for i = 3, #ARGV do
   local v = redis.call('GET', KEYS[i - 2])
-  values[i - 2] = v
+  values[i - 1] = v
   local J = ARGV[1] .. ARGV[i]
   if open and v == ARGV[i] and redis.pcall('EXISTS', J) == 1 then redis.pcall('HSET', J, 'sdq', ARGV[2]) end
 end
 return values
-`;
-
-/**
- * clear unmark: after a clear batch's promotions, for the wake-ups whose promotion was refused
- * (they stay deferred: the clear reports them not cleared), takes back each mark no run used
- * yet ('sdq' still the bare nonce), so a later run of them does nothing for this clear; and
- * answers those whose run used it already (it ran anyway, its timer or an operator's promote:
- * that run cleared its stage and counted it in the pending count: the clear counts it cleared,
- * not refused: review 45). With ARGV[3] '1' (no CLEAR follows: nothing of the batch was
- * promoted) it also takes the pending count, deleted. Read and written through pcall: during a
- * slot migration what cannot be read is left as it is (a mark left there does nothing once the
- * count is gone).
- * ARGV: 1 queue base, 2 the nonce, 3 '1' to take the count, 4.. the refused wake-up ids
- * Returns {the count taken (0 when not taken), the ids whose run used the mark...}
- */
-export const CLEAR_UNMARK = `
-local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
-local used = {0}
-for i = 4, #ARGV do
-  local J = ARGV[1] .. ARGV[i]
-  if redis.pcall('HGET', J, 'sdq') == ARGV[2] then redis.pcall('HDEL', J, 'sdq') end
-  -- its run counted it (the job itself may be gone: it finished)
-  if redis.pcall('SISMEMBER', P, ARGV[i]) == 1 then used[#used + 1] = ARGV[i] end
-end
-if ARGV[3] == '1' then
-  local n = redis.pcall('SCARD', P)
-  if type(n) == 'number' and n > 0 then used[1] = n - 1 end
-  redis.pcall('DEL', P)
-end
-return used
 `;
 
 /**

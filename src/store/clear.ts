@@ -40,38 +40,45 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     // batch's nonce before it is promoted (a run of it that begins before this batch's CLEAR ends
     // its deferral itself and counts it in `pending`); one that fails throws: no answer is no answer
     const markerKeys = batch.map((id) => s.keys.marker(stageIdOfJobId(id)));
-    const markers = (await c[CMD.sdClearMark]!(batch.length, ...markerKeys, s.keys.base, nonce, ...batch)) as (
-      string | null
-    )[];
+    const [open, ...markers] = (await c[CMD.sdClearMark]!(
+      batch.length,
+      ...markerKeys,
+      s.keys.base,
+      nonce,
+      ...batch,
+    )) as [number, ...(string | null)[]];
     const { promoted, refused } = await promoteAll(
       s.queue,
       batch.filter((id, j) => markers[j] === id),
     );
-    if (refused.length > 0 || promoted.length === 0) {
-      // the refused stay deferred: their marks taken back (a later run does nothing for this
-      // clear), but one whose run used its mark already ran anyway and ended its deferral
-      // (counted in `pending`): cleared, not refused (review 45). With nothing promoted no CLEAR
-      // follows: the count is taken here (a call refused, a slot migrating, leaves it a day)
-      const [taken, ...used] = (await c[CMD.sdClearUnmark]!(
-        s.keys.base,
-        nonce,
-        promoted.length === 0 ? '1' : '0',
-        ...refused.map(([id]) => id),
-      ).catch(() => [0])) as [number, ...string[]];
-      cleared += taken;
-      for (const [id, error] of refused) if (!used.includes(id)) failed.push(error);
-      if (promoted.length === 0) continue;
+    if (promoted.length === 0 && (refused.length === 0 || !open)) {
+      // nothing to record, and no mark to take back (none was made, or no promotion was even
+      // tried): the refused stay deferred; the count, if one was opened, goes (a delete refused,
+      // a slot migrating, leaves it its day)
+      for (const [, error] of refused) failed.push(error);
+      if (open) await c.del!(pending).catch(() => undefined);
+      continue;
     }
-    // a batch sent again (its reply lost with the connection, ioredis resends it) answers the same
+    // the promoted are recorded; the refused stay deferred, their marks taken back, but one whose
+    // run used its mark ran anyway and ended its deferral: cleared, not refused (review 45). A
+    // batch sent again (its reply lost with the connection, ioredis resends it) answers the same
     const keys = [
       s.keys.index,
       s.keys.clearReply(nonce),
       pending,
       ...promoted.map((id) => s.keys.marker(stageIdOfJobId(id))),
     ];
-    cleared += Number(
-      await s.tx.one('clear', (m) => m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, ...promoted)),
+    const refusedIds = refused.map(([id]) => id);
+    const record = s.tx.one('clear', (m) =>
+      m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),
     );
+    // with nothing promoted, a record refused (a slot migrating refuses both) leaves every stage
+    // of the batch deferred, reported not cleared, as before the marks; their marks stay until
+    // the count's day is out (a run of one meanwhile starts a fresh chain: docs/design.md)
+    const answer = (await (promoted.length > 0 ? record : record.catch(() => [0]))) as [number, ...string[]];
+    const [count, ...ranAnyway] = answer;
+    cleared += Number(count);
+    for (const [id, error] of refused) if (!ranAnyway.includes(id)) failed.push(error);
   }
   if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
   return cleared;

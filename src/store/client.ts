@@ -65,7 +65,6 @@ const SCRIPTS = {
   // variable key count: the first argument is the number of keys
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdClearMark: { keys: undefined, lua: lua.CLEAR_MARK },
-  sdClearUnmark: { keys: 0, lua: lua.CLEAR_UNMARK },
   sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
   sdFinished: { keys: 2, lua: lua.FINISHED },

@@ -13,7 +13,7 @@
  *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
  *   sd:clr:<uuid>          one clear batch's count (PX 1 day): the same batch sent again answers it
- *   sd:clrp:<uuid>         one clear batch's pending count, a set (PX 1 day, deleted by its CLEAR): '' and the ids of promoted wake-ups whose runs ended their deferral first (CLEAR_MARK, BATCH, CLEAR_UNMARK)
+ *   sd:clrp:<uuid>         one clear batch's pending count, a set (PX 1 day, deleted by its CLEAR): '' and the ids of promoted wake-ups whose runs ended their deferral first (CLEAR_MARK, BATCH, CLEAR)
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
  */

@@ -72,7 +72,6 @@ describe('the Lua scripts', () => {
       'CANCEL',
       'CLEAR',
       'CLEAR_MARK',
-      'CLEAR_UNMARK',
       'DEFER',
       'EXTEND',
       'FAIL',

@@ -59,6 +59,8 @@ it.each([
     // a's run ended its deferral for the clear (a fresh chain), b was promoted: both cleared, none
     // reported refused (before: cleared 2 and not cleared 1, three outcomes for two stages)
     expect(outcome).toBe(withB ? 2 : 1);
+    // the count was taken (by CLEAR, or by the clear itself): nothing of it is left behind
+    expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
     const [after] = await h.engine.listDeferred(a.scope);
     expect(after).toMatchObject({ deferrals: 1 });
   },
