@@ -72,16 +72,28 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     const record = s.tx.one('clear', (m) =>
       m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),
     );
-    // with nothing promoted, a record refused (a slot migrating refuses both) leaves every stage
-    // of the batch deferred, reported not cleared, as before the marks; their marks stay until
-    // the count's day is out (a run of one meanwhile starts a fresh chain: docs/design.md)
-    const answer = (await (promoted.length > 0 ? record : record.catch(() => [0]))) as [number, ...string[]];
+    // with nothing promoted, a record that failed is read back from its kept answer, in case it
+    // ran (its reply lost: a timeout, a connection given up, a replica wait unconfirmed); one that
+    // did not run (a slot migrating refuses both) reports the batch's stages not cleared, and
+    // leaves their marks until the count's day is out (a run of one meanwhile starts a fresh
+    // chain: docs/design.md). With some promoted, its error is the clear's (review 47)
+    const answer = (await (promoted.length > 0
+      ? record
+      : record.catch(() => keptAnswer(c, s.keys.clearReply(nonce))))) as [number, ...string[]];
     const [count, ...ranAnyway] = answer;
     cleared += Number(count);
     for (const [id, error] of refused) if (!ranAnyway.includes(id)) failed.push(error);
   }
   if (failed.length > 0) throw new ClearIncompleteError(cleared, failed.length, failed[0]);
   return cleared;
+}
+
+/** A clear batch's answer as its CLEAR kept it (`<count>,<id>,...`), or none: `[0]`. */
+async function keptAnswer(c: Awaited<ReturnType<StoreParts['client']>>, key: string): Promise<[number, ...string[]]> {
+  const kept = (await c.get!(key).catch(() => null)) as string | null;
+  if (!kept) return [0];
+  const [count, ...ids] = kept.split(',');
+  return [Number(count), ...ids];
 }
 
 /**

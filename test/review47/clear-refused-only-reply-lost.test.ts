@@ -1,0 +1,86 @@
+import type { StageRef } from '../../src';
+import { redisClient } from '../../src/bullmq/adapter';
+import { CMD } from '../../src/store/client';
+import { harness, notSent } from '../helpers/engine';
+import { latch, watch } from '../helpers/jobs';
+import { waitFor } from '../helpers/redis';
+
+/**
+ * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
+ * anyway before the batch's CLEAR (its own timer, an operator's Promote) and counted itself:
+ * review 45/46 say it is reported cleared, not refused. With nothing promoted, clear.ts swallows
+ * any failure of the batch's CLEAR as `[0]`, "a slot migrating refuses both": but a CLEAR that
+ * ran and whose reply was lost for good (ioredis' commandTimeout, maxRetriesPerRequest after the
+ * EXEC was written, a replica wait that fails after the write) did its work (took the count,
+ * deleted it, kept its answer under sd:clr:<nonce>) and the clear never reads that answer: the
+ * stage whose deferral ended is reported not cleared (cleared 0, notCleared 1), the count lost.
+ */
+const a: StageRef = { scope: ['r47-lost', 'ch-1'], stage: 'image' };
+type Backend = { promote(id: string): Promise<void> };
+type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };
+
+it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was lost reports the stage its run cleared as cleared (its kept answer), not as refused', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  h.executor.script(a, notSent('no_worker_available'), notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [da] = await h.engine.listDeferred(a.scope);
+  const wa = da!.wakeUpJobId;
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
+  const real = backend.promote.bind(backend);
+  const ran = latch();
+  let calls = 0;
+  backend.promote = async (id: string) => {
+    if (id !== wa) return real(id);
+    if (++calls === 1) {
+      await real(id);
+      await waitFor(() => done.some((c) => c.id === wa), 'a wake-up to run and defer again', 15_000);
+      ran.open();
+    }
+    throw new Error('refused, as a slot migrating refuses it');
+  };
+  // the batch's CLEAR runs on Redis, its reply is lost (a timeout)
+  const c = (await redisClient(h.engine.queue)) as unknown as { multi(): Multi };
+  const realMulti = c.multi.bind(c);
+  let lost = 0;
+  c.multi = () => {
+    const m = realMulti();
+    const send = m[CMD.sdClear]!;
+    let clear = false;
+    m[CMD.sdClear] = (...args: unknown[]) => {
+      clear = true;
+      return send.apply(m, args);
+    };
+    const exec = m.exec.bind(m);
+    m.exec = async () => {
+      const out = await exec();
+      if (clear) {
+        lost++;
+        throw new Error('Command timed out');
+      }
+      return out;
+    };
+    return m;
+  };
+  let outcome: number | { cleared: number; notCleared: number } | undefined;
+  try {
+    outcome = await h.engine
+      .clearDeferrals(['r47-lost'])
+      .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
+  } finally {
+    backend.promote = real;
+    c.multi = realMulti;
+    ran.open();
+    await worker.close();
+  }
+  expect(lost).toBe(1);
+  // the CLEAR ran: it kept its answer (1, a's id) and took the count
+  const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
+  expect(kept).toHaveLength(1);
+  expect(await h.redis.get(kept[0]!)).toBe(`1,${wa}`);
+  expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
+  // a's run ended its deferral for this clear (a fresh chain): it is cleared, as when the reply
+  // arrives (review 45/46). Head: ClearIncompleteError { cleared: 0, notCleared: 1 }
+  expect(outcome).toBe(1);
+}, 30_000);
