@@ -177,3 +177,28 @@ export async function stalledCheck(
     await checker.close();
   }
 }
+
+/**
+ * Refuses BullMQ's promote of `wakeUp` on `queue` (each time, as a slot migrating refuses it),
+ * but the first time moves the job on anyway (its own timer, an operator's Promote) and waits
+ * until `done` shows it ran. `restore()` puts the real promote back.
+ */
+export function refuseButRun(queue: unknown, wakeUp: string, done: { id: string }[]) {
+  type Backend = { promote(id: string): Promise<void> };
+  const backend = (queue as { getBackend(): Backend }).getBackend();
+  const real = backend.promote.bind(backend);
+  let calls = 0;
+  backend.promote = async (id: string) => {
+    if (id !== wakeUp) return real(id);
+    if (++calls === 1) {
+      await real(id);
+      await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and defer again', 15_000);
+    }
+    throw new Error('refused, as a slot migrating refuses it');
+  };
+  return {
+    restore() {
+      backend.promote = real;
+    },
+  };
+}

@@ -1,7 +1,6 @@
 import type { StageRef } from '../../src';
 import { harness, notSent } from '../helpers/engine';
-import { latch, watch } from '../helpers/jobs';
-import { waitFor } from '../helpers/redis';
+import { refuseButRun, watch } from '../helpers/jobs';
 
 /**
  * Review 45. A clear batch of two stages, a and b. a's wake-up is marked (`sdq`), but BullMQ's
@@ -15,7 +14,6 @@ import { waitFor } from '../helpers/redis';
  */
 const a: StageRef = { scope: ['r45-refused', 'ch-1'], stage: 'image' };
 const b: StageRef = { scope: ['r45-refused', 'ch-2'], stage: 'image' };
-type Backend = { promote(id: string): Promise<void> };
 
 it.each([
   ['with another stage of its batch promoted (its CLEAR adds the count)', true],
@@ -32,28 +30,14 @@ it.each([
     const wa = da!.wakeUpJobId;
     const worker = h.engine.createWorker();
     const { done } = watch(worker);
-    const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
-    const real = backend.promote.bind(backend);
-    const ran = latch();
-    let calls = 0;
-    backend.promote = async (id: string) => {
-      if (id !== wa) return real(id);
-      if (++calls === 1) {
-        // a's own timer (or an operator's Promote) moves it now; the clear's promote is refused
-        await real(id);
-        await waitFor(() => done.some((c) => c.id === wa), 'a wake-up to run and defer again', 15_000);
-        ran.open();
-      }
-      throw new Error('refused, as a slot migrating refuses it');
-    };
+    const refusal = refuseButRun(h.engine.queue, wa, done);
     let outcome: number | { cleared: number; notCleared: number } | undefined;
     try {
       outcome = await h.engine
         .clearDeferrals(['r45-refused'])
         .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
     } finally {
-      backend.promote = real;
-      ran.open();
+      refusal.restore();
       await worker.close();
     }
     // a's run ended its deferral for the clear (a fresh chain), b was promoted: both cleared, none

@@ -2,8 +2,7 @@ import type { StageRef } from '../../src';
 import { redisClient } from '../../src/bullmq/adapter';
 import { CMD } from '../../src/store/client';
 import { harness, notSent } from '../helpers/engine';
-import { latch, watch } from '../helpers/jobs';
-import { waitFor } from '../helpers/redis';
+import { refuseButRun, watch } from '../helpers/jobs';
 
 /**
  * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
@@ -16,7 +15,6 @@ import { waitFor } from '../helpers/redis';
  * stage whose deferral ended is reported not cleared (cleared 0, notCleared 1), the count lost.
  */
 const a: StageRef = { scope: ['r47-lost', 'ch-1'], stage: 'image' };
-type Backend = { promote(id: string): Promise<void> };
 type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };
 
 it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was lost reports the stage its run cleared as cleared (its kept answer), not as refused', async () => {
@@ -27,19 +25,7 @@ it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was l
   const wa = da!.wakeUpJobId;
   const worker = h.engine.createWorker();
   const { done } = watch(worker);
-  const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();
-  const real = backend.promote.bind(backend);
-  const ran = latch();
-  let calls = 0;
-  backend.promote = async (id: string) => {
-    if (id !== wa) return real(id);
-    if (++calls === 1) {
-      await real(id);
-      await waitFor(() => done.some((c) => c.id === wa), 'a wake-up to run and defer again', 15_000);
-      ran.open();
-    }
-    throw new Error('refused, as a slot migrating refuses it');
-  };
+  const refusal = refuseButRun(h.engine.queue, wa, done);
   // the batch's CLEAR runs on Redis, its reply is lost (a timeout)
   const c = (await redisClient(h.engine.queue)) as unknown as { multi(): Multi };
   const realMulti = c.multi.bind(c);
@@ -69,9 +55,8 @@ it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was l
       .clearDeferrals(['r47-lost'])
       .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
   } finally {
-    backend.promote = real;
+    refusal.restore();
     c.multi = realMulti;
-    ran.open();
     await worker.close();
   }
   expect(lost).toBe(1);
