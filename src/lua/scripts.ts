@@ -190,6 +190,10 @@ end
 -- finds J unfinished (an operator retried it meanwhile: BullMQ's retry deletes finishedOn) records
 -- nothing: only the mark of the run it reports ('run', its processedOn) loses its stalled count,
 -- a later run's own mark is left alone. Returns false for that call (nothing recorded)
+-- whether a job's clear mark ('sdq') says a run of it held a fresh chain: a '+' at its end
+local function markUsed(q)
+  return q and string.sub(q, -1) == '+'
+end
 local function markFinished(J, after, run)
   local h = redis.call('HMGET', J, 'finishedOn', 'sdf', 'atm', 'stc', 'processedOn', 'sdp')
   if h[1] then
@@ -418,11 +422,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- back marked '!': a clear ended the chain before that run, reviews 43 and 44; see 'sdq')
     if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
     redis.call('ZREM', IDX, me .. '?')
-    lic = (c[12] and string.sub(c[12], -1) == '+') and me .. '!' or me
+    lic = markUsed(c[12]) and me .. '!' or me
     redis.call('ZADD', IDX, 0, lic)
     records = records - 1
   end
-  if wake == 'w' and c[12] and string.sub(c[12], -1) ~= '+' and (lic == me or (retried and m)) then
+  if wake == 'w' and c[12] and not markUsed(c[12]) and (lic == me or (retried and m)) then
     -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
     -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
     -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
@@ -925,7 +929,7 @@ if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
 -- and a clear's mark on it is not used again (review 44)
 if live == me .. '!' then
   local q = redis.call('HGET', KEYS[2], 'sdq') or ''
-  if string.sub(q, -1) ~= '+' then redis.call('HSET', KEYS[2], 'sdq', q .. '+') end
+  if not markUsed(q) then redis.call('HSET', KEYS[2], 'sdq', q .. '+') end
 end
 if not live or live == me or live == me .. '!' then unwait(ARGV[3], ARGV[1]) end
 -- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
