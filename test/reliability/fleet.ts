@@ -444,21 +444,25 @@ export async function runFleet(
     })();
 
     // capacity returning now and then: wakeDeferred ends some deferrals early (recorded, by stage)
-    const wokenAt = new Map<string, number[]>();
+    // Each wake is matched to the window it ended by the wake-up's id (the `woken` event's `jobId`, the
+    // window record's third field), not by time: the window's start is stamped by the child's journal after
+    // its deferral is written, so a wake can land between the two (a time match then missed it).
+    const wokenAt = new Map<string, number>();
     let wokenEarly = 0;
+    let wakeStarted: number | undefined; // while a wakeDeferred call is out
+    engine.on('woken', (e) => {
+      if (wakeStarted !== undefined) wokenAt.set(e.jobId, Math.min(wokenAt.get(e.jobId) ?? Infinity, wakeStarted));
+    });
     const waker = (async () => {
       if (!opts.wakeEveryMs) return;
       while (!done) {
         await Promise.race([finished, new Promise((r) => setTimeout(r, opts.wakeEveryMs))]);
         if (done) break;
-        const before = Date.now();
+        wakeStarted = Date.now();
         const r = await engine
           .wakeDeferred({ limit: 1 + Math.floor(operatorRandom() * 4) })
           .catch(() => ({ woken: [] }));
-        for (const ref of r.woken) {
-          const sid = stageId(ref);
-          wokenAt.set(sid, [...(wokenAt.get(sid) ?? []), before]);
-        }
+        wakeStarted = undefined;
         wokenEarly += r.woken.length;
       }
     })();
@@ -611,7 +615,7 @@ async function verify(
   sids: string[],
   cancelAt: Map<string, number>,
   opts: FleetOptions,
-  wokenAt = new Map<string, number[]>(),
+  wokenAt = new Map<string, number>(),
 ): Promise<FleetReport> {
   const { rec, R } = fleet;
   const p = rec.pipeline();
@@ -712,8 +716,8 @@ async function verify(
       open.set(fence, { pid: pid!, seq });
     }
     const wins = ((res[3 * i + 1]?.[1] as string[]) ?? []).map((l) => {
-      const [t0, until] = l.split('|');
-      return { t0: Number(t0), until: Number(until) };
+      const [t0, until, wakeUpJobId] = l.split('|');
+      return { t0: Number(t0), until: Number(until), wakeUpJobId: wakeUpJobId! };
     });
     report.executorCalls += calls.length;
     report.deferrals += wins.length;
@@ -728,11 +732,11 @@ async function verify(
     }
     if (cancelled !== undefined) report.callsAfterCancel += calls.filter((c) => c.t > cancelled).length;
     for (const w of wins) {
-      // a wakeDeferred during the window ended it early: calls after it are the wake's
-      const woken = (wokenAt.get(sid) ?? []).filter((t) => t > w.t0 && t < w.until);
+      // a wakeDeferred that woke this window's wake-up ended it early: calls from its start on are the wake's
+      const woken = wokenAt.get(w.wakeUpJobId);
       for (const c of calls) {
         if (cancelled !== undefined && c.t > cancelled) continue;
-        if (woken.some((t) => t <= c.t)) continue;
+        if (woken !== undefined && woken <= c.t) continue;
         if (c.t > w.t0 && c.t < w.until - EDGE_TOLERANCE_MS) {
           report.windowViolations.push(`${sid}: call ${c.n} at ${c.t} inside window ${w.t0}..${w.until}`);
         }
