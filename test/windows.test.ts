@@ -1,5 +1,5 @@
 import { Job } from 'bullmq';
-import { harness, notSent } from './helpers/engine';
+import { CLOCK_ESTIMATE_SLACK_MS, harness, notSent } from './helpers/engine';
 
 const refs = (n: number) => Array.from({ length: n }, (_, i) => ({ scope: ['book-1', `sc-${i}`], stage: 'image' }));
 
@@ -18,10 +18,12 @@ describe('14.8: jitter shortens windows, never lengthens them', () => {
     }
     for (const [i, w] of windows.entries()) {
       expect({ i, w, inRange: w >= 5000 && w <= 10_000 }).toEqual({ i, w, inRange: true });
-      // the marker's PTTL is the window, counting down: never more than it, never more than 10 s
-      expect({ i, pttl: pttls[i], ok: pttls[i]! > 0 && pttls[i]! <= w }).toEqual({ i, pttl: pttls[i], ok: true });
+      // the marker's PTTL is the window, counting down: never more than it (but for the clock estimate's
+      // error, expectWindowLeft), never more than 10 s
+      const ok = pttls[i]! > 0 && pttls[i]! <= w + CLOCK_ESTIMATE_SLACK_MS;
+      expect({ i, pttl: pttls[i], ok }).toEqual({ i, pttl: pttls[i], ok: true });
     }
-    expect(Math.max(...pttls)).toBeLessThanOrEqual(10_000);
+    expect(Math.max(...pttls)).toBeLessThanOrEqual(10_000 + CLOCK_ESTIMATE_SLACK_MS);
     // spread: 30 uniform draws over 5 s almost surely span more than 1 s and rarely repeat
     expect(Math.max(...windows) - Math.min(...windows)).toBeGreaterThan(1000);
     expect(Math.max(...pttls) - Math.min(...pttls)).toBeGreaterThan(1000);

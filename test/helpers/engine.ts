@@ -193,6 +193,21 @@ export async function snapshot(redis: IORedis, prefix: string): Promise<Map<stri
   return out;
 }
 
+/**
+ * A marker's PTTL read just after its deferral: live, and no longer than the window `ms`, give or
+ * take how far this host's estimate of Redis' clock (`src/store/clock.ts`: half its tightest round
+ * trip, wide on a loaded machine) ran ahead when it stamped the window's end.
+ */
+export function expectWindowLeft(pttl: number, ms: number): void {
+  expect({ pttl, live: pttl > 0, within: pttl <= ms + CLOCK_ESTIMATE_SLACK_MS }).toEqual({
+    pttl,
+    live: true,
+    within: true,
+  });
+}
+/** What {@link expectWindowLeft} allows over a window: far below any step of the window ladder. */
+export const CLOCK_ESTIMATE_SLACK_MS = 50;
+
 export function expectUnwritten(
   before: Map<string, { dump: string; pttl: number }>,
   after: Map<string, { dump: string; pttl: number }>,
