@@ -100,13 +100,25 @@ async function main(): Promise<void> {
   }
 
   const results: ScenarioResult[] = [];
+  // a scenario that throws is reported (a row saying so, and the exit code) and the others still run
+  const failed: string[] = [];
   const t0 = Date.now();
   for (const name of names) {
     log(`scenario ${name} ...`);
     const s = Date.now();
-    const r = await SCENARIOS[name]!(ctx);
-    log(`scenario ${name} done in ${((Date.now() - s) / 1000).toFixed(1)} s`);
-    results.push(r);
+    try {
+      results.push(await SCENARIOS[name]!(ctx));
+      log(`scenario ${name} done in ${((Date.now() - s) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      console.error(error);
+      failed.push(name);
+      const message = error instanceof Error ? error.message : String(error);
+      results.push({
+        name,
+        rows: [{ scenario: name, measure: `failed: ${message}`, plugin: '', target: '', met: false }],
+        details: { failed: message },
+      });
+    }
   }
   const seconds = (Date.now() - t0) / 1000;
   const rows = results.flatMap((r) => r.rows);
@@ -125,6 +137,10 @@ async function main(): Promise<void> {
     `${missed === 0 ? 'Every target met.' : `${missed} target(s) missed.`} Details: ${path.relative(process.cwd(), file)}\n`,
   );
   await closeClients();
+  if (failed.length > 0) {
+    process.stdout.write(`Scenarios that failed: ${failed.join(', ')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch(async (error: unknown) => {

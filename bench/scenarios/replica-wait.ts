@@ -25,6 +25,7 @@ export async function replicaWait(ctx: BenchContext): Promise<ScenarioResult> {
   try {
     const stages = ctx.n(2000, 400);
     const rounds = ctx.n(3, 2);
+    const lagged: Record<Variant, number> = { wait: 0, 'no-wait': 0 };
     const measure = async (variant: Variant, concurrency: number, count: number) => {
       const prefix = `{bench-wait-${randomUUID().slice(0, 8)}}`;
       prefixes.push(prefix);
@@ -43,7 +44,9 @@ export async function replicaWait(ctx: BenchContext): Promise<ScenarioResult> {
         const t0 = performance.now();
         await deferAll(e, refs('b', count), null, concurrency);
         const seconds = (performance.now() - t0) / 1000;
-        if (lags > 0) throw new Error(`${lags} replicaLag events: the replicas did not keep up`);
+        // a WAIT that timed out (the replicas fell behind: a loaded machine) is part of what the
+        // default costs then; the row says how many there were
+        lagged[variant] += lags;
         return count / seconds;
       } finally {
         await e.close();
@@ -51,14 +54,19 @@ export async function replicaWait(ctx: BenchContext): Promise<ScenarioResult> {
       }
     };
     const wide = await interleave(rounds, ['wait', 'no-wait'] as Variant[], (v) => measure(v, 64, stages));
+    const lagsWide = lagged.wait;
     const narrow = await interleave(rounds, ['wait', 'no-wait'] as Variant[], (v) => measure(v, 1, stages / 4));
-    const row = (concurrency: number, runs: Record<Variant, number[]>): Row => {
+    const row = (concurrency: number, runs: Record<Variant, number[]>, lags: number): Row => {
       const plugin = median(runs.wait);
       const baseline = median(runs['no-wait']);
-      log(`replica-wait c=${concurrency}: ${plugin.toFixed(0)} vs ${baseline.toFixed(0)} deferrals/s`);
+      log(
+        `replica-wait c=${concurrency}: ${plugin.toFixed(0)} vs ${baseline.toFixed(0)} deferrals/s, ${lags} replicaLag`,
+      );
       return {
         scenario: 'replica-wait',
-        measure: `deferrals/s on a Cluster, concurrency ${concurrency}: waitForReplicas (default) vs false`,
+        measure:
+          `deferrals/s on a Cluster, concurrency ${concurrency}: waitForReplicas (default) vs false` +
+          (lags > 0 ? ` (${lags} replicaLag events: WAIT timed out, the replicas fell behind)` : ''),
         plugin: Math.round(plugin),
         baseline: Math.round(baseline),
         ratio: plugin / baseline,
@@ -68,8 +76,8 @@ export async function replicaWait(ctx: BenchContext): Promise<ScenarioResult> {
     };
     return {
       name: 'replica-wait',
-      rows: [row(64, wide), row(1, narrow)],
-      details: { stages, rounds, concurrency64: wide, concurrency1: narrow },
+      rows: [row(64, wide, lagsWide), row(1, narrow, lagged.wait - lagsWide)],
+      details: { stages, rounds, concurrency64: wide, concurrency1: narrow, replicaLag: lagged },
     };
   } finally {
     await Promise.all(prefixes.map((p) => dropClusterPrefix(cluster, p).catch(() => undefined)));
