@@ -72,15 +72,19 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     const record = s.tx.one('clear', (m) =>
       m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),
     );
-    // with nothing promoted, a record that failed is read back from its kept answer, in case it
-    // ran (its reply lost: a timeout, a connection given up, a replica wait unconfirmed); one that
-    // did not run (a slot migrating refuses both) reports the batch's stages not cleared, and
-    // leaves their marks until the count's day is out (a run of one meanwhile starts a fresh
-    // chain: docs/design.md). With some promoted, its error is the clear's (review 47)
-    const answer = (await (promoted.length > 0
-      ? record
-      : record.catch(() => keptAnswer(c, s.keys.clearReply(nonce))))) as [number, ...string[]];
-    const [count, ...ranAnyway] = answer;
+    // a record that failed is read back from its kept answer, in case it ran (its reply lost: a
+    // timeout, a connection given up, a replica wait unconfirmed; reviews 47, 48). One that did
+    // not run (a slot migrating refuses it): with some promoted, its error is the clear's, and
+    // the batches after it stay deferred (review 38); with nothing promoted, the batch's stages
+    // are reported not cleared, their marks left until the count's day is out (a run of one
+    // meanwhile starts a fresh chain: docs/design.md). A read-back that keeps failing leaves the
+    // outcome unknown: the record's error is the clear's
+    const answer = await record.catch(async (error: unknown) => {
+      const kept = await keptAnswer(c, s.keys.clearReply(nonce));
+      if (kept === undefined || (kept === null && promoted.length > 0)) throw error;
+      return kept ?? [0];
+    });
+    const [count, ...ranAnyway] = answer as [number, ...string[]];
     cleared += Number(count);
     for (const [id, error] of refused) if (!ranAnyway.includes(id)) failed.push(error);
   }
@@ -88,12 +92,34 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
   return cleared;
 }
 
-/** A clear batch's answer as its CLEAR kept it (`<count>,<id>,...`), or none: `[0]`. */
-async function keptAnswer(c: Awaited<ReturnType<StoreParts['client']>>, key: string): Promise<[number, ...string[]]> {
-  const kept = (await c.get!(key).catch(() => null)) as string | null;
-  if (!kept) return [0];
-  const [count, ...ids] = kept.split(',');
-  return [Number(count), ...ids];
+/** How long `keptAnswer` tries again, ms: no read starts after this since the first. */
+const KEPT_READ_MS = 3000;
+
+/**
+ * A clear batch's answer as its CLEAR kept it (`<count>,<id>,...`), `null` when it kept none (it
+ * did not run: the read queues behind it on the same connection), `undefined` when no read got an
+ * answer. A read that fails (it timed out behind the same stall as the record's reply, say) is
+ * tried again, as the record's reply may just be late (review 48), for `KEPT_READ_MS`.
+ */
+async function keptAnswer(
+  c: Awaited<ReturnType<StoreParts['client']>>,
+  key: string,
+): Promise<[number, ...string[]] | null | undefined> {
+  const until = Date.now() + KEPT_READ_MS;
+  for (let wait = 100; Date.now() < until; wait *= 2) {
+    const kept = (await c.get!(key).then(
+      (v) => v as string | null,
+      () => undefined,
+    )) as string | null | undefined;
+    if (kept === undefined) {
+      await sleep(Math.min(wait, Math.max(0, until - Date.now())));
+      continue;
+    }
+    if (kept === null) return null;
+    const [count, ...ids] = kept.split(',');
+    return [Number(count), ...ids];
+  }
+  return undefined;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { Worker, type Job } from 'bullmq';
+import type { StageRef } from '../../src';
+import { notSent, type Harness } from './engine';
 import { client, waitFor } from './redis';
 
 /** Completed and failed jobs of a worker, as they happen. */
@@ -181,9 +183,15 @@ export async function stalledCheck(
 /**
  * Refuses BullMQ's promote of `wakeUp` on `queue` (each time, as a slot migrating refuses it),
  * but the first time moves the job on anyway (its own timer, an operator's Promote) and waits
- * until `done` shows it ran. `restore()` puts the real promote back.
+ * until `done` shows it ran. `refused(n)`, when given, is awaited before the n-th refusal.
+ * `restore()` puts the real promote back.
  */
-export function refuseButRun(queue: unknown, wakeUp: string, done: { id: string }[]) {
+export function refuseButRun(
+  queue: unknown,
+  wakeUp: string,
+  done: { id: string }[],
+  refused?: (call: number) => Promise<void> | void,
+) {
   type Backend = { promote(id: string): Promise<void> };
   const backend = (queue as { getBackend(): Backend }).getBackend();
   const real = backend.promote.bind(backend);
@@ -194,6 +202,7 @@ export function refuseButRun(queue: unknown, wakeUp: string, done: { id: string 
       await real(id);
       await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and defer again', 15_000);
     }
+    await refused?.(calls);
     throw new Error('refused, as a slot migrating refuses it');
   };
   return {
@@ -201,4 +210,17 @@ export function refuseButRun(queue: unknown, wakeUp: string, done: { id: string 
       backend.promote = real;
     },
   };
+}
+
+/**
+ * Defers `ref` with a capacity outcome (one more scripted for its wake-up's run, which defers
+ * again) and starts a Worker whose finished runs `done` records: a deferred stage whose wake-up a
+ * clear's refused promotion may run anyway (`refuseButRun`). Returns the wake-up's id.
+ */
+export async function deferredWithWorker(h: Harness, ref: StageRef) {
+  h.executor.script(ref, notSent('no_worker_available'), notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [deferred] = await h.engine.listDeferred(ref.scope);
+  const worker = h.engine.createWorker();
+  return { wakeUp: deferred!.wakeUpJobId, worker, done: watch(worker).done };
 }

@@ -2,17 +2,20 @@ import { connect as connectTcp, createServer, type AddressInfo, type Socket } fr
 import { redisOptions } from './redis';
 
 /**
- * A TCP proxy to the tests' Redis (reviews 38 and 40). `dropAfterExec()` arms it: the reply to
- * the next `EXEC` (Redis ran the transaction) is lost with the connection, which it cuts; for
- * `outageMs` after that it refuses every new connection (Redis itself stays up).
+ * What a proxy does with one reply chunk from Redis: `first` says it is the first after an armed
+ * `EXEC` went by; true when it took the chunk (it is not passed on).
  */
-export async function replyDropProxy(outageMs = 0) {
+type ReplyHook = (chunk: Buffer, first: boolean, inbound: Socket, outbound: Socket) => boolean;
+
+/**
+ * A TCP proxy to the tests' Redis. `arm()`: the reply to the next `EXEC` on any connection (Redis
+ * ran the transaction) is the `first` the connection's hook (one made per connection) is told of.
+ * `refuse()`: whether a new connection is turned away now.
+ */
+async function execReplyProxy(hook: () => ReplyHook, refuse: () => boolean = () => false) {
   const target = redisOptions();
   const sockets = new Set<Socket>();
   let armed = false;
-  let dropping = false;
-  let downUntil = 0;
-  let drops = 0;
   const track = (s: Socket) => {
     sockets.add(s);
     s.on('error', () => undefined);
@@ -20,26 +23,22 @@ export async function replyDropProxy(outageMs = 0) {
   };
   const server = createServer((inbound) => {
     track(inbound);
-    if (Date.now() < downUntil) return void inbound.destroy();
+    if (refuse()) return void inbound.destroy();
     const outbound = connectTcp(target.port, target.host);
     track(outbound);
+    const onReply = hook();
+    let watching = false;
     inbound.on('data', (chunk: Buffer) => {
       if (armed && /\r\nexec\r\n/i.test(chunk.toString('latin1'))) {
         armed = false;
-        dropping = true;
+        watching = true;
       }
       outbound.write(chunk);
     });
     outbound.on('data', (chunk: Buffer) => {
-      if (dropping) {
-        dropping = false;
-        drops++;
-        downUntil = Date.now() + outageMs;
-        inbound.destroy();
-        outbound.destroy();
-        return;
-      }
-      inbound.write(chunk);
+      const first = watching;
+      watching = false;
+      if (!onReply(chunk, first, inbound, outbound)) inbound.write(chunk);
     });
     inbound.on('close', () => outbound.destroy());
     outbound.on('close', () => inbound.destroy());
@@ -47,13 +46,60 @@ export async function replyDropProxy(outageMs = 0) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as AddressInfo).port,
-    dropAfterExec: () => void (armed = true),
-    drops: () => drops,
+    arm: () => void (armed = true),
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/**
+ * A TCP proxy to the tests' Redis (reviews 38 and 40). `dropAfterExec()` arms it: the reply to
+ * the next `EXEC` (Redis ran the transaction) is lost with the connection, which it cuts; for
+ * `outageMs` after that it refuses every new connection (Redis itself stays up).
+ */
+export async function replyDropProxy(outageMs = 0) {
+  let downUntil = 0;
+  let drops = 0;
+  const p = await execReplyProxy(
+    () => (_chunk, first, inbound, outbound) => {
+      if (!first) return false;
+      drops++;
+      downUntil = Date.now() + outageMs;
+      inbound.destroy();
+      outbound.destroy();
+      return true;
+    },
+    () => Date.now() < downUntil,
+  );
+  return { port: p.port, dropAfterExec: p.arm, drops: () => drops, close: p.close };
+}
+
+/**
+ * A TCP proxy to the tests' Redis (review 48). `stallAfterExec()` arms it: from the reply to the
+ * next `EXEC` on, that connection's replies are held for `stallMs`, then passed on in order (a
+ * network stall, a Redis busy with another client's script): nothing is lost, all of it late.
+ */
+export async function replyStallProxy(stallMs: number) {
+  let stalls = 0;
+  const p = await execReplyProxy(() => {
+    let held: Buffer[] | undefined;
+    return (chunk, first, inbound) => {
+      if (first) {
+        stalls++;
+        const out = (held = []);
+        setTimeout(() => {
+          held = undefined;
+          for (const b of out) inbound.write(b);
+        }, stallMs);
+      }
+      if (!held) return false;
+      held.push(chunk);
+      return true;
+    };
+  });
+  return { port: p.port, stallAfterExec: p.arm, stalls: () => stalls, close: p.close };
 }
 
 type Backend = { promote(id: string): Promise<void> };

@@ -1,8 +1,8 @@
 import type { StageRef } from '../../src';
 import { redisClient } from '../../src/bullmq/adapter';
 import { CMD } from '../../src/store/client';
-import { harness, notSent } from '../helpers/engine';
-import { refuseButRun, watch } from '../helpers/jobs';
+import { harness } from '../helpers/engine';
+import { deferredWithWorker, refuseButRun } from '../helpers/jobs';
 
 /**
  * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
@@ -19,12 +19,7 @@ type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise
 
 it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was lost reports the stage its run cleared as cleared (its kept answer), not as refused', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
-  h.executor.script(a, notSent('no_worker_available'), notSent('no_worker_available'));
-  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
-  const [da] = await h.engine.listDeferred(a.scope);
-  const wa = da!.wakeUpJobId;
-  const worker = h.engine.createWorker();
-  const { done } = watch(worker);
+  const { wakeUp: wa, worker, done } = await deferredWithWorker(h, a);
   const refusal = refuseButRun(h.engine.queue, wa, done);
   // the batch's CLEAR runs on Redis, its reply is lost (a timeout)
   const c = (await redisClient(h.engine.queue)) as unknown as { multi(): Multi };
