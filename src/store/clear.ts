@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import { promote } from '../bullmq/adapter';
-import { ClearIncompleteError } from '../errors';
+import { ClearIncompleteError, ReplicationUnconfirmedError } from '../errors';
 import { stageIdOfJobId } from '../stage-ref';
 import { CMD } from './client';
 import type { StoreParts } from './parts';
@@ -73,13 +73,15 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
       m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),
     );
     // a record that failed is read back from its kept answer, in case it ran (its reply lost: a
-    // timeout, a connection given up, a replica wait unconfirmed; reviews 47, 48). One that did
-    // not run (a slot migrating refuses it): with some promoted, its error is the clear's, and
-    // the batches after it stay deferred (review 38); with nothing promoted, the batch's stages
-    // are reported not cleared, their marks left until the count's day is out (a run of one
-    // meanwhile starts a fresh chain: docs/design.md). A read-back that keeps failing leaves the
-    // outcome unknown: the record's error is the clear's
+    // timeout, a connection given up; reviews 47, 48). One that did not run (a slot migrating
+    // refuses it): with some promoted, its error is the clear's, and the batches after it stay
+    // deferred (review 38); with nothing promoted, the batch's stages are reported not cleared,
+    // their marks left until the count's day is out (a run of one meanwhile starts a fresh chain:
+    // docs/design.md). A read-back that keeps failing leaves the outcome unknown: the record's
+    // error is the clear's. So is a replica wait unconfirmed: the record ran, but the replicas
+    // may not hold it (clear again)
     const answer = await record.catch(async (error: unknown) => {
+      if (error instanceof ReplicationUnconfirmedError) throw error;
       const kept = await keptAnswer(c, s.keys.clearReply(nonce));
       if (kept === undefined || (kept === null && promoted.length > 0)) throw error;
       return kept ?? [0];
