@@ -1,5 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { StageRef } from '../../src';
+import { redisClient } from '../../src/bullmq/adapter';
+import { CMD } from '../../src/store/client';
 import { notSent, type Harness } from './engine';
 import { client, waitFor } from './redis';
 
@@ -223,4 +225,39 @@ export async function deferredWithWorker(h: Harness, ref: StageRef) {
   const [deferred] = await h.engine.listDeferred(ref.scope);
   const worker = h.engine.createWorker();
   return { wakeUp: deferred!.wakeUpJobId, worker, done: watch(worker).done };
+}
+
+type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };
+
+/**
+ * Makes the clear's batch records on `queue`'s connection run on Redis and then fail with `error`
+ * (a reply lost, a replica wait unconfirmed). `failed()`: how many did; `restore()` undoes it.
+ */
+export async function clearRecordFailsAfterRunning(queue: unknown, error: () => Error) {
+  const c = (await redisClient(queue as never)) as unknown as { multi(): Multi };
+  const realMulti = c.multi.bind(c);
+  let failed = 0;
+  c.multi = () => {
+    const m = realMulti();
+    const send = m[CMD.sdClear]!;
+    let clear = false;
+    m[CMD.sdClear] = (...args: unknown[]) => {
+      clear = true;
+      return send.apply(m, args);
+    };
+    const exec = m.exec.bind(m);
+    m.exec = async () => {
+      const out = await exec();
+      if (!clear) return out;
+      failed++;
+      throw error();
+    };
+    return m;
+  };
+  return {
+    failed: () => failed,
+    restore() {
+      c.multi = realMulti;
+    },
+  };
 }

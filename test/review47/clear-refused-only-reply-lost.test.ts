@@ -1,8 +1,6 @@
 import type { StageRef } from '../../src';
-import { redisClient } from '../../src/bullmq/adapter';
-import { CMD } from '../../src/store/client';
 import { harness } from '../helpers/engine';
-import { deferredWithWorker, refuseButRun } from '../helpers/jobs';
+import { clearRecordFailsAfterRunning, deferredWithWorker, refuseButRun } from '../helpers/jobs';
 
 /**
  * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
@@ -15,35 +13,13 @@ import { deferredWithWorker, refuseButRun } from '../helpers/jobs';
  * stage whose deferral ended is reported not cleared (cleared 0, notCleared 1), the count lost.
  */
 const a: StageRef = { scope: ['r47-lost', 'ch-1'], stage: 'image' };
-type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };
 
 it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was lost reports the stage its run cleared as cleared (its kept answer), not as refused', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
   const { wakeUp: wa, worker, done } = await deferredWithWorker(h, a);
   const refusal = refuseButRun(h.engine.queue, wa, done);
   // the batch's CLEAR runs on Redis, its reply is lost (a timeout)
-  const c = (await redisClient(h.engine.queue)) as unknown as { multi(): Multi };
-  const realMulti = c.multi.bind(c);
-  let lost = 0;
-  c.multi = () => {
-    const m = realMulti();
-    const send = m[CMD.sdClear]!;
-    let clear = false;
-    m[CMD.sdClear] = (...args: unknown[]) => {
-      clear = true;
-      return send.apply(m, args);
-    };
-    const exec = m.exec.bind(m);
-    m.exec = async () => {
-      const out = await exec();
-      if (clear) {
-        lost++;
-        throw new Error('Command timed out');
-      }
-      return out;
-    };
-    return m;
-  };
+  const lost = await clearRecordFailsAfterRunning(h.engine.queue, () => new Error('Command timed out'));
   let outcome: number | { cleared: number; notCleared: number } | undefined;
   try {
     outcome = await h.engine
@@ -51,10 +27,10 @@ it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was l
       .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
   } finally {
     refusal.restore();
-    c.multi = realMulti;
+    lost.restore();
     await worker.close();
   }
-  expect(lost).toBe(1);
+  expect(lost.failed()).toBe(1);
   // the CLEAR ran: it kept its answer (1, a's id) and took the count
   const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
   expect(kept).toHaveLength(1);
