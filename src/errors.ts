@@ -155,15 +155,21 @@ export class EngineClosedError extends StageDeferralError {
 /**
  * A write was made, but the `WAIT` that was to confirm its replication ran on
  * another connection (ioredis resent it after the first one closed, e.g. in a
- * failover): whether the replicas hold the write is unknown. A dispatch job
+ * failover), or failed (`cause`): whether the replicas hold the write is unknown. A dispatch job
  * throws it and is retried; the retry finds the stage deferred if the write
  * survived, or dispatches it again if not.
  */
 export class ReplicationUnconfirmedError extends StageDeferralError {
-  constructor(op: string) {
+  /** `cause`: what failed after the write ran (its `WAIT`, or the read of its connection), if that. */
+  constructor(
+    op: string,
+    override readonly cause?: unknown,
+  ) {
     super(
       'REPLICATION_UNCONFIRMED',
-      `The ${op} was written, but its connection closed before the replicas confirmed it; it may be lost in a failover`,
+      cause === undefined
+        ? `The ${op} was written, but its connection closed before the replicas confirmed it; it may be lost in a failover`
+        : `The ${op} was written, but the replicas did not confirm it (${String((cause as Error)?.message ?? cause)}); it may be lost in a failover`,
     );
   }
 }

@@ -82,7 +82,7 @@ export interface DispatchEngineOptions<P = unknown> {
    * `WAIT replicas timeoutMs` on the same connection: the job completes (the
    * call returns) only once `replicas` replicas hold the write (or the wait
    * timed out). A `WAIT` that ran on another connection (ioredis resent it)
-   * rejects with `ReplicationUnconfirmedError`. When fewer replicas
+   * or failed rejects with `ReplicationUnconfirmedError`. When fewer replicas
    * acknowledge, a `replicaLag` event is emitted, the engine goes on, and it
    * stops waiting for `10 × timeoutMs` (a master with no replica in sync would
    * otherwise stall every deferral). `false` turns it off.

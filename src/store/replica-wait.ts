@@ -33,8 +33,8 @@ type Pipeline = Record<string, (...args: unknown[]) => Pipeline> & {
  * connection (a Cluster after a failover, a reconnected client); a `WAIT`
  * there says nothing about this write. So a write whose `WAIT` ran on
  * another connection than the write, or whose `WAIT` failed, rejects with
- * `ReplicationUnconfirmedError` or the error: the job is retried rather than
- * completed. A `WAIT` answered by fewer replicas is reported as
+ * `ReplicationUnconfirmedError` (a failure its `cause`): the job is retried
+ * rather than completed. A `WAIT` answered by fewer replicas is reported as
  * `replicaLag`; then no `WAIT` is sent for `10 × timeoutMs`.
  */
 export class ReplicaWait {
@@ -81,7 +81,11 @@ export class ReplicaWait {
       this.pending = batch = opened;
     }
     batch.writes++;
-    if ((await batch.done) !== madeOn) throw new ReplicationUnconfirmedError(op);
+    // a WAIT that failed (its connection closed, a timeout) confirms nothing either (review 49)
+    const ranOn = await batch.done.catch((error: unknown) => {
+      throw new ReplicationUnconfirmedError(op, error);
+    });
+    if (ranOn !== madeOn) throw new ReplicationUnconfirmedError(op);
   }
 }
 

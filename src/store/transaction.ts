@@ -1,6 +1,7 @@
 import { loadScripts, type Client, type Multi } from './client';
 import type { StoreKeys } from './keys';
 import { withRedirects } from './redirects';
+import { ReplicationUnconfirmedError } from '../errors';
 import { connectionOf, type ReplicaWait, type ReplicatedOp } from './replica-wait';
 
 /**
@@ -50,7 +51,9 @@ export class Transactions {
     });
     if (confirm) {
       const [err, info] = results.pop()!;
-      if (err) throw err;
+      // the write ran (its EXEC answered): whatever fails from here, its replication is unknown
+      // (a clear reads nothing back then: review 49)
+      if (err) throw new ReplicationUnconfirmedError(op, err);
       await replicas!.confirm(op, connectionOf(info));
     }
     return results;

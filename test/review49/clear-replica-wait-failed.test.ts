@@ -1,0 +1,67 @@
+import type { StageRef } from '../../src';
+import { redisClient } from '../../src/bullmq/adapter';
+import { harness, notSent } from '../helpers/engine';
+
+/**
+ * Review 49. d54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
+ * may not hold it), but only that error class. The replica wait can fail another way: its own
+ * pipeline (PERSIST, CLIENT INFO, WAIT) rejects (its connection closed under it: ioredis'
+ * "Connection is closed.", a commandTimeout on the WAIT). `ReplicaWait.confirm` then throws that
+ * error (src/store/replica-wait.ts: "whose WAIT failed, rejects with ... the error"), the record
+ * rejects with it, and clearScope reads the kept answer back and resolves with the count: a
+ * clear reported done whose replicas were never confirmed, where every other write of the
+ * engine rejects. Fixed: a replica wait that fails, or whose connection read fails, rejects with
+ * `ReplicationUnconfirmedError` (the failure its cause), whichever write it confirms.
+ */
+const a: StageRef = { scope: ['r49-wait-failed', 'ch-1'], stage: 'image' };
+
+type P = Record<string, (...args: unknown[]) => P> & { exec(): Promise<unknown> };
+
+it('review 49, fixed: a batch record that ran but whose replica WAIT failed rejects with REPLICATION_UNCONFIRMED, not resolves with the count', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 }, waitForReplicas: { replicas: 1, timeoutMs: 10 } });
+  const c = (await redisClient(h.engine.queue as never)) as unknown as { pipeline(): P };
+  const real = c.pipeline.bind(c);
+  let waits = 0;
+  let failing = false;
+  c.pipeline = () => {
+    const p = real();
+    const wait = p.wait!;
+    let isWait = false;
+    p.wait = (...args: unknown[]) => {
+      isWait = true;
+      return wait.apply(p, args);
+    };
+    const exec = p.exec.bind(p);
+    p.exec = async () => {
+      const out = (await exec()) as [Error | null, unknown][];
+      // the tests' Redis has no replica: its WAIT is answered as one replica holding the write
+      if (isWait && out[2]) out[2] = [null, 1];
+      if (isWait && failing) {
+        waits++;
+        // the WAIT's connection closed before its reply (the write itself ran)
+        throw new Error('Connection is closed.');
+      }
+      return out;
+    };
+    return p;
+  };
+  h.executor.script(a, notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  let outcome: unknown;
+  try {
+    failing = true;
+    outcome = await h.engine.clearDeferrals(['r49-wait-failed']).then(
+      (n) => ({ resolved: n }),
+      (e: Error & { code?: string }) => ({ rejected: e.code ?? e.message }),
+    );
+  } finally {
+    c.pipeline = real;
+  }
+  expect(waits).toBe(1);
+  // the record ran on the primary (its answer kept, the deferral ended) ...
+  const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
+  expect(kept).toHaveLength(1);
+  expect(await h.redis.get(kept[0]!)).toBe('1');
+  // ... but its replica wait failed: the clear reports it unconfirmed
+  expect(outcome).toEqual({ rejected: 'REPLICATION_UNCONFIRMED' });
+});
