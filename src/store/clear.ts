@@ -40,6 +40,7 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     // batch's nonce before it is promoted (a run of it that begins before this batch's CLEAR ends
     // its deferral itself and counts it in `pending`); one that fails throws: no answer is no answer
     const markerKeys = batch.map((id) => s.keys.marker(stageIdOfJobId(id)));
+    const markerOf = new Map(batch.map((id, j) => [id, markerKeys[j]!]));
     const [open, ...markers] = (await c[CMD.sdClearMark]!(
       batch.length,
       ...markerKeys,
@@ -62,12 +63,7 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
     // the promoted are recorded; the refused stay deferred, their marks taken back, but one whose
     // run used its mark ran anyway and ended its deferral: cleared, not refused (review 45). A
     // batch sent again (its reply lost with the connection, ioredis resends it) answers the same
-    const keys = [
-      s.keys.index,
-      s.keys.clearReply(nonce),
-      pending,
-      ...promoted.map((id) => s.keys.marker(stageIdOfJobId(id))),
-    ];
+    const keys = [s.keys.index, s.keys.clearReply(nonce), pending, ...promoted.map((id) => markerOf.get(id)!)];
     const refusedIds = refused.map(([id]) => id);
     const record = s.tx.one('clear', (m) =>
       m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),

@@ -1,7 +1,7 @@
+import { ReplicationUnconfirmedError } from '../errors';
 import { loadScripts, type Client, type Multi } from './client';
 import type { StoreKeys } from './keys';
 import { withRedirects } from './redirects';
-import { ReplicationUnconfirmedError } from '../errors';
 import { connectionOf, type ReplicaWait, type ReplicatedOp } from './replica-wait';
 
 /**
