@@ -1,6 +1,6 @@
 import type { StageRef } from '../../src';
 import { harness, notSent } from '../helpers/engine';
-import { refuseButRun, watch } from '../helpers/jobs';
+import { clearOutcome, refuseButRun, watch } from '../helpers/jobs';
 
 /**
  * Review 45. A clear batch of two stages, a and b. a's wake-up is marked (`sdq`), but BullMQ's
@@ -33,9 +33,7 @@ it.each([
     const refusal = refuseButRun(h.engine.queue, wa, done);
     let outcome: number | { cleared: number; notCleared: number } | undefined;
     try {
-      outcome = await h.engine
-        .clearDeferrals(['r45-refused'])
-        .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
+      outcome = await clearOutcome(h.engine, ['r45-refused']);
     } finally {
       refusal.restore();
       await worker.close();

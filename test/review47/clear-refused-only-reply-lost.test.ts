@@ -1,6 +1,12 @@
 import type { StageRef } from '../../src';
 import { harness } from '../helpers/engine';
-import { clearRecordFailsAfterRunning, deferredWithWorker, refuseButRun } from '../helpers/jobs';
+import {
+  clearOutcome,
+  clearRecordFailsAfterRunning,
+  deferredWithWorker,
+  keptAnswers,
+  refuseButRun,
+} from '../helpers/jobs';
 
 /**
  * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
@@ -22,9 +28,7 @@ it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was l
   const lost = await clearRecordFailsAfterRunning(h.engine.queue, () => new Error('Command timed out'));
   let outcome: number | { cleared: number; notCleared: number } | undefined;
   try {
-    outcome = await h.engine
-      .clearDeferrals(['r47-lost'])
-      .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
+    outcome = await clearOutcome(h.engine, ['r47-lost']);
   } finally {
     refusal.restore();
     lost.restore();
@@ -32,9 +36,7 @@ it('review 47, fixed: a refused-only batch whose CLEAR ran but whose reply was l
   }
   expect(lost.failed()).toBe(1);
   // the CLEAR ran: it kept its answer (1, a's id) and took the count
-  const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-  expect(kept).toHaveLength(1);
-  expect(await h.redis.get(kept[0]!)).toBe(`1,${wa}`);
+  expect(await keptAnswers(h)).toEqual([`1,${wa}`]);
   expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
   // a's run ended its deferral for this clear (a fresh chain): it is cleared, as when the reply
   // arrives (review 45/46). Head: ClearIncompleteError { cleared: 0, notCleared: 1 }

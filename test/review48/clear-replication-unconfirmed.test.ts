@@ -1,7 +1,7 @@
 import type { StageRef } from '../../src';
 import { ReplicationUnconfirmedError } from '../../src/errors';
 import { harness, notSent } from '../helpers/engine';
-import { clearRecordFailsAfterRunning } from '../helpers/jobs';
+import { clearRecordFailsAfterRunning, keptAnswers } from '../helpers/jobs';
 
 /**
  * Review 48's fix reads a failed batch record's kept answer back (it may have run), but not after
@@ -26,9 +26,7 @@ it('review 48: a batch record that ran but whose replica wait went unconfirmed r
   }
   expect(unconfirmed.failed()).toBe(1);
   // the record ran (its answer kept, the deferral ended), and the clear reports it unconfirmed
-  const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-  expect(kept).toHaveLength(1);
-  expect(await h.redis.get(kept[0]!)).toBe('1');
+  expect(await keptAnswers(h)).toEqual(['1']);
   expect(await h.engine.isStageDeferred(a)).toBe(false);
   expect(outcome).toBe('REPLICATION_UNCONFIRMED');
 });

@@ -1,6 +1,6 @@
 import type { StageRef } from '../../src';
 import { harness, notSent } from '../helpers/engine';
-import { deferredWithWorker, refuseButRun } from '../helpers/jobs';
+import { deferredWithWorker, keptAnswers, refuseButRun } from '../helpers/jobs';
 import { replyStallProxy } from '../helpers/proxy';
 import { redisOptions } from '../helpers/redis';
 
@@ -48,9 +48,7 @@ it('review 48, fixed: a refused-only batch whose CLEAR ran but whose reply timed
     }
     expect(p.stalls()).toBe(1);
     // the CLEAR ran: it kept its answer (1, a's id) and took the count
-    const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-    expect(kept).toHaveLength(1);
-    expect(await h.redis.get(kept[0]!)).toBe(`1,${wa}`);
+    expect(await keptAnswers(h)).toEqual([`1,${wa}`]);
     expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
     // a's run ended its deferral for this clear: 1 cleared, not "0 cleared, 1 not cleared" (a's
     // stage is no longer the deferral the clear reports it left)
@@ -82,9 +80,7 @@ it("review 48, fixed: a batch with a promoted wake-up whose CLEAR ran but whose 
       backend.promote = real;
     }
     expect(p.stalls()).toBe(1);
-    const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-    expect(kept).toHaveLength(1);
-    expect(await h.redis.get(kept[0]!)).toBe('1');
+    expect(await keptAnswers(h)).toEqual(['1']);
     expect(await h.redis.exists(h.engine.deferredStageKey(b))).toBe(0);
     // the clear ended b's deferral and knows it (its kept answer)
     expect(outcome instanceof Error ? { name: outcome.name, message: outcome.message } : outcome).toBe(1);

@@ -1,6 +1,7 @@
 import type { StageRef } from '../../src';
 import { redisClient } from '../../src/bullmq/adapter';
 import { harness, notSent } from '../helpers/engine';
+import { keptAnswers } from '../helpers/jobs';
 
 /**
  * Review 49. d54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
@@ -59,9 +60,7 @@ it('review 49, fixed: a batch record that ran but whose replica WAIT failed reje
   }
   expect(waits).toBe(1);
   // the record ran on the primary (its answer kept, the deferral ended) ...
-  const kept = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-  expect(kept).toHaveLength(1);
-  expect(await h.redis.get(kept[0]!)).toBe('1');
+  expect(await keptAnswers(h)).toEqual(['1']);
   // ... but its replica wait failed: the clear reports it unconfirmed
   expect(outcome).toEqual({ rejected: 'REPLICATION_UNCONFIRMED' });
 });
