@@ -220,11 +220,20 @@ export function refuseButRun(
  * clear's refused promotion may run anyway (`refuseButRun`). Returns the wake-up's id.
  */
 export async function deferredWithWorker(h: Harness, ref: StageRef) {
-  h.executor.script(ref, notSent('no_worker_available'), notSent('no_worker_available'));
+  const wakeUp = await deferOnce(h, ref, 2);
+  const worker = h.engine.createWorker();
+  return { wakeUp, worker, done: watch(worker).done };
+}
+
+/**
+ * Defers `ref` by a direct dispatch answered `no_worker_available` (scripted `answers` times: the
+ * later ones for its wake-up's runs); returns its wake-up's id.
+ */
+export async function deferOnce(h: Harness, ref: StageRef, answers = 1): Promise<string> {
+  h.executor.script(ref, ...Array.from({ length: answers }, () => notSent('no_worker_available')));
   expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
   const [deferred] = await h.engine.listDeferred(ref.scope);
-  const worker = h.engine.createWorker();
-  return { wakeUp: deferred!.wakeUpJobId, worker, done: watch(worker).done };
+  return deferred!.wakeUpJobId;
 }
 
 type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };

@@ -1,6 +1,6 @@
 import type { StageRef } from '../../src';
-import { harness, notSent } from '../helpers/engine';
-import { latch } from '../helpers/jobs';
+import { harness } from '../helpers/engine';
+import { deferOnce, latch } from '../helpers/jobs';
 
 /**
  * Review 38. A clear reads a batch's markers (MGET), promotes the wake-ups, then runs CLEAR, which
@@ -16,10 +16,7 @@ type Backend = { promote(id: string): Promise<void> };
 
 it('review 38, fixed: a clear racing wakeDeferred on the same stage: the one deferral is counted once across both (woken + cleared = 1)', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
-  h.executor.script(a, notSent('no_worker_available'));
-  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
-  const [d] = await h.engine.listDeferred(a.scope);
-  const wakeUp = d!.wakeUpJobId;
+  const wakeUp = await deferOnce(h, a);
 
   // the clear's promotion of the wake-up is held once it ran (the CLEAR not sent yet)
   const backend = (h.engine.queue as unknown as { getBackend(): Backend }).getBackend();

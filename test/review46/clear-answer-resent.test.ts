@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { StageRef } from '../../src';
 import { CLEAR, CLEAR_MARK } from '../../src/lua/scripts';
-import { harness, notSent } from '../helpers/engine';
+import { harness } from '../helpers/engine';
+import { deferOnce } from '../helpers/jobs';
 
 /**
  * Review 46. c274074 took back a refused promotion's mark, and told one whose run had counted
@@ -14,10 +15,7 @@ const a: StageRef = { scope: ['r46-resent', 'ch-1'], stage: 'image' };
 
 it("review 46, fixed: a batch's CLEAR with a refused promotion whose run counted itself answers {count, that id}, takes the bare marks back, and answers the same when sent again", async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
-  h.executor.script(a, notSent('no_worker_available'));
-  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
-  const [d] = await h.engine.listDeferred(a.scope);
-  const w = d!.wakeUpJobId;
+  const w = await deferOnce(h, a);
   const base = `${h.prefix}:${h.queueName}:`;
   const nonce = randomUUID();
   const pending = `${base}sd:clrp:${nonce}`;
