@@ -7,6 +7,7 @@ import {
   DispatchFailedError,
   InvalidOptionsError,
   isStageDeferralError,
+  ReplicationUnconfirmedError,
 } from '../errors';
 import { checkJobOptions, isWakeUpId, keptWhenFinished, parseJobData, refOf } from '../job-data';
 import type { ResolvedOptions } from '../options';
@@ -93,8 +94,15 @@ async function later(job: Job, token: string | undefined, ms: number): Promise<n
  * job was handed on, and BullMQ would refuse this failure) ends nothing, quietly.
  */
 async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: JobContext, error: Error): Promise<never> {
-  if (!(await store.markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)))
-    throw new DelayedError();
+  // a mark whose replicas did not confirm it ran: the job still fails for good (retried, it would
+  // run its stage again past the bound: review 50)
+  const marked = await store
+    .markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)
+    .catch((e: unknown) => {
+      if (e instanceof ReplicationUnconfirmedError) return true;
+      throw e;
+    });
+  if (!marked) throw new DelayedError();
   throw terminal(error);
 }
 

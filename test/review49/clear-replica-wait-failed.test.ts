@@ -1,7 +1,7 @@
 import type { StageRef } from '../../src';
-import { redisClient } from '../../src/bullmq/adapter';
 import { harness, notSent } from '../helpers/engine';
 import { keptAnswers } from '../helpers/jobs';
+import { stubWait } from '../helpers/replica-wait';
 
 /**
  * Review 49. d54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
@@ -16,49 +16,24 @@ import { keptAnswers } from '../helpers/jobs';
  */
 const a: StageRef = { scope: ['r49-wait-failed', 'ch-1'], stage: 'image' };
 
-type P = Record<string, (...args: unknown[]) => P> & { exec(): Promise<unknown> };
-
 it('review 49, fixed: a batch record that ran but whose replica WAIT failed rejects with REPLICATION_UNCONFIRMED, not resolves with the count', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 }, waitForReplicas: { replicas: 1, timeoutMs: 10 } });
-  const c = (await redisClient(h.engine.queue as never)) as unknown as { pipeline(): P };
-  const real = c.pipeline.bind(c);
-  let waits = 0;
-  let failing = false;
-  c.pipeline = () => {
-    const p = real();
-    const wait = p.wait!;
-    let isWait = false;
-    p.wait = (...args: unknown[]) => {
-      isWait = true;
-      return wait.apply(p, args);
-    };
-    const exec = p.exec.bind(p);
-    p.exec = async () => {
-      const out = (await exec()) as [Error | null, unknown][];
-      // the tests' Redis has no replica: its WAIT is answered as one replica holding the write
-      if (isWait && out[2]) out[2] = [null, 1];
-      if (isWait && failing) {
-        waits++;
-        // the WAIT's connection closed before its reply (the write itself ran)
-        throw new Error('Connection is closed.');
-      }
-      return out;
-    };
-    return p;
-  };
+  // the tests' Redis has no replica: its WAIT is answered as one replica holding the write
+  const w = await stubWait(h.engine.queue);
   h.executor.script(a, notSent('no_worker_available'));
   expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
   let outcome: unknown;
   try {
-    failing = true;
+    // every WAIT's connection closes before its reply (the write itself ran)
+    w.fail(Number.POSITIVE_INFINITY);
     outcome = await h.engine.clearDeferrals(['r49-wait-failed']).then(
       (n) => ({ resolved: n }),
       (e: Error & { code?: string }) => ({ rejected: e.code ?? e.message }),
     );
   } finally {
-    c.pipeline = real;
+    w.restore();
   }
-  expect(waits).toBe(1);
+  expect(w.failed()).toBe(1);
   // the record ran on the primary (its answer kept, the deferral ended) ...
   expect(await keptAnswers(h)).toEqual(['1']);
   // ... but its replica wait failed: the clear reports it unconfirmed
