@@ -14,7 +14,10 @@ const config = {
     ...base.jest,
     config: {
       testMatch: [
-        '**/test/(outcomes|stage-ref|stage-ref.bounds|stage-ref.vectors|job-ids.licences|job-options.check|job-data.schema|errors.codes).test.ts',
+        '**/test/contract/C5-outcomes/outcome-classes.test.ts',
+        '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors).test.ts',
+        '**/test/contract/C19-producer-contract/(job-options|job-data-schema).test.ts',
+        '**/test/contract/C23-observability/error-codes.test.ts',
       ],
     },
   },

@@ -26,16 +26,16 @@ fi
 
 suites=(
   # core
-  test/deferral.dispatch.test.ts test/deferral.worker.test.ts test/deferral.cancel-clear.test.ts
-  test/enqueue.test.ts test/crash-recovery.test.ts test/wake-deferred.test.ts test/contract.operator-paths.test.ts
+  test/contract/C1-deferral/dispatch.test.ts test/contract/C3-wake-up-runs/worker.test.ts test/contract/C9-cancel/cancel-and-clear.test.ts
+  test/contract/C18-enqueue/enqueue.test.ts test/contract/C14-crash-recovery/crash-recovery.test.ts test/contract/C8-wake-deferred/wake-deferred.test.ts test/contract/C16-retry-by-hand/operator-paths.test.ts
   # BullMQ-level: the job a user's Worker/Bull Board sees, retries, locks, errors, the adapter
-  test/wake-up-job.readable.test.ts test/in-flight-retry.test.ts test/lock-renewal.test.ts
-  test/marker-deleted.test.ts test/errors.codes.test.ts test/producer-only.test.ts test/bullmq-adapter.test.ts test/engine.survivors.test.ts
+  test/contract/C15-bull-board/wake-up-readable.test.ts test/contract/C12-one-in-flight/in-flight-retry.test.ts test/contract/C12-one-in-flight/lock-renewal.test.ts
+  test/contract/C17-promote-remove/marker-deleted.test.ts test/contract/C23-observability/error-codes.test.ts test/contract/C25-start-up/producer-only.test.ts test/contract/C25-start-up/bullmq-versions.test.ts test/contract/C25-start-up/engine-edges.test.ts
   # a Worker's custom backoff strategy and BullMQ's stalled count, read by the engine (review 20)
-  test/review20/backoff-stops-retry.test.ts test/review20/crash-after-fail-record.test.ts
+  test/contract/C11-retry-budget/backoff-stops-retry.test.ts test/contract/C14-crash-recovery/crash-after-fail-record.test.ts
   # BullMQ's stalled check failing a job whose frozen worker still runs, and its lock token read by
   # the engine (review 26)
-  test/review26/stall-failed-lock-dies.test.ts test/review26/kept-job-frozen-past-job-lock.test.ts
+  test/contract/C12-one-in-flight/stall-failed-lock-lives.test.ts test/contract/C12-one-in-flight/kept-job-frozen.test.ts
 )
 
 for pair in "$@"; do

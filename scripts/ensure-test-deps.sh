@@ -4,7 +4,7 @@
 #   redis-server  for the private Redis of scripts/with-redis.sh and the Redis Cluster of
 #                 `npm run test:core:cluster` (scripts/with-cluster.ts)
 #   python3-redis Debian's redis-py under /usr/bin/python3, for the Python producer test
-#                 (test/producers.python.test.ts)
+#                 (test/contract/C19-producer-contract/python-producer.test.ts)
 # Installs what is missing where it can (root, with apt-get); otherwise prints one line
 # saying how, and exits 1. Usage: ensure-test-deps.sh [chromium] [redis-server] [python3-redis]
 # (default: all three).

@@ -1,7 +1,7 @@
 /**
  * Publishes the dispatch job data's zod schema (src/job-data.ts) as JSON
  * Schema: schema/dispatch-job-data.v<N>.json (`npm run schema`). The file is
- * checked in and shipped (`npm run schema` then formats it with prettier); test/job-data.schema.test.ts fails when it and the
+ * checked in and shipped (`npm run schema` then formats it with prettier); test/contract/C19-producer-contract/job-data-schema.test.ts fails when it and the
  * zod schema drift.
  */
 import { writeFileSync } from 'node:fs';

@@ -58,7 +58,7 @@ const capacityStage = () => {
   return d;
 };
 
-describe('a deferred stage in Redis, as Bull Board reads it', () => {
+describe('C15: a deferred stage in Redis, as Bull Board reads it', () => {
   it("is a delayed job named after the stage kind, with scope, stage, reason, class, deferrals; will run at the window's end", async () => {
     const d = capacityStage();
     const job = await demo.engine.queue.getJob(d.wakeUpJobId);
@@ -83,7 +83,7 @@ describe('a deferred stage in Redis, as Bull Board reads it', () => {
   });
 });
 
-describe('Bull Board in Chromium', () => {
+describe('C15: Bull Board in Chromium', () => {
   it('lists the deferred stages under Delayed, with their reason', async () => {
     await page.goto(`${demo.url}/queue/${queueName}?status=delayed`);
     const d = capacityStage();

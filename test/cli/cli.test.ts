@@ -44,7 +44,7 @@ beforeAll(async () => {
 
 afterAll(() => closeFileEngine(engine, prefix));
 
-describe('list', () => {
+describe('C29: list', () => {
   it('prints every deferred stage as a table with reason, class, deferrals and until', async () => {
     const r = await cli('list');
     expect(r).toMatchObject({ code: 0, stderr: '' });
@@ -73,7 +73,7 @@ describe('list', () => {
   });
 });
 
-describe('show', () => {
+describe('C29: show', () => {
   it('shows a deferred stage, its wake-up job and its log', async () => {
     const r = await cli('show', 'book-1/ch-1/sc-1:image');
     expect(r.code).toBe(0);
@@ -99,7 +99,7 @@ describe('show', () => {
   });
 });
 
-describe('cancel and clear', () => {
+describe('C29: cancel and clear', () => {
   it('cancel ends one deferral and removes its wake-up', async () => {
     expect(await engine.isStageDeferred(other)).toBe(true);
     const r = await cli('--json', 'cancel', 'book-9:image');
@@ -136,7 +136,7 @@ describe('cancel and clear', () => {
   });
 });
 
-describe('a stage whose wake-up failed for good', () => {
+describe('C29: a stage whose wake-up failed for good', () => {
   const own = isolated();
   let e: DispatchEngine;
   afterAll(async () => {
@@ -166,7 +166,7 @@ describe('a stage whose wake-up failed for good', () => {
   });
 });
 
-describe('bad input', () => {
+describe('C29: bad input', () => {
   const cases: [string[], RegExp][] = [
     [['show', 'book-1/ch-1'], /expected `<scope>\/<scope>:<stage>`/],
     [['show', 'book-1//x:image'], /`scope\[1\]` to be non-empty/],

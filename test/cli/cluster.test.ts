@@ -8,7 +8,7 @@ import { run } from './run';
 const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 const maybe = redisServerAvailable() ? describe : describe.skip;
 
-maybe('15.9: cluster mode', () => {
+maybe('C29: cluster mode', () => {
   const id = randomUUID().slice(0, 8);
   const prefix = `{t-${id}}`;
   const queueName = `q-${id}`;
@@ -44,7 +44,7 @@ maybe('15.9: cluster mode', () => {
   const on = (port: number, ...args: string[]) =>
     run(['--redis', `redis://127.0.0.1:${port}`, '--prefix', prefix, '--queue', queueName, ...args]);
 
-  it('15.9: without --cluster, a node that does not serve the slot fails with MOVED and a hint to use --cluster', async () => {
+  it('without --cluster, a node that does not serve the slot fails with MOVED and a hint to use --cluster', async () => {
     const r = await on(other, 'list');
     expect(r.code).toBe(1);
     const lines = r.stderr.trimEnd().split('\n');
@@ -53,7 +53,7 @@ maybe('15.9: cluster mode', () => {
     expect(lines).toHaveLength(2);
   });
 
-  it('15.9: with --cluster, the same node reaches the queue through the cluster', async () => {
+  it('with --cluster, the same node reaches the queue through the cluster', async () => {
     const r = await on(other, '--cluster', '--json', 'list');
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as { ref: string }[]).map((x) => x.ref)).toEqual(['book-1:image']);

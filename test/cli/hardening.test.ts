@@ -42,15 +42,15 @@ afterAll(async () => {
   await closeClients();
 });
 
-describe('issue 13: --version', () => {
-  it("13: prints package.json's version and exits 0", async () => {
+describe('C29: --version', () => {
+  it("prints package.json's version and exits 0", async () => {
     const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     const r = await run(['--version']);
     expect(r).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
   });
 });
 
-describe('15.5: a Redis that accepts the connection but never answers', () => {
+describe('C29: a Redis that accepts the connection but never answers', () => {
   let server: Server;
   let port: number;
   const sockets = new Set<Socket>();
@@ -70,14 +70,14 @@ describe('15.5: a Redis that accepts the connection but never answers', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('15.5: gives up after --timeout with a clear message and exit code 1', async () => {
+  it('gives up after --timeout with a clear message and exit code 1', async () => {
     const r = await run(['--redis', `redis://127.0.0.1:${port}`, '--timeout', '400', 'list'], 15_000);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`error: Redis at redis://127.0.0.1:${port} did not answer within 400 ms (--timeout 400)\n`);
     expect(r.ms).toBeLessThan(8_000);
   });
 
-  it('15.5: gives up by default (5 s) instead of hanging for good', async () => {
+  it('gives up by default (5 s) instead of hanging for good', async () => {
     const r = await run(['--redis', `redis://127.0.0.1:${port}`, 'show', 'book-1:image'], 20_000);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/did not answer within 5000 ms/);
@@ -85,15 +85,15 @@ describe('15.5: a Redis that accepts the connection but never answers', () => {
     expect(r.ms).toBeLessThan(15_000);
   });
 
-  it('15.5: refuses a --timeout that is not a positive integer (exit 2)', async () => {
+  it('refuses a --timeout that is not a positive integer (exit 2)', async () => {
     const r = await run(['--timeout', '0', 'list']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--timeout <ms>.*positive integer/);
   });
 });
 
-describe('15.6: cancel on a queue that is not a dispatch queue', () => {
-  it('15.6: refuses a queue whose jobs are none of the engine, and the unrelated job stays', async () => {
+describe('C29: cancel on a queue that is not a dispatch queue', () => {
+  it('refuses a queue whose jobs are none of the engine, and the unrelated job stays', async () => {
     const q = own();
     const orders = new Queue(q.queueName, { connection: client(), prefix: q.prefix });
     closers.push(() => orders.close());
@@ -107,7 +107,7 @@ describe('15.6: cancel on a queue that is not a dispatch queue', () => {
     expect(await client().get(`${q.prefix}:${q.queueName}:de:order/123`)).toBe(job.id);
   });
 
-  it("15.6: on a dispatch queue, refuses a stage whose deduplication key names a job that is not the engine's", async () => {
+  it("on a dispatch queue, refuses a stage whose deduplication key names a job that is not the engine's", async () => {
     const q = own();
     await engineOn(q).dispatchStage({ scope: ['book-1'], stage: 'image' }, null); // a licence: a dispatch queue
     const orders = new Queue(q.queueName, { connection: client(), prefix: q.prefix });
@@ -121,7 +121,7 @@ describe('15.6: cancel on a queue that is not a dispatch queue', () => {
     expect(await orders.getJobState(job.id!)).toBe('waiting');
   });
 
-  it("15.6: still cancels the engine's own enqueued job", async () => {
+  it("still cancels the engine's own enqueued job", async () => {
     const q = own();
     const e = engineOn(q);
     const ref: StageRef = { scope: ['order'], stage: '123' };
@@ -134,7 +134,7 @@ describe('15.6: cancel on a queue that is not a dispatch queue', () => {
   });
 });
 
-describe('15.7: control characters in scope text', () => {
+describe('C29: control characters in scope text', () => {
   const ref: StageRef = { scope: ['evil\x1b[2J', 'two\nlines', 'c1\u009b\u202e'], stage: 'img\t1' };
   const shown = 'evil\\u001b[2J/two\\nlines/c1\\u009b\\u202e:img\\t1';
   const q = own();
@@ -143,7 +143,7 @@ describe('15.7: control characters in scope text', () => {
     expect((await engineOn(q).dispatchStage(ref, null)).dispatched).toBe(false);
   });
 
-  it('15.7: escapes control characters from scope text in table output', async () => {
+  it('escapes control characters from scope text in table output', async () => {
     const r = await cliOn(q, 'list');
     expect(r.code).toBe(0);
     // eslint-disable-next-line no-control-regex
@@ -153,7 +153,7 @@ describe('15.7: control characters in scope text', () => {
     expect(lines[1]!.startsWith(`${shown}  capacity`)).toBe(true);
   });
 
-  it('15.7: show escapes them too, and the printed ref pastes back', async () => {
+  it('show escapes them too, and the printed ref pastes back', async () => {
     const r = await cliOn(q, 'show', shown);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`stage        ${shown}\n`);
@@ -162,7 +162,7 @@ describe('15.7: control characters in scope text', () => {
     expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
   });
 
-  it('15.7: --json stays exact', async () => {
+  it('--json stays exact', async () => {
     const r = await cliOn(q, '--json', 'list');
     const [row] = JSON.parse(r.stdout) as { scope: string[]; stage: string; ref: string }[];
     expect(row).toMatchObject({ scope: ref.scope, stage: ref.stage });
@@ -170,7 +170,7 @@ describe('15.7: control characters in scope text', () => {
   });
 });
 
-describe('15.8: credentials in messages', () => {
+describe('C29: credentials in messages', () => {
   const cases = [
     'redis://127.0.0.1:1/?password=s3cr3tA',
     'redis://:s3cr3tB@127.0.0.1:1',
@@ -179,14 +179,14 @@ describe('15.8: credentials in messages', () => {
     'redis://127.0.0.1:1?password=s3cr%3Ft%20F',
   ];
 
-  it.each(cases)('15.8: masks every credential of %s in its error message', async (url) => {
+  it.each(cases)('masks every credential of %s in its error message', async (url) => {
     const r = await run(['--redis', url, '--timeout', '2000', 'list']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error: Cannot connect to Redis at redis:\/\/\S*\*\*\*\S*: .*ECONNREFUSED/);
     expect(`${r.stdout}${r.stderr}`).not.toMatch(/s3cr/);
   });
 
-  it('15.8: masks ?password= in the unknown-queue message of a live Redis', async () => {
+  it('masks ?password= in the unknown-queue message of a live Redis', async () => {
     const o = redisOptions();
     const secret = o.password ?? 's3cr3tG';
     const url = `redis://${o.host}:${o.port}/?password=${encodeURIComponent(secret)}`;
@@ -197,8 +197,8 @@ describe('15.8: credentials in messages', () => {
   });
 });
 
-describe('10.13: a stage whose enqueued job failed for good', () => {
-  it('10.13: show reports failed, with the enqueued job and its failedReason, not idle', async () => {
+describe('C29: a stage whose enqueued job failed for good', () => {
+  it('show reports failed, with the enqueued job and its failedReason, not idle', async () => {
     const q = own();
     const e = engineOn(q, {
       retry: { attempts: 1 },

@@ -48,8 +48,8 @@ beforeAll(async () => {
 
 afterAll(() => closeFileEngine(engine, q.prefix));
 
-describe('15.10: show reads one stage only', () => {
-  it('15.10: show of one stage among 2,000 in its scope reads only that stage', async () => {
+describe('C29: show reads one stage only', () => {
+  it('show of one stage among 2,000 in its scope reads only that stage', async () => {
     const reader = counting();
     const s = await readStage(reader, keys, sidOf(1234));
     expect(s.state).toBe('deferred');
@@ -69,21 +69,21 @@ describe('15.10: show reads one stage only', () => {
     expect(reader.replyBytes).toBeLessThan(PAYLOAD.length);
   });
 
-  it('15.10: show of an idle stage in the same scope reads no other stage', async () => {
+  it('show of an idle stage in the same scope reads no other stage', async () => {
     const reader = counting();
     expect((await readStage(reader, keys, 'big/s-99999/image')).state).toBe('idle');
     expect(reader.replyBytes).toBeLessThan(1000);
   });
 
-  it('15.10: the CLI shows that stage correctly', async () => {
+  it('the CLI shows that stage correctly', async () => {
     const r = await cliOn(q, '--json', 'show', 'big/s-1999:image');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ state: 'deferred', stageId: sidOf(1999), deferrals: 1 });
   });
 });
 
-describe('15.10: list pages and never loads payloads', () => {
-  it('15.10: pages through every stage with limit and cursor, reading no payload', async () => {
+describe('C29: list pages and never loads payloads', () => {
+  it('pages through every stage with limit and cursor, reading no payload', async () => {
     const reader = counting();
     const seen = new Set<string>();
     let cursor: string | undefined;
@@ -101,7 +101,7 @@ describe('15.10: list pages and never loads payloads', () => {
     expect(reader.replyBytes).toBeLessThan(STAGES * 400);
   });
 
-  it('15.10: the CLI prints one page and the cursor of the next', async () => {
+  it('the CLI prints one page and the cursor of the next', async () => {
     const first = await cliOn(q, '--json', 'list', 'big', '--limit', '5');
     expect(first.code).toBe(0);
     const a = JSON.parse(first.stdout) as { stages: { ref: string }[]; nextCursor: string };
@@ -116,7 +116,7 @@ describe('15.10: list pages and never loads payloads', () => {
     expect(table.stdout).toMatch(/\nnext page: --cursor big\/s-\d+\/image@cap\.1\.0\.0\.[0-9a-z]+\n$/);
   });
 
-  it('15.10: refuses a cursor from another scope (exit 2)', async () => {
+  it('refuses a cursor from another scope (exit 2)', async () => {
     const r = await cliOn(q, 'list', 'big', '--cursor', 'other/x@cap.1.0.0.abc');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/is not a cursor of this listing/);

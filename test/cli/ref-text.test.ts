@@ -9,7 +9,7 @@ const segment = fc.string({
   unit: fc.constantFrom('a', 'Z', '1', '-', '/', ':', '\\', ' ', 'é', '@'),
 });
 
-describe('the CLI ref text', () => {
+describe('C29: the CLI ref text', () => {
   it('reads what it writes, for any segments (including / : and \\)', () => {
     fc.assert(
       fc.property(fc.array(segment, { minLength: 1, maxLength: 8 }), segment, (scope, stage) => {

@@ -22,7 +22,7 @@ beforeAll(async () => {
 
 afterAll(() => closeFileEngine(engine, names.prefix));
 
-describe('11.1: the CLI wake command', () => {
+describe('C29: the CLI wake command', () => {
   it('wakes the filtered stages, longest-waiting first, and prints them (--json)', async () => {
     const r = await cliOn(names, '--json', 'wake', '--stage', 'image', '--limit', '5');
     expect(r.code).toBe(0);

@@ -50,7 +50,7 @@ async function timed<T>(run: () => Promise<T>): Promise<Timed<T>> {
 const describeOutcome = (t: Timed<unknown>) =>
   t.ok ? `ok in ${t.ms} ms` : `${t.error.constructor.name} in ${t.ms} ms: ${t.error.message.slice(0, 120)}`;
 
-describeWithRedisServer('cluster operations under faults (issue 15: failover, reshard, slot migration)', () => {
+describeWithRedisServer('C21: cluster operations under faults (issue 15: failover, reshard, slot migration)', () => {
   let harness: RedisClusterHarness;
   let cluster: Cluster;
   const prefixes: string[] = [];
@@ -146,7 +146,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
 
   const count = (xs: string[], x: string) => xs.filter((y) => y === x).length;
 
-  it('15.1: after a completed slot move (reshard to another master), 8 of 8 enqueues of new stages succeed (waitForReplicas on)', async () => {
+  it('after a completed slot move (reshard to another master), 8 of 8 enqueues of new stages succeed (waitForReplicas on)', async () => {
     const [source, target] = await harness.masters();
     const q = await queueOn(source!);
     const engine = await engineOn(q);
@@ -168,7 +168,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
     expect(await harness.keysInSlot(q.slot, source!)).toBe(0);
   });
 
-  it('15.2: with the slot MIGRATING, clearDeferrals wakes every stage it ended or leaves it deferred; after a revert (STABLE) or a completed move, clearing again wakes the rest', async () => {
+  it('with the slot MIGRATING, clearDeferrals wakes every stage it ended or leaves it deferred; after a revert (STABLE) or a completed move, clearing again wakes the rest', async () => {
     const [source, target] = await harness.masters();
     const a = await queueOn(source!);
     const b = await queueOn(source!, [a.slot]);
@@ -222,7 +222,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
     };
   });
 
-  it('15.12: during a slot migration dispatchStage, enqueue, cancel and clear succeed or fail fast, leave nothing half-written, and all work once the move completes', async () => {
+  it('during a slot migration dispatchStage, enqueue, cancel and clear succeed or fail fast, leave nothing half-written, and all work once the move completes', async () => {
     const [source, target] = await harness.masters();
     const q = await queueOn(source!);
     const engine = await engineOn(q);
@@ -293,7 +293,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
     expect(await states(engine, [toClear!])).toEqual(['woken']);
   });
 
-  it('15.12: a write confirmed during a migration: the WAIT ran on the write connection confirms it, one on another connection is ReplicationUnconfirmedError', async () => {
+  it('a write confirmed during a migration: the WAIT ran on the write connection confirms it, one on another connection is ReplicationUnconfirmedError', async () => {
     const [source, target] = await harness.masters();
     const q = await queueOn(source!);
     const engine = await engineOn(q);
@@ -310,7 +310,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
     ended(q.slot);
   });
 
-  it('15.12: a transaction refused during a migration leaves its connection working: after the revert, cancel, a new deferral and clear all work', async () => {
+  it('a transaction refused during a migration leaves its connection working: after the revert, cancel, a new deferral and clear all work', async () => {
     const [source, target] = await harness.masters();
     const q = await queueOn(source!);
     const engine = await engineOn(q);
@@ -338,7 +338,7 @@ describeWithRedisServer('cluster operations under faults (issue 15: failover, re
   });
 
   // last: it kills a master, so the cluster has one master without a replica afterwards
-  it('15.1: a producer-only engine (waitForReplicas on) keeps enqueuing across a failover: 5 of 5 enqueues of new stages succeed once the new master is up', async () => {
+  it('a producer-only engine (waitForReplicas on) keeps enqueuing across a failover: 5 of 5 enqueues of new stages succeed once the new master is up', async () => {
     const [victim] = await harness.masters();
     const q = await queueOn(victim!);
     const engine = await engineOn(q);

@@ -30,7 +30,7 @@ function expectClean(report: Report): void {
   }).toEqual({ lost: [], duplicated: [], overlaps: [], insideWindow: [], details: [], during: report.during });
 }
 
-describeWithRedisServer('scale-out on a Redis Cluster (3 masters + 3 replicas)', () => {
+describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replicas)', () => {
   let harness: RedisClusterHarness;
   let cluster: Cluster;
   const prefixes: string[] = [];

@@ -13,7 +13,7 @@ import { describeWithRedisServer, NO_WORKER, SENT, taggedIsolated } from './supp
 
 jest.setTimeout(60_000);
 
-describeWithRedisServer('through an ioredis Cluster (3 masters + 3 replicas)', () => {
+describeWithRedisServer('C21: through an ioredis Cluster (3 masters + 3 replicas)', () => {
   let harness: RedisClusterHarness;
   let cluster: Cluster;
   const engines: DispatchEngine[] = [];

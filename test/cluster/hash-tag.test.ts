@@ -5,7 +5,7 @@ import { hashTagOf, resolveOptions } from '../../src/options';
 
 const executor = async () => ({ dispatched: true, jobs: 1, reason: null });
 
-describe('on a Redis Cluster connection', () => {
+describe('C21: on a Redis Cluster connection', () => {
   // lazyConnect: the check happens before anything is sent, so no server is needed here
   const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
     lazyConnect: true,
@@ -42,7 +42,7 @@ describe('on a Redis Cluster connection', () => {
   });
 });
 
-describe('on a single Redis', () => {
+describe('C21: on a single Redis', () => {
   it('accepts a prefix without hash tag', () => {
     expect(resolveOptions({ connection: { host: '127.0.0.1', port: 6379 }, prefix: 'bull', executor }).prefix).toBe(
       'bull',
@@ -50,7 +50,7 @@ describe('on a single Redis', () => {
   });
 });
 
-describe('hashTagOf', () => {
+describe('C21: hashTagOf', () => {
   it.each([
     ['{stage}:q:', 'stage'],
     ['a{b}c{d}:', 'b'],
@@ -63,7 +63,7 @@ describe('hashTagOf', () => {
   });
 });
 
-describe('the Lua scripts', () => {
+describe('C21: the Lua scripts', () => {
   const scripts = Object.entries(lua).filter(([, v]) => typeof v === 'string') as [string, string][];
 
   it('are all found', () => {

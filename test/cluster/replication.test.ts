@@ -24,7 +24,7 @@ async function blockedClients(harness: RedisClusterHarness, port: number): Promi
   return Number(parseInfo(info).blocked_clients ?? 0);
 }
 
-describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)', () => {
+describeWithRedisServer('C21: waitForReplicas on a Redis Cluster (issue 6, clause 4)', () => {
   let harness: RedisClusterHarness;
   let cluster: Cluster;
   const prefixes: string[] = [];
@@ -70,7 +70,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
 
   const ref = (n: number) => ({ scope: ['book', `ch-${n}`], stage: 'image' });
 
-  it('6.4: with no replica in sync a deferral goes on after timeoutMs, emits replicaLag, and stops waiting for 10 x timeoutMs', async () => {
+  it('with no replica in sync a deferral goes on after timeoutMs, emits replicaLag, and stops waiting for 10 x timeoutMs', async () => {
     const { engine, lags, master, replica } = await setup({ replicas: 1, timeoutMs: 1000 });
     harness.pause(replica);
     paused = replica;
@@ -87,7 +87,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await engine.isStageDeferred(ref(2))).toBe(true);
   });
 
-  it('6.4: a WAIT whose connection is killed does not confirm the write: the call rejects, the write stands', async () => {
+  it('a WAIT whose connection is killed does not confirm the write: the call rejects, the write stands', async () => {
     const { engine, master, replica } = await setup({ timeoutMs: 3000 });
     harness.pause(replica);
     paused = replica;
@@ -109,7 +109,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await engine.isStageDeferred(ref(1))).toBe(true); // the write stands on the master
   });
 
-  it('6.4: a WAIT that ran on another connection than the write rejects with ReplicationUnconfirmedError', async () => {
+  it('a WAIT that ran on another connection than the write rejects with ReplicationUnconfirmedError', async () => {
     const { engine } = await setup();
     const lags: unknown[] = [];
     const store = new DeferralStore(engine.queue, { replicas: 1, timeoutMs: 1000, onLag: (e) => lags.push(e) });
@@ -121,7 +121,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(lags).toEqual([]);
   });
 
-  it('6.4: on by default on a Cluster: deferral, cancel, clear and an added job each send one WAIT to the master; `false` sends none', async () => {
+  it('on by default on a Cluster: deferral, cancel, clear and an added job each send one WAIT to the master; `false` sends none', async () => {
     const on = await setup();
     const before = await waitCalls(harness, on.master);
     await on.engine.dispatchStage(ref(1), {});
@@ -146,7 +146,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(await waitCalls(harness, off.master)).toBe(offBefore);
   });
 
-  it('6.4: waitForReplicas is validated: replicas and timeoutMs are positive integers', () => {
+  it('waitForReplicas is validated: replicas and timeoutMs are positive integers', () => {
     const base = { connection: cluster, ...taggedIsolated(), executor: async () => NO_WORKER };
     expect(() => createDispatchEngine({ ...base, waitForReplicas: { replicas: 0 } })).toThrow(InvalidOptionsError);
     expect(() => createDispatchEngine({ ...base, waitForReplicas: { timeoutMs: 0 } })).toThrow(
@@ -155,7 +155,7 @@ describeWithRedisServer('waitForReplicas on a Redis Cluster (issue 6, clause 4)'
     expect(() => createDispatchEngine({ ...base, waitForReplicas: true as never })).toThrow(InvalidOptionsError);
   });
   // last: it kills a master, so the cluster has one master without a replica afterwards
-  it('6.4: a deferral returns only once the replica holds it, and survives its master killed with SIGKILL right after', async () => {
+  it('a deferral returns only once the replica holds it, and survives its master killed with SIGKILL right after', async () => {
     const { engine, lags, master, replica } = await setup({ timeoutMs: 20_000 });
     harness.pause(replica);
     paused = replica;

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 
-const CLOCK = join(__dirname, '..', 'review27', 'clock-ahead.cjs');
+const CLOCK = join(__dirname, 'clock-ahead.cjs');
 const CLI_SRC = join(__dirname, '..', '..', 'src', 'cli.ts');
 
 /** Runs the ops CLI in a process whose clock is `aheadMs` ahead of this one's (negative: behind). */

@@ -126,27 +126,23 @@ export async function promotedByClockAhead(h: Harness, real: () => number, ahead
 }
 
 /**
- * Host A of reviews 27 and 35: a child process running test/review27/ahead-host.ts (a dispatch
+ * Host A of reviews 27 and 35: a child process running test/helpers/ahead-host.ts (a dispatch
  * engine and a Worker, not started) on `h`'s queue, with `clock` (a `--require` preload that
  * shifts its Date.now by CLOCK_AHEAD_MS, 6 s) for its clock. Resolves once it said 'ready';
  * `said()` is all it printed so far; `kill()` stops it by SIGKILL.
  */
 export async function spawnAheadHost(h: Harness, clock: string) {
   const { host, port } = redisOptions();
-  const child = spawn(
-    process.execPath,
-    ['--require', clock, '--import', 'tsx', join(__dirname, '..', 'review27', 'ahead-host.ts')],
-    {
-      env: {
-        ...process.env,
-        CLOCK_AHEAD_MS: '6000',
-        REDIS_URL: `redis://${host}:${port}`,
-        PREFIX: h.prefix,
-        QUEUE: h.queueName,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+  const child = spawn(process.execPath, ['--require', clock, '--import', 'tsx', join(__dirname, 'ahead-host.ts')], {
+    env: {
+      ...process.env,
+      CLOCK_AHEAD_MS: '6000',
+      REDIS_URL: `redis://${host}:${port}`,
+      PREFIX: h.prefix,
+      QUEUE: h.queueName,
     },
-  );
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let said = '';
   child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
   const kill = () => child.kill('SIGKILL');

@@ -95,7 +95,7 @@ function nestApp(flavour: 'cjs' | 'mjs', where: { prefix: string; queueName: str
   return body.join('\n');
 }
 
-describe('the packed package', () => {
+describe('C30: the packed package', () => {
   it('holds the build and the manifest, not the sources or tests (but the producer contract files)', () => {
     const paths = packed.files.map((f) => f.path).sort();
     expect(paths).toEqual(
@@ -115,7 +115,7 @@ describe('the packed package', () => {
     expect(manifest).toMatchObject({ sideEffects: false, engines: { node: expect.any(String) } });
   });
 
-  it('13.3: ships the producer contract (JSON Schema, enqueue probe, stage-id vectors), resolvable by subpath', async () => {
+  it('ships the producer contract (JSON Schema, enqueue probe, stage-id vectors), resolvable by subpath', async () => {
     expect(packed.files.map((f) => f.path)).toEqual(expect.arrayContaining(CONTRACT));
     const script = [
       "const { readFileSync } = require('node:fs');",
@@ -130,7 +130,7 @@ describe('the packed package', () => {
     );
   });
 
-  it('13.4: ships the MIT LICENSE and says where the repository, homepage and issues are', () => {
+  it('ships the MIT LICENSE and says where the repository, homepage and issues are', () => {
     const paths = packed.files.map((f) => f.path);
     expect(paths).toContain('LICENSE');
     const installed = join(dir, 'node_modules', 'bullmq-stage-deferral');
@@ -145,7 +145,7 @@ describe('the packed package', () => {
     });
   });
 
-  it('13.4: the packed README links only to absolute URLs (relative ones break on npmjs.com)', () => {
+  it('the packed README links only to absolute URLs (relative ones break on npmjs.com)', () => {
     const readme = readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'README.md'), 'utf8');
     const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
     expect(targets.length).toBeGreaterThan(5);
@@ -251,7 +251,7 @@ describe('the packed package', () => {
     await expect(sh(process.execPath, [TSC, '-p', 'tsconfig.broken.json'])).rejects.toThrow(/TS2322/);
   }, 120_000);
 
-  it('13.2: the nestjs subpath needs @nestjs/*, the main entry never does', async () => {
+  it('the nestjs subpath needs @nestjs/*, the main entry never does', async () => {
     expect(packed.files.map((f) => f.path)).toEqual(
       expect.arrayContaining(['dist/nestjs.js', 'dist/nestjs.mjs', 'dist/nestjs.d.ts', 'dist/nestjs.d.mts']),
     );
@@ -271,7 +271,7 @@ describe('the packed package', () => {
 
   // the tested majors: 11 (the dev dependency, CommonJS) and 12 (ESM only; CommonJS loads it through require(esm))
   it.each(['devDependencies', '12'])(
-    '13.2: with @nestjs/* %s a Nest app from the packed subpath dispatches and exits after app.close(), from CJS and ESM, and type-checks',
+    'with @nestjs/* %s a Nest app from the packed subpath dispatches and exits after app.close(), from CJS and ESM, and type-checks',
     async (major) => {
       const dev = devDependencies();
       const nest = ['@nestjs/common', '@nestjs/core'].map((p) => `${p}@${major === '12' ? '12' : dev[p]}`);
@@ -330,7 +330,7 @@ describe('the packed package', () => {
   });
 });
 
-describe('13.1: bullmq and ioredis are peer dependencies', () => {
+describe('C30: bullmq and ioredis are peer dependencies', () => {
   let app: string;
 
   beforeAll(async () => {
@@ -359,7 +359,7 @@ describe('13.1: bullmq and ioredis are peer dependencies', () => {
     if (app) rmSync(app, { recursive: true, force: true });
   });
 
-  it('13.1: the manifest names them as peers, and an app on bullmq 5.81 keeps its one bullmq and ioredis', () => {
+  it('the manifest names them as peers, and an app on bullmq 5.81 keeps its one bullmq and ioredis', () => {
     const manifest = JSON.parse(
       readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'package.json'), 'utf8'),
     );
@@ -377,7 +377,7 @@ describe('13.1: bullmq and ioredis are peer dependencies', () => {
     expect(existsSync(join(app, 'node_modules', 'bullmq-stage-deferral', 'node_modules', 'ioredis'))).toBe(false);
   });
 
-  it("13.1: the app's own Worker runs the plugin's processor on bullmq 5.81: it type-checks and a wake-up dispatches", async () => {
+  it("the app's own Worker runs the plugin's processor on bullmq 5.81: it type-checks and a wake-up dispatches", async () => {
     const { prefix, queueName } = isolated();
     const script = [
       "import { Queue, Worker, type Processor } from 'bullmq';",

@@ -14,7 +14,7 @@ describe.each([
     extra: WAIT_RULES,
     waitForReplicas: { replicas: 1, timeoutMs: 1 },
   },
-])('under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
+])('C14: under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
   let admin: IORedis;
   /** How to connect as the ACL user. */
   let connection: Awaited<ReturnType<typeof aclUser>>;
@@ -75,7 +75,7 @@ describe.each([
   });
 });
 
-describe('15.4: a Redis user missing a permission is refused at start-up, before anything is written', () => {
+describe('C14: a Redis user missing a permission is refused at start-up, before anything is written', () => {
   let admin: IORedis;
   beforeAll(() => {
     admin = client();

@@ -4,7 +4,7 @@ import { expectSampled, runFleet, summary } from './fleet';
 
 const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
 
-describe('several worker processes over many stages', () => {
+describe('C14: several worker processes over many stages', () => {
   it(
     'dispatches every stage that is not cancelled exactly once, with one wake-up at most and nothing left over',
     async () => {

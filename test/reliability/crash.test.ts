@@ -13,7 +13,7 @@ const POINTS = ['lock-taken', 'executor-answered', 'rolled-back', 'deferral-reco
  * and before the job completed can dispatch that stage again, so duplicates
  * are allowed only for stages with an attempt open in a killed process.
  */
-describe('worker processes killed with SIGKILL and restarted', () => {
+describe('C14: worker processes killed with SIGKILL and restarted', () => {
   it(
     'at each fault point on purpose: every stage still reaches its end',
     async () => {

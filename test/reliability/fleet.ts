@@ -128,7 +128,7 @@ export interface FleetReport {
  * holds the stage lock, may defer (its wake-up is then the licence, beside its own record), and
  * its record, once the job is gone, is dropped by the chain's next end. Review 31: the operations
  * fleet counted such a record as a second licence (seed 443904603 in CI;
- * test/review31/record-beside-licence.test.ts drives it).
+ * test/contract/C14-crash-recovery/record-beside-licence.test.ts drives it).
  */
 export function licencesOf(members: string[]): string[] {
   return members.filter((m) => !m.endsWith('?'));

@@ -61,7 +61,7 @@ function tryId(ref: StageRef): string | InvalidStageRefError {
 
 const runs = () => envInt('HOSTILE_RUNS', 200, 5000);
 
-describe('hostile stage refs', () => {
+describe('C14: hostile stage refs', () => {
   it('the stage id encoding is injective (it round-trips) or the ref is rejected with InvalidStageRefError', () => {
     const seed = seedFor('hostile-injective');
     fc.assert(
@@ -154,7 +154,7 @@ describe('hostile stage refs', () => {
   }, 120_000);
 });
 
-describe('malformed job data added straight to the queue', () => {
+describe('C14: malformed job data added straight to the queue', () => {
   it('fails that job unrecoverably (no retries); the other jobs are unaffected', async () => {
     const dispatched: string[] = [];
     const { engine } = harness({

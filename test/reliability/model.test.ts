@@ -900,7 +900,7 @@ const SCENARIOS: Cmd[][] = [
   [new Enqueue(0), new Enqueue(3), pn, pn, new WakeDeferred(10, undefined), pn, pn],
 ];
 
-describe('the deferral contract, model-based', () => {
+describe('C14: the deferral contract, model-based', () => {
   let redis: IORedis;
   beforeAll(() => {
     redis = client();

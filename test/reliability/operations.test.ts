@@ -14,7 +14,7 @@ const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
  * may be lost, nothing may run inside a window, and two calls of a stage run
  * at once only across a freeze, where the fencing token refuses the older one.
  */
-describe('retries by hand, graceful closes and stalls in a fleet of worker processes', () => {
+describe('C14: retries by hand, graceful closes and stalls in a fleet of worker processes', () => {
   it(
     'lost = 0, no call inside a window, no overlapping calls of a stage the freeze does not explain',
     async () => {

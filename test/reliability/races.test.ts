@@ -55,7 +55,7 @@ async function stateOf(engine: DispatchEngine, prefix: string, queueName: string
   };
 }
 
-describe('a cancel arriving while the executor of that stage is in flight', () => {
+describe('C14: a cancel arriving while the executor of that stage is in flight', () => {
   for (const outcome of ['capacity', 'idempotent', 'failure', 'dispatched'] as Outcome[]) {
     for (const via of ['dispatchStage', 'worker'] as const) {
       it(`leaves no deferral behind when the late answer is ${outcome} (${via})`, async () => {
@@ -114,7 +114,7 @@ describe('a cancel arriving while the executor of that stage is in flight', () =
   }
 });
 
-describe('a clear arriving while a wake-up fires', () => {
+describe('C14: a clear arriving while a wake-up fires', () => {
   async function deferredStage(prefix: string, queueName: string, script: Outcome[]) {
     let calls = 0;
     const engine = engineFor(prefix, queueName, {
@@ -221,7 +221,7 @@ describe('a clear arriving while a wake-up fires', () => {
   }, 120_000);
 });
 
-describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
+describe("C14: a wake-up firing at the window's edge (0.05 s windows)", () => {
   it(
     'calls the executor exactly once per window, even with a scheduler dispatching all the time',
     async () => {
@@ -302,7 +302,7 @@ describe("a wake-up firing at the window's edge (0.05 s windows)", () => {
   );
 });
 
-describe('a dispatch lock that expires before the deferral is recorded (a stall longer than lockMs)', () => {
+describe('C14: a dispatch lock that expires before the deferral is recorded (a stall longer than lockMs)', () => {
   for (const which of ['ready job', 'wake-up'] as const) {
     it(`does not drop the stage: the ${which} comes back and the deferral is recorded then`, async () => {
       const { prefix, queueName } = isolated();
@@ -350,7 +350,7 @@ describe('a dispatch lock that expires before the deferral is recorded (a stall 
   }
 });
 
-describe('a cancel arriving after a worker picked the job up but before its dispatch began', () => {
+describe('C14: a cancel arriving after a worker picked the job up but before its dispatch began', () => {
   // The job is active, so `queue.remove` cannot remove it, and it holds no
   // dispatch lock yet, so the cancel cannot mark it either: the cancel deletes
   // the stage's deduplication key, and the job's begin, finding it no longer
@@ -375,7 +375,7 @@ describe('a cancel arriving after a worker picked the job up but before its disp
   });
 });
 
-describe('an attempt that outlived its lock (a stall) and then fails for good', () => {
+describe('C14: an attempt that outlived its lock (a stall) and then fails for good', () => {
   // Found by the operations fleet test: a worker frozen past lockMs, whose job was redelivered and
   // dispatched elsewhere meanwhile, must not record `<job id>?` for a job that no longer exists (its
   // late release finds the lock lost and ends as `lost`; FAIL records nothing for a missing job).
@@ -430,7 +430,7 @@ async function frozenAfterFetch(engine: DispatchEngine, first: ManualWorker, sec
   return taken;
 }
 
-describe('a worker frozen between fetching its job and beginning it (a GC pause, a SIGSTOP)', () => {
+describe('C14: a worker frozen between fetching its job and beginning it (a GC pause, a SIGSTOP)', () => {
   // Found by the operations fleet test under load: the job was redelivered, deferred by another worker
   // and removed; the frozen worker then began it, called the executor, and on a real failure took the
   // stage's licence for a job that no longer existed (revoking the wake-up): the stage was lost.
@@ -500,7 +500,7 @@ describe('a worker frozen between fetching its job and beginning it (a GC pause,
   });
 });
 
-describe('a job that runs holding its BullMQ lock while its hash still has finishedOn', () => {
+describe('C14: a job that runs holding its BullMQ lock while its hash still has finishedOn', () => {
   // BullMQ's keepLastIfActive re-queue stores the next job over a finished hash of the same id
   // without clearing finishedOn: the worker holding the lock must run it (not re-delay it for ever)
   it('is dispatched', async () => {

@@ -25,7 +25,7 @@ async function runIdOf(url: string): Promise<string> {
  * and dir, and its client connections are dropped with `CLIENT KILL`. The
  * children record what they see in the shared test Redis, which stays up.
  */
-describe('Redis killed and restarted, connections dropped', () => {
+describe('C14: Redis killed and restarted, connections dropped', () => {
   let redis: PrivateRedis;
   beforeAll(async () => {
     redis = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always', '--save', '']);
@@ -101,7 +101,7 @@ describe('Redis killed and restarted, connections dropped', () => {
   );
 });
 
-describe('a Redis without persistence, restarted', () => {
+describe('C14: a Redis without persistence, restarted', () => {
   it('keeps nothing: the deferral, its licence and its wake-up are all gone (state this in the docs)', async () => {
     const volatile = await PrivateRedis.start(['--appendonly', 'no', '--save', '']);
     const u = new URL(volatile.url);

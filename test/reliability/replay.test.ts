@@ -13,7 +13,7 @@ import { harness } from '../helpers/engine';
  * such a resend does; on a Redis, or on a Cluster with `TEST_REDIS_CLUSTER`.
  * (It was also in test/cluster/replayed-commands.test.ts: one copy now.)
  */
-describe('a deferral transaction replayed after its reply was lost', () => {
+describe('C14: a deferral transaction replayed after its reply was lost', () => {
   it('answers "recorded" and keeps the wake-up the first run added, the deferral it recorded and one log line', async () => {
     const { engine, redis, prefix, queueName } = harness();
     const ref = { scope: ['book-1', 'ch-1'], stage: 'image' };

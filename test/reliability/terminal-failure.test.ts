@@ -1,7 +1,7 @@
 import { harness } from '../helpers/engine';
 import { ManualWorker, answer, type Outcome } from './harness';
 
-describe('when a wake-up fails for good (retry budget spent)', () => {
+describe('C14: when a wake-up fails for good (retry budget spent)', () => {
   it('marks its licence failed (`?`), so the stage can be enqueued again', async () => {
     let next: Outcome = 'capacity';
     const { engine, redis, prefix, queueName } = harness({

@@ -1,0 +1,54 @@
+import { cliWithClock } from '../helpers/cli-clock';
+import { harness, notSent, SENT } from '../helpers/engine';
+import { redisOptions, waitFor } from '../helpers/redis';
+import type { StageRef } from '../../src';
+
+/**
+ * Review 34. docs/design.md, "Clocks": the tolerance of begin's early check is `maxClockSkewMs`
+ * plus the fleet's lead (`sd:lead`), because "any host's worker may promote the wake-up": a
+ * host's lead is recorded "when it starts, before its worker fetches anything". README, the
+ * operator table: "promotes a wake-up (Bull Board's Promote, `promoteJobs`) | the stage wakes
+ * now (its window ends early)".
+ *
+ * The ops CLI's `wake` (and `clear`, `cancel`) makes a dispatch engine (src/cli/session.ts) whose
+ * first connect (DeferralStore.client) records its host's lead in `sd:lead` like a worker
+ * host's, PX 60 s. That host (an operator's laptop, a bastion) runs no Worker and promotes
+ * nothing. A laptop whose clock is 2 minutes ahead runs `wake --stage video` (nothing to wake):
+ * for the next minute the whole fleet takes every wake-up with less than 2 min 1 s left for one
+ * promoted early by a fast clock. Bull Board's Promote of a stage 60 s from its window's end then
+ * does not wake it: its begin answers `early` and the processor re-delays it for the whole rest
+ * of the window. What should happen: the promoted stage dispatches now.
+ */
+const a: StageRef = { scope: ['r34-laptop', 'ch-1'], stage: 'image' };
+describe('C29: an operator runs the CLI from a laptop whose clock runs ahead', () => {
+  it("after `wake` from a laptop 2 min ahead, Bull Board's Promote of a stage 60 s from its window's end still wakes it now", async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(a, notSent('no_worker_available'), SENT);
+    await h.engine.dispatchStage(a, {});
+    const { host, port } = redisOptions();
+    const r = await cliWithClock(120_000, [
+      '--redis',
+      `redis://${host}:${port}`,
+      '--queue',
+      h.queueName,
+      '--prefix',
+      h.prefix,
+      '--json',
+      'wake',
+      '--stage',
+      'video',
+    ]);
+    expect({ code: r.code, stdout: r.stdout.trim() }).toEqual({ code: 0, stdout: '{"woken":[]}' });
+    // the operator promotes the image stage's wake-up (Bull Board's Promote)
+    const [d] = await h.engine.listDeferred();
+    await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
+    const worker = h.engine.createWorker();
+    try {
+      // it wakes now: dispatched within a few seconds, not at its window's end (~60 s away)
+      await waitFor(() => h.executor.callsFor(a) === 2, 'the promoted wake-up dispatched', 5000);
+    } finally {
+      await worker.close();
+    }
+    expect(h.executor.callsOf(a)[1]!.result).toMatchObject({ dispatched: true });
+  }, 40_000);
+});

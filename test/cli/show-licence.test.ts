@@ -1,0 +1,68 @@
+import { stageId } from '../../src';
+import { readStage } from '../../src/cli/read';
+import { DeferralStore } from '../../src/deferral-store';
+import { ioReader, QueueKeys } from '../../src/store/reader';
+import { harness } from '../helpers/engine';
+import { onCluster, waitFor } from '../helpers/redis';
+import { bullLock, fetchBy } from '../helpers/held';
+
+/**
+ * Review of issue 12 (the stage lock tied to BullMQ's job lock): a tied lock
+ * is dead once BullMQ's lock of its job is gone (the job completed), whatever
+ * its key's TTL. The lazy release deletes the key later (or never, if it is
+ * lost: the process died after BullMQ's completion, Redis failed); until then
+ * every script treats the stage as not in flight. The CLI's `show` must too.
+ */
+const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
+const sid = stageId(ref);
+
+(onCluster ? describe.skip : describe)('C29: 12 hot review: the CLI reads a tied lock as the scripts do', () => {
+  it('12 hot review: show of a stage whose job completed (its tied lock dead, the lazy release not run) says idle, not in_flight', async () => {
+    const h = harness();
+    await h.engine.enqueue(ref, {});
+    const job = await fetchBy(h, 'bull-1');
+    const store = new DeferralStore(h.engine.queue);
+    const begun = await store.begin({
+      sid,
+      ownJobId: job.id as string,
+      lockMs: 30_000,
+      wakeUp: false,
+      skewToleranceMs: 1000,
+      bullToken: 'bull-1',
+    });
+    expect(begun).toMatchObject({ kind: 'locked', lazyRelease: true });
+    const keys = new QueueKeys(h.prefix, h.queueName);
+    const reader = ioReader(h.redis);
+    expect((await readStage(reader, keys, sid)).state).toBe('in_flight');
+    // BullMQ completes the job (its completion deletes the job's lock, and removeOnComplete the job);
+    // the process dies before its lazy release is sent
+    await (await h.engine.queue.getJob(job.id as string))!.moveToCompleted({ dispatched: true }, 'bull-1', false);
+    expect(await h.redis.exists(bullLock(h, job.id as string))).toBe(0);
+    expect(await h.redis.exists(keys.lock(sid))).toBe(1);
+    // the engine: not in flight
+    expect((await store.probe(sid)).kind).toBe('none');
+    // the CLI: the same
+    expect((await readStage(reader, keys, sid)).state).not.toBe('in_flight');
+  });
+});
+
+describe('C29: show finds a stage’s job through its licence index (OWN_MEMBERS)', () => {
+  it('a job added by hand that failed for good (no deduplication key names it) shows as failed, with its id and reason', async () => {
+    const h = harness();
+    h.executor.script(ref, new Error('render farm down'));
+    await h.engine.queue.add(
+      'image',
+      { v: 1, scope: ref.scope, stage: ref.stage, payload: {} },
+      { jobId: 'by-hand-7', attempts: 1 },
+    );
+    h.engine.createWorker();
+    const keys = new QueueKeys(h.prefix, h.queueName);
+    await waitFor(async () => (await readStage(ioReader(h.redis), keys, sid)).state === 'failed', 'show says failed');
+    expect(await readStage(ioReader(h.redis), keys, sid)).toEqual({
+      state: 'failed',
+      jobId: 'by-hand-7',
+      jobState: 'failed',
+      failedReason: 'render farm down',
+    });
+  });
+});

@@ -1,0 +1,56 @@
+import type { StageRef } from '../../../src';
+import { harness, notSent, SENT } from '../../helpers/engine';
+import { holdPromotion, latch, watch } from '../../helpers/jobs';
+import { waitFor } from '../../helpers/redis';
+
+/**
+ * Review 39's pass over `sdw`: CLEAR counts a promoted wake-up whose marker is gone but whose
+ * licence is still its own only when no wakeDeferred ended the deferral ('w' or 'e'); its own
+ * run's mark ('r') must keep it counted. Here the clear's promotion is held until the wake-up's
+ * run began (it removed its marker and holds the stage, its executor answering late), and only
+ * then does the clear record. A mutation that wrote the wake's 'w' for the run's own mark (the
+ * scoring of src/lua/scripts.ts in the nineteenth session) survived every suite before this one.
+ */
+const a: StageRef = { scope: ['r39-begun', 'ch-1'], stage: 'image' };
+
+it('C10: a wake-up the clear promoted whose run began before the clear recorded it is counted once by the clear, and the stage is sent once', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  const answer = latch<typeof SENT>();
+  h.executor.script(a, notSent('no_worker_available'), () => answer.opened);
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  const [d] = await h.engine.listDeferred(a.scope);
+  const wakeUp = d!.wakeUpJobId;
+
+  const { go, restore } = holdPromotion(h.engine.queue, wakeUp);
+  const worker = h.engine.createWorker();
+  const { done } = watch(worker);
+  try {
+    const clearing = h.engine.clearDeferrals(['r39-begun']);
+    // the promoted wake-up's run began: its executor is called, its marker gone
+    await waitFor(() => h.executor.callsFor(a) === 2, 'the promoted wake-up to reach its executor');
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    // it used the clear's mark ('<nonce>+') and counted itself in the batch's pending count, which
+    // outlives a CLEAR held for hours (its connection down: ioredis resends it), as the batch's
+    // answer does: a day (review 43: at 10 minutes it was dropped before such a CLEAR, uncounted)
+    const base = `${h.prefix}:${h.queueName}:`;
+    const mark = await h.redis.hget(`${base}${wakeUp}`, 'sdq');
+    expect(mark).toMatch(/^[0-9a-f-]{36}\+$/);
+    const pending = `${base}sd:clrp:${mark!.slice(0, -1)}`;
+    expect((await h.redis.smembers(pending)).sort()).toEqual(['', wakeUp]);
+    expect(await h.redis.pttl(pending)).toBeGreaterThan(23 * 3_600_000);
+    // it ended the deferral as CLEAR would: its licence alone, marked '!' (a fresh chain)
+    expect(await h.redis.zrangebylex(`${base}sd:licences`, '[r39-begun/', '[r39-begun/\xff')).toEqual([`${wakeUp}!`]);
+    go.open();
+    expect(await clearing).toBe(1);
+    // the batch's CLEAR took the count: nothing of it is left behind
+    expect(await h.redis.exists(pending)).toBe(0);
+    answer.open(SENT);
+    await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to complete');
+    expect(done.find((c) => c.id === wakeUp)!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
+  } finally {
+    restore();
+    answer.open(SENT);
+    await worker.close();
+  }
+});

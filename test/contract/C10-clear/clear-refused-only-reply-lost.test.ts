@@ -1,0 +1,44 @@
+import type { StageRef } from '../../../src';
+import { harness } from '../../helpers/engine';
+import {
+  clearOutcome,
+  clearRecordFailsAfterRunning,
+  deferredWithWorker,
+  keptAnswers,
+  refuseButRun,
+} from '../../helpers/jobs';
+
+/**
+ * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
+ * anyway before the batch's CLEAR (its own timer, an operator's Promote) and counted itself:
+ * review 45/46 say it is reported cleared, not refused. With nothing promoted, clear.ts swallows
+ * any failure of the batch's CLEAR as `[0]`, "a slot migrating refuses both": but a CLEAR that
+ * ran and whose reply was lost for good (ioredis' commandTimeout, maxRetriesPerRequest after the
+ * EXEC was written, a replica wait that fails after the write) did its work (took the count,
+ * deleted it, kept its answer under sd:clr:<nonce>) and the clear never reads that answer: the
+ * stage whose deferral ended is reported not cleared (cleared 0, notCleared 1), the count lost.
+ */
+const a: StageRef = { scope: ['r47-lost', 'ch-1'], stage: 'image' };
+
+it('C10: a refused-only batch whose CLEAR ran but whose reply was lost reports the stage its run cleared as cleared (its kept answer), not as refused', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
+  const { wakeUp: wa, worker, done } = await deferredWithWorker(h, a);
+  const refusal = refuseButRun(h.engine.queue, wa, done);
+  // the batch's CLEAR runs on Redis, its reply is lost (a timeout)
+  const lost = await clearRecordFailsAfterRunning(h.engine.queue, () => new Error('Command timed out'));
+  let outcome: number | { cleared: number; notCleared: number } | undefined;
+  try {
+    outcome = await clearOutcome(h.engine, ['r47-lost']);
+  } finally {
+    refusal.restore();
+    lost.restore();
+    await worker.close();
+  }
+  expect(lost.failed()).toBe(1);
+  // the CLEAR ran: it kept its answer (1, a's id) and took the count
+  expect(await keptAnswers(h)).toEqual([`1,${wa}`]);
+  expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
+  // a's run ended its deferral for this clear (a fresh chain): it is cleared, as when the reply
+  // arrives (review 45/46). Head: ClearIncompleteError { cleared: 0, notCleared: 1 }
+  expect(outcome).toBe(1);
+}, 30_000);

@@ -1,0 +1,41 @@
+import type { StageRef } from '../../../src';
+import { harness, notSent } from '../../helpers/engine';
+import { keptAnswers } from '../../helpers/jobs';
+import { stubWait } from '../../helpers/replica-wait';
+
+/**
+ * Review 49. d54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
+ * may not hold it), but only that error class. The replica wait can fail another way: its own
+ * pipeline (PERSIST, CLIENT INFO, WAIT) rejects (its connection closed under it: ioredis'
+ * "Connection is closed.", a commandTimeout on the WAIT). `ReplicaWait.confirm` then throws that
+ * error (src/store/replica-wait.ts: "whose WAIT failed, rejects with ... the error"), the record
+ * rejects with it, and clearScope reads the kept answer back and resolves with the count: a
+ * clear reported done whose replicas were never confirmed, where every other write of the
+ * engine rejects. Fixed: a replica wait that fails, or whose connection read fails, rejects with
+ * `ReplicationUnconfirmedError` (the failure its cause), whichever write it confirms.
+ */
+const a: StageRef = { scope: ['r49-wait-failed', 'ch-1'], stage: 'image' };
+
+it('C10: a batch record that ran but whose replica WAIT failed rejects with REPLICATION_UNCONFIRMED, not resolves with the count', async () => {
+  const h = harness({ windows: { capacitySeconds: 300, jitter: 0 }, waitForReplicas: { replicas: 1, timeoutMs: 10 } });
+  // the tests' Redis has no replica: its WAIT is answered as one replica holding the write
+  const w = await stubWait(h.engine.queue);
+  h.executor.script(a, notSent('no_worker_available'));
+  expect(await h.engine.dispatchStage(a, {})).toMatchObject({ reason: 'no_worker_available' });
+  let outcome: unknown;
+  try {
+    // every WAIT's connection closes before its reply (the write itself ran)
+    w.fail(Number.POSITIVE_INFINITY);
+    outcome = await h.engine.clearDeferrals(['r49-wait-failed']).then(
+      (n) => ({ resolved: n }),
+      (e: Error & { code?: string }) => ({ rejected: e.code ?? e.message }),
+    );
+  } finally {
+    w.restore();
+  }
+  expect(w.failed()).toBe(1);
+  // the record ran on the primary (its answer kept, the deferral ended) ...
+  expect(await keptAnswers(h)).toEqual(['1']);
+  // ... but its replica wait failed: the clear reports it unconfirmed
+  expect(outcome).toEqual({ rejected: 'REPLICATION_UNCONFIRMED' });
+});

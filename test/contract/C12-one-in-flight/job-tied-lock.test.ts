@@ -1,0 +1,202 @@
+import { Job } from 'bullmq';
+import { DeferralStore } from '../../../src/deferral-store';
+import { FRESH_CHAIN, wakeUpJobId } from '../../../src/job-data';
+import { stageId } from '../../../src';
+import { harness, notSent } from '../../helpers/engine';
+import { fetchBy, heldExecutor, watch } from '../../helpers/jobs';
+import { onCluster, waitFor } from '../../helpers/redis';
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+const sid = stageId(image);
+
+/** An engine with the stage's job enqueued and fetched by a worker holding BullMQ token 'bull-1'. */
+async function fetched() {
+  const h = harness();
+  await h.engine.enqueue(image, {});
+  const job = await fetchBy(h, 'bull-1');
+  const store = new DeferralStore(h.engine.queue);
+  const id = job.id as string;
+  const key = `${h.prefix}:${h.queueName}:${id}`;
+  /** The worker stalls: BullMQ's lock of the job lapses; the job itself is not finished. */
+  const lapse = () => h.redis.del(`${key}:lock`);
+  /** BullMQ finishes the job (as moveToFinished does: its lock gone, `finishedOn` set). */
+  const finish = async () => {
+    await lapse();
+    await h.redis.hset(key, 'finishedOn', Date.now());
+  };
+  return { h, id, store, lapse, finish };
+}
+
+const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
+  store.begin({ sid, ownJobId, lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000, bullToken });
+
+(onCluster ? describe.skip : describe)('C12: a job attempt whose stage lock is tied to BullMQ’s job lock', () => {
+  it('a success of a stage with no licence releases lazily: not in flight once the job completed, the lock key gone soon after', async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const { done } = watch(h.engine.createWorker());
+    await waitFor(() => done.length === 1, 'the job completed');
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    const store = new DeferralStore(h.engine.queue);
+    // not in flight at once (a dead tied lock counts for nothing), though its key may still be there
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect((await h.engine.enqueue(image, {})).added).toBe(true);
+    await waitFor(() => done.length === 2, 'the second job completed');
+    // the lazy release rides in a later batch, or goes on its own within ~100 ms
+    await waitFor(async () => (await h.redis.exists(store.keys.lock(sid))) === 0, 'the lock key deleted');
+  });
+
+  it('the lock lives while the job holds its BullMQ lock, and dies when BullMQ finishes the job: a renewal finds it lost, another attempt takes over with a larger fencing token', async () => {
+    const { h, id, store, finish } = await fetched();
+    const first = await begin(store, id, 'bull-1');
+    expect(first).toMatchObject({ kind: 'locked', lazyRelease: true });
+    expect(await h.redis.get(store.keys.lock(sid))).toMatch(/\nbull-1$/);
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
+    if (first.kind !== 'locked') return;
+    expect(await store.extend(sid, first.token, 30_000)).toBe('held');
+    // BullMQ finished the job (the attempt is over)
+    await finish();
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect(await store.extend(sid, first.token, 30_000)).toBe('lost');
+    const second = await begin(store, '');
+    expect(second.kind).toBe('locked');
+    expect(second.kind === 'locked' && second.fencingToken > first.fencingToken).toBe(true);
+    // the first attempt's late release changes nothing
+    expect(await store.release(sid, id, first.token, 'end')).toMatchObject({ lost: true });
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+  });
+
+  it('a worker that no longer holds the job’s BullMQ lock stops as gone and writes nothing (BullMQ would refuse its completion; the redelivery runs the job)', async () => {
+    const { h, id, store, lapse } = await fetched();
+    const fence = await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`);
+    // the lock another worker holds (a redelivery), or none (lapsed)
+    expect(await begin(store, id, 'someone-else')).toEqual({ kind: 'gone' });
+    await lapse();
+    expect(await begin(store, id, 'bull-1')).toEqual({ kind: 'gone' });
+    expect(await h.redis.exists(store.keys.lock(sid))).toBe(0);
+    expect(await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`)).toBe(fence);
+    expect((await store.probe(sid)).kind).not.toBe('in_flight');
+  });
+
+  it("a worker that stalls (BullMQ's lock of the job lapses, the job unfinished) keeps the stage for its lock's own TTL: the redelivered job waits, another attempt finds it in flight", async () => {
+    const { h, id, store, lapse } = await fetched();
+    const first = await begin(store, id, 'bull-1');
+    expect(first).toMatchObject({ kind: 'locked' });
+    await lapse();
+    // BullMQ redelivers the job to another worker (token bull-2): it finds the stage in flight
+    await h.redis.set(`${h.prefix}:${h.queueName}:${id}:lock`, 'bull-2');
+    expect(await begin(store, id, 'bull-2')).toEqual({ kind: 'in_flight' });
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');
+    if (first.kind === 'locked') expect(await store.extend(sid, first.token, 30_000)).toBe('held');
+  });
+
+  it('the lock lives while BullMQ’s lock of the job holds its token, also with the job’s hash gone (a moveToCompleted by hand with token "0" removes the hash and leaves BullMQ’s lock): no second dispatch', async () => {
+    const { h, id, store } = await fetched();
+    const r = await begin(store, id, 'bull-1');
+    expect(r.kind).toBe('locked');
+    await h.redis.del(store.keys.job(id));
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'dispatch_in_flight' });
+    expect(h.executor.calls).toHaveLength(0);
+  });
+
+  it('a cancel marks a tied lock (a leading newline), which stays live until BullMQ finishes the job', async () => {
+    const { h, id, store, finish } = await fetched();
+    const r = await begin(store, id, 'bull-1');
+    expect(r.kind).toBe('locked');
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+    expect(await h.redis.get(store.keys.lock(sid))).toBe(
+      `\n${id}\n${r.kind === 'locked' ? r.fencingToken : ''}\nbull-1`,
+    );
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+    if (r.kind === 'locked') expect(await store.extend(sid, r.token, 30_000)).toBe('cancelled');
+    await finish();
+    expect((await store.probe(sid)).kind).toBe('none');
+    expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: false });
+  });
+});
+
+/** The store's deferral of `sid` by the attempt holding `token` (a capacity deferral of 60 s, its chain's first). */
+async function deferBy(h: ReturnType<typeof harness>, store: DeferralStore, token: string, ownJobId: string) {
+  const until = Date.now() + 60_000;
+  const id = wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: 1 }, until);
+  const data = { v: 1, scope: image.scope, stage: image.stage, payload: {}, wakeUp: true };
+  const wakeUp = new Job(h.engine.queue, image.stage, data, { delay: 60_000 }, id);
+  return store.defer(sid, token, wakeUp, until, '', ownJobId, { cls: 'capacity', first: true, wakeSeq: '' });
+}
+
+describe('C12: a deferral by an attempt whose lock is no longer its own records nothing', () => {
+  (onCluster ? it.skip : it)(
+    '12: a job’s attempt whose BullMQ job lock is gone and the job finished (its tied lock died)',
+    async () => {
+      const { h, id, store, finish } = await fetched();
+      const r = await begin(store, id, 'bull-1');
+      if (r.kind !== 'locked') throw new Error(r.kind);
+      await finish();
+      expect(await deferBy(h, store, r.token, id)).toMatchObject({ recorded: false, cancelled: false });
+      expect(await h.engine.isStageDeferred(image)).toBe(false);
+      expect(await h.engine.queue.getDelayedCount()).toBe(0);
+      expect(await h.redis.exists(store.keys.lock(sid))).toBe(0);
+    },
+  );
+
+  (onCluster ? it.skip : it)(
+    '12: a real failure’s release by an attempt whose job BullMQ finished meanwhile (its tied lock dead) is lost and takes no licence',
+    async () => {
+      const { h, id, store, finish } = await fetched();
+      const r = await begin(store, id, 'bull-1');
+      if (r.kind !== 'locked') throw new Error(r.kind);
+      await finish();
+      expect(await store.release(sid, id, r.token, 'hold', '0.0.1')).toEqual({
+        cancelled: false,
+        lost: true,
+        revoked: [],
+      });
+      expect(await h.redis.zcard(store.keys.index)).toBe(0);
+      expect(await h.redis.hget(store.keys.job(id), 'sdk')).toBeNull();
+    },
+  );
+
+  it('an attempt whose lock expired and was taken by another one leaves the other’s lock in place', async () => {
+    const h = harness();
+    const store = new DeferralStore(h.engine.queue);
+    const first = await store.begin({ sid, ownJobId: '', lockMs: 50, wakeUp: false, skewToleranceMs: 1000 });
+    if (first.kind !== 'locked') throw new Error(first.kind);
+    await waitFor(async () => (await h.redis.exists(store.keys.lock(sid))) === 0, 'the first lock expired');
+    const second = await begin(store, '');
+    if (second.kind !== 'locked') throw new Error(second.kind);
+    expect(await deferBy(h, store, first.token, '')).toMatchObject({ recorded: false, cancelled: false });
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    expect(await h.redis.get(store.keys.lock(sid))).toBe(second.token);
+    expect((await store.probe(sid)).kind).toBe('in_flight');
+  });
+});
+
+describe('C12: the cancel mark of a lock cannot be mistaken for a job id', () => {
+  it.each([
+    ['a job (a stage id starting with x)', { scope: ['xbook', 'ch-1'], stage: 'image' }, true],
+    ['a job (any other stage id)', { scope: ['book', 'ch-1'], stage: 'image' }, true],
+    ['a direct call (a stage id starting with x)', { scope: ['xbook', 'ch-1'], stage: 'image' }, false],
+  ])(
+    'a cancel during the attempt of %s disarms it: its capacity answer records no deferral',
+    async (_n, ref, viaJob) => {
+      const { executor, running, release } = heldExecutor(notSent('no_worker_available'));
+      const h = harness({ executor });
+      let result: Promise<unknown>;
+      if (viaJob) {
+        const worker = h.engine.createWorker();
+        const { done } = watch(worker);
+        await h.engine.enqueue(ref, {});
+        result = waitFor(() => done[0]?.result, 'the job completed');
+      } else result = h.engine.dispatchStage(ref, {});
+      await running;
+      expect(await h.engine.cancelActiveDispatch(ref)).toMatchObject({ inFlight: true });
+      release();
+      expect(await result).toMatchObject({ dispatched: false, cancelled: true });
+      expect(await h.engine.isStageDeferred(ref)).toBe(false);
+      expect(await h.engine.listDeferred()).toEqual([]);
+    },
+  );
+});

@@ -1,0 +1,28 @@
+import { type StageRef } from '../../../src';
+import { harness } from '../../helpers/engine';
+
+/**
+ * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * Each title names the item it pins.
+ */
+// the engines of each test are torn down by harness() itself
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe('C13: no attempt starts while another attempt holds the stage; a fencing token orders them', () => {
+  it('ctx.fencingToken strictly increases per stage across engines', async () => {
+    const a = harness();
+    const b = harness({}, { prefix: a.prefix, queueName: a.queueName });
+    await a.engine.dispatchStage(image, {});
+    await b.engine.dispatchStage(image, {});
+    await a.engine.dispatchStage(image, {});
+    const [a1, a2] = a.executor.calls.map((c) => c.fencingToken);
+    const [b1] = b.executor.calls.map((c) => c.fencingToken);
+    expect(a1).toBeGreaterThan(0);
+    expect(b1).toBeGreaterThan(a1!);
+    expect(a2).toBeGreaterThan(b1!);
+  });
+});

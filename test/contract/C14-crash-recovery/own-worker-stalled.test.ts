@@ -1,0 +1,91 @@
+import { Worker } from 'bullmq';
+import { harness } from '../../helpers/engine';
+import { fetchBy, watch } from '../../helpers/jobs';
+import { client, waitFor } from '../../helpers/redis';
+import type { StageRef } from '../../../src';
+
+/**
+ * README "Register it in an existing BullMQ setup": `new Worker(queueName, engine.processor, …)`
+ * is the first way shown. A job BullMQ fails for good by itself (stalled with `maxStalledCount: 0`,
+ * or `maxStartedAttempts`) is recorded only by the 'failed' listener `engine.createWorker()` adds
+ * (src/engine.ts): on the user's own Worker it is not, so a cancel does not reach it.
+ */
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe("C14: the user's own Worker and a job BullMQ fails by itself", () => {
+  it('review16b, fixed by attachWorker: stalled with maxStalledCount 0 on the own Worker: cancel, then a retry by hand does not dispatch the cancelled stage', async () => {
+    const h = harness();
+    const { jobId } = await h.engine.enqueue(image, {});
+    await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200); // a worker froze past its lock
+    const worker = new Worker(h.queueName, h.engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: h.prefix,
+      stalledInterval: 300,
+      maxStalledCount: 0,
+    });
+    expect(h.engine.attachWorker(worker)).toBe(worker);
+    try {
+      const { failed, done } = watch(worker);
+      await waitFor(() => failed.length === 1, 'the stalled job failed for good');
+      expect(failed[0]!.id).toBe(jobId);
+      await waitFor(
+        async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
+        'recorded',
+      );
+      const cancel = await h.engine.cancelActiveDispatch(image, 'book withdrawn');
+      expect(cancel.inFlight).toBe(false);
+      await (await h.engine.queue.getJob(jobId!))!.retry('failed'); // an operator, Bull Board "Retry"
+      await waitFor(() => done.length === 1, 'the retried job ran');
+      // as with engine.createWorker(): a cancel reaches a job that failed for good
+      expect({ calls: h.executor.calls.length, result: done[0]!.result }).toMatchObject({
+        calls: 0,
+        result: { cancelled: true },
+      });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('the same on engine.createWorker(): the retried job completes cancelled, no executor call', async () => {
+    const h = harness();
+    const { jobId } = await h.engine.enqueue(image, {});
+    await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200);
+    const worker = h.engine.createWorker({ stalledInterval: 300, maxStalledCount: 0 });
+    const { failed, done } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the stalled job failed for good');
+    await waitFor(
+      async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
+      'recorded',
+    );
+    await h.engine.cancelActiveDispatch(image, 'book withdrawn');
+    await (await h.engine.queue.getJob(jobId!))!.retry('failed');
+    await waitFor(() => done.length === 1, 'the retried job ran');
+    expect({ calls: h.executor.calls.length, result: done[0]!.result }).toMatchObject({
+      calls: 0,
+      result: { cancelled: true },
+    });
+  });
+
+  it('attachWorker refuses a Worker of another queue or prefix (INVALID_OPTIONS), and a producer-only engine (NO_EXECUTOR)', async () => {
+    const h = harness();
+    const other = new Worker(`${h.queueName}-other`, h.engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: h.prefix,
+      autorun: false,
+    });
+    const prefixed = new Worker(h.queueName, h.engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      prefix: `${h.prefix}x`,
+      autorun: false,
+    });
+    try {
+      expect(() => h.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      expect(() => h.engine.attachWorker(prefixed)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      const producer = harness({ executor: undefined });
+      expect(() => producer.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'NO_EXECUTOR' }));
+    } finally {
+      await other.close();
+      await prefixed.close();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import { UnrecoverableError } from 'bullmq';
+import { harness, SENT } from '../../helpers/engine';
+import { client, waitFor } from '../../helpers/redis';
+import { fetchBy, stalledCheck, watch } from '../../helpers/jobs';
+import type { StageRef } from '../../../src';
+import { redisClient } from '../../../src/bullmq/adapter';
+
+/**
+ * Review 35. README, operator table: "A job whose worker died after the engine recorded its
+ * finish, before BullMQ finished it, is no retry: its redelivery runs once more on its old budget
+ * (and sends nothing when the stage went out meanwhile)"; docs/design.md, keys table: "a chain's
+ * end marks superseded the jobs of the records left (`?`) that BullMQ has not failed (still
+ * active, or handed on: stalled count past `sdt`), so such a redelivery after the stage went out
+ * sends nothing".
+ *
+ * Commit 2101f67 has the redelivery's begin drop `sdf sdt sdp` and the job's `<member>?` record as
+ * soon as it takes the stage's lock. When that redelivered run dies too before its executor is
+ * called (its worker froze or died right after its begin: nothing sent), the job is handed on
+ * once more, now with no record and no mark: the chain end of a stage sent meanwhile no longer
+ * finds it, and its next run, taken for a first run, sends the stage a second time. Before
+ * 2101f67 its record and `sdt` stayed, and the chain end superseded it.
+ */
+const a: StageRef = { scope: ['r35-again', 'ch-1', 'sc-1'], stage: 'image' };
+
+describe('C14: a redelivery after a crash between FAIL and BullMQ, whose worker dies again right after its begin', () => {
+  it('its next redelivery sends nothing when the stage went out meanwhile', async () => {
+    let frozen!: () => void;
+    const hit: string[] = [];
+    const freeze = new Promise<void>((r) => (frozen = r));
+    const h = harness({
+      retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } },
+      lockMs: 1000,
+      // the second run's worker freezes right after its begin took the stage's lock
+      faultHook: async (point) => {
+        if (point !== 'lock-taken') return;
+        hit.push(point);
+        if (hit.length === 2) await freeze;
+      },
+    });
+    h.executor.script(a, new UnrecoverableError('refused for good'), SENT, SENT);
+    const base = `${h.prefix}:${h.queueName}:`;
+    const redis = client();
+    const { jobId } = await h.engine.enqueue(a, {});
+    const J = `${base}${jobId}`;
+    try {
+      // run 1 fails for good, recorded (FAIL); its worker dies before BullMQ fails the job
+      const run1 = await fetchBy(h, 'tok-1');
+      await expect(h.engine.processor(run1, 'tok-1')).rejects.toThrow('refused for good');
+      expect(await redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([`${jobId}?`]);
+      await redis.del(`${J}:lock`);
+      await stalledCheck(h, redis, J, 0);
+
+      // run 2, the redelivery: its begin takes the lock, then its worker freezes (no executor call)
+      const run2 = await fetchBy(h, 'tok-2');
+      void h.engine.processor(run2, 'tok-2').catch(() => undefined);
+      await waitFor(() => hit.length === 2, 'the redelivery began', 10_000);
+      expect(h.executor.callsFor(a)).toBe(1);
+      // it dies (its connection goes: no more lock renewals): BullMQ's stalled check hands the job on once more
+      (await redisClient(h.engine.queue)).disconnect();
+      await redis.del(`${J}:lock`);
+      await stalledCheck(h, redis, J, 1);
+
+      // meanwhile another host sends the stage directly
+      const other = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } }, h);
+      other.executor.script(a, SENT, SENT);
+      // (once the dead run's stage lock expired: lockMs)
+      await waitFor(
+        async () => (await redis.exists(`${base}sd:inflight:${'r35-again/ch-1/sc-1/image'}`)) === 0,
+        "the dead run's lock expired",
+        10_000,
+      );
+      expect(await other.engine.dispatchStage(a, {})).toMatchObject({ dispatched: true });
+
+      // the job's next run: the stage went out meanwhile, it sends nothing
+      const { done } = watch(other.engine.createWorker());
+      await waitFor(() => done.length === 1, "the job's next run", 15_000);
+      const sends = other.executor.callsOf(a).filter((c) => c.result?.dispatched).length;
+      expect({ sends, run: done[0]!.result }).toMatchObject({
+        sends: 1,
+        run: { dispatched: false, reason: 'superseded' },
+      });
+    } finally {
+      frozen();
+    }
+  }, 40_000);
+});

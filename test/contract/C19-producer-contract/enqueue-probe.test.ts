@@ -1,0 +1,44 @@
+import { harness, notSent } from '../../helpers/engine';
+
+/**
+ * Issue 13.3: the enqueue probe (src/lua/enqueue-probe.lua) answers in one
+ * call whether the job holding a stage's licence is pending: the engine's
+ * enqueue makes no job-state lookup of its own before BullMQ's add.
+ */
+const image = { scope: ['book-1', 'ch-3'], stage: 'image' };
+const sid = 'book-1/ch-3/image';
+
+async function deferredThenMarkerDeleted() {
+  const h = harness();
+  h.executor.fallback = notSent('no_worker_available');
+  const wakeUps: string[] = [];
+  h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
+  await h.engine.dispatchStage(image, {});
+  expect(wakeUps).toHaveLength(1);
+  // the marker gone (deleted by hand), the wake-up still scheduled and licensed
+  await h.redis.del(`${h.prefix}:${h.queueName}:sd:deferred:${sid}`);
+  return { h, wakeUp: wakeUps[0]! };
+}
+
+describe('C19: the enqueue probe', () => {
+  it('a stage whose licensed wake-up is pending answers `pending` with its job id, no job-state lookup', async () => {
+    const { h, wakeUp } = await deferredThenMarkerDeleted();
+    const lookups = jest.spyOn(h.engine.queue, 'getJobState');
+    try {
+      expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId: wakeUp });
+      expect(lookups).not.toHaveBeenCalled();
+    } finally {
+      lookups.mockRestore();
+    }
+  });
+
+  it('a licence whose job was removed by hand is dropped by the probe, and the enqueue adds a job', async () => {
+    const { h, wakeUp } = await deferredThenMarkerDeleted();
+    const index = `${h.prefix}:${h.queueName}:sd:licences`;
+    expect(await h.redis.zrange(index, '0', '-1')).toEqual([wakeUp]);
+    await h.engine.queue.remove(wakeUp);
+    const r = await h.engine.enqueue(image, {});
+    expect(r).toMatchObject({ added: true, reason: null, jobId: expect.stringMatching(/^book-1\/ch-3\/image@r\./) });
+    expect(await h.redis.zrange(index, '0', '-1')).toEqual([]);
+  });
+});

@@ -1,0 +1,192 @@
+/**
+ * The job ids and licence members the engine writes, read back: what a
+ * licence encodes (class, chain, window end, marks), which job it stands for,
+ * and the data a dispatch job carries. Pure functions, no Redis: these pin
+ * the encodings the Lua scripts and the CLI rely on (issue 14, item 2: they
+ * kill mutants of src/job-data.ts the engine-level suites let through).
+ */
+import { InvalidJobDataError } from '../../../src/errors';
+import {
+  dispatchJobData,
+  FRESH_CHAIN,
+  isWakeUpId,
+  jobIdOfLicence,
+  memberOf,
+  parseJobData,
+  parseLicence,
+  readyJobId,
+  refOf,
+  wakeUpJobId,
+} from '../../../src/job-data';
+import { thrown } from '../../helpers/thrown';
+
+const sid = 'book-1/ch-2/image';
+
+function thrownMessage(f: () => unknown): string {
+  const e = thrown(f, InvalidJobDataError);
+  if (!e) throw new Error('expected a throw');
+  return e.message;
+}
+const chain = { capacity: 3, idempotent: 1, failures: 2 };
+const until = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
+
+describe('C20: wake-up ids and licences', () => {
+  it('a wake-up id names the stage, the class tag and the chain, then the window end in base 36 and a 4-character nonce', () => {
+    const cap = wakeUpJobId(sid, 'capacity', chain, until);
+    expect(cap.startsWith(`${sid}@cap.3.1.2.${until.toString(36)}`)).toBe(true);
+    expect(cap).toMatch(new RegExp(`^${sid}@cap\\.3\\.1\\.2\\.${until.toString(36)}[0-9a-z]{4}$`));
+    const idem = wakeUpJobId(sid, 'idempotent', FRESH_CHAIN, until);
+    expect(idem).toMatch(new RegExp(`^${sid}@idem\\.0\\.0\\.0\\.${until.toString(36)}[0-9a-z]{4}$`));
+    expect(cap).not.toContain(':');
+  });
+
+  it('two deferrals of one stage in the same millisecond get distinct ids (the nonce)', () => {
+    const ids = new Set(Array.from({ length: 50 }, () => wakeUpJobId(sid, 'capacity', chain, until)));
+    expect(ids.size).toBeGreaterThan(45); // 36^4 nonces: a collision in 50 draws is rare, not 5 of them
+  });
+
+  it('the nonce is always 4 characters, so the window end reads back exactly from any wake-up id', () => {
+    // a nonce below 36^3 (1 in 36) is zero-padded: 500 ids meet one almost surely (1 - (35/36)^500 > 1 - 1e-6)
+    for (let i = 0; i < 500; i++) {
+      const id = wakeUpJobId(sid, 'capacity', chain, until);
+      expect({ id, until: parseLicence(id)?.until }).toEqual({ id, until });
+      expect({ id, tail: id.slice(-4) }).toEqual({ id, tail: expect.stringMatching(/^[0-9a-z]{4}$/) });
+    }
+  });
+
+  it('a ready job id is `<stageId>@r.<time base 36><nonce>`', () => {
+    const before = Date.now();
+    const id = readyJobId(sid);
+    const m = /^(.*)@r\.([0-9a-z]+)$/.exec(id);
+    expect(m?.[1]).toBe(sid);
+    const t = parseInt(m![2]!.slice(0, -4), 36);
+    expect(t).toBeGreaterThanOrEqual(before);
+    expect(t).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('parseLicence reads back class, chain and window end of an unmarked licence', () => {
+    expect(parseLicence(wakeUpJobId(sid, 'capacity', chain, until))).toEqual({
+      cls: 'capacity',
+      chain,
+      until,
+      fresh: false,
+      failed: false,
+    });
+    expect(parseLicence(wakeUpJobId(sid, 'idempotent', chain, until))).toMatchObject({ cls: 'idempotent', chain });
+  });
+
+  it('a licence marked `!` (cleared) starts a fresh chain; one marked `?` (failed for good) is also failed', () => {
+    const lic = wakeUpJobId(sid, 'capacity', chain, until);
+    expect(parseLicence(`${lic}!`)).toEqual({ cls: 'capacity', chain: FRESH_CHAIN, until, fresh: true, failed: false });
+    expect(parseLicence(`${lic}?`)).toEqual({ cls: 'capacity', chain: FRESH_CHAIN, until, fresh: true, failed: true });
+  });
+
+  it('a ready job, a job added by hand, or anything else is not a licence parseLicence can read', () => {
+    expect(parseLicence(readyJobId(sid))).toBeNull();
+    expect(parseLicence(`${sid}@j.my-job`)).toBeNull();
+    expect(parseLicence(`${sid}@cap.1.0.0`)).toBeNull();
+    expect(parseLicence(`${sid}@cap.1.0.0.Zz`)).toBeNull(); // base 36 is lower case
+    expect(parseLicence(`${wakeUpJobId(sid, 'capacity', chain, until)}-`)).toBeNull(); // anchored at the end
+    expect(parseLicence(`${wakeUpJobId(sid, 'capacity', chain, until)}!!`)).toBeNull(); // one mark at most
+  });
+
+  it('jobIdOfLicence drops a mark and unwraps the `@j.` form of a job added by hand', () => {
+    const lic = wakeUpJobId(sid, 'capacity', chain, until);
+    expect(jobIdOfLicence(lic)).toBe(lic);
+    expect(jobIdOfLicence(`${lic}!`)).toBe(lic);
+    expect(jobIdOfLicence(`${lic}?`)).toBe(lic);
+    expect(jobIdOfLicence(`${sid}@j.my-job`)).toBe('my-job');
+    expect(jobIdOfLicence(`${sid}@j.my-job?`)).toBe('my-job');
+    expect(jobIdOfLicence(`${sid}@j.a@j.b`)).toBe('a@j.b'); // only the first `@` splits
+    expect(jobIdOfLicence(`${sid}@xj.a`)).toBe(`${sid}@xj.a`); // `j.` right after the `@` only
+    // a job added by hand may have `!` or `?` inside its id: only a last character is a mark
+    expect(jobIdOfLicence(`${sid}@j.what?now`)).toBe('what?now');
+    expect(jobIdOfLicence(`${sid}@j.go!go`)).toBe('go!go');
+  });
+
+  it('memberOf keeps an id the engine named for the stage and wraps any other id as `@j.`', () => {
+    const lic = wakeUpJobId(sid, 'capacity', chain, until);
+    expect(memberOf(sid, lic)).toBe(lic);
+    expect(memberOf(sid, 'my-job')).toBe(`${sid}@j.my-job`);
+    // another stage's id, even one whose stage id starts with this one's, is wrapped
+    expect(memberOf(sid, `${sid}x@r.1`)).toBe(`${sid}@j.${sid}x@r.1`);
+    expect(jobIdOfLicence(memberOf(sid, 'my-job'))).toBe('my-job');
+  });
+
+  it('isWakeUpId holds for the engine’s wake-ups of that stage only', () => {
+    const lic = wakeUpJobId(sid, 'capacity', chain, until);
+    expect(isWakeUpId(sid, lic)).toBe(true);
+    expect(isWakeUpId('other/stage', lic)).toBe(false);
+    expect(isWakeUpId(sid, readyJobId(sid))).toBe(false);
+    expect(isWakeUpId(sid, `x${lic}`)).toBe(false);
+    // a wake-up of a stage whose id extends this one's (its `@` one character later), and a stage id longer than the job id
+    expect(isWakeUpId(sid, `${sid}x${lic.slice(sid.length)}`)).toBe(false);
+    expect(isWakeUpId(sid.slice(0, -1), lic)).toBe(false);
+    expect(isWakeUpId(`${lic}/more`, lic)).toBe(false);
+  });
+});
+
+describe('C20: dispatch job data', () => {
+  const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
+
+  it('a ready job carries v, a copy of the scope, stage and payload, and no buildId key when there is none', () => {
+    const data = dispatchJobData(ref, { p: 1 }, undefined);
+    expect(data).toStrictEqual({ v: 1, scope: ['book-1', 'ch-2'], stage: 'image', payload: { p: 1 } });
+    expect(Object.keys(data)).not.toContain('buildId');
+    expect(data.scope).not.toBe(ref.scope);
+    expect(dispatchJobData(ref, null, 'b-1')).toStrictEqual({ ...data, payload: null, buildId: 'b-1' });
+  });
+
+  it('a wake-up also carries why it is deferred (reason, class, count), nothing its id and delay already say', () => {
+    const deferral = { reason: 'no_worker_available', class: 'capacity' as const, deferrals: 2 };
+    expect(dispatchJobData(ref, 1, 'b', deferral)).toStrictEqual({
+      v: 1,
+      scope: ref.scope,
+      stage: 'image',
+      payload: 1,
+      buildId: 'b',
+      ...deferral,
+    });
+    expect(refOf(dispatchJobData(ref, 1, 'b', deferral))).toEqual(ref);
+  });
+
+  it('parseJobData accepts what dispatchJobData writes and refuses anything else with INVALID_JOB_DATA naming the job', () => {
+    const ok = dispatchJobData(ref, { p: 1 }, 'b', { reason: 'r', class: 'idempotent', deferrals: 1 });
+    expect(parseJobData(JSON.parse(JSON.stringify(ok)), 'j1')).toEqual(ok);
+    // what versions before 0.2 wrote on a wake-up is still read
+    const older = { ...ok, wakeUp: true, until: '2026-11-30T00:00:00.000Z' };
+    expect(parseJobData(older, 'j0')).toEqual(older);
+    const bad: unknown[] = [
+      null,
+      { ...ok, v: 2 },
+      { ...ok, scope: 'book' },
+      { ...ok, scope: [1] },
+      { ...ok, stage: 3 },
+      { ...ok, buildId: 4 },
+      { ...ok, wakeUp: false },
+      { ...ok, reason: 5 },
+      { ...ok, class: 'other' },
+      { ...ok, until: 6 },
+      { ...ok, deferrals: '1' },
+    ];
+    for (const data of bad) {
+      let error: unknown;
+      try {
+        parseJobData(data, 'job-7');
+      } catch (e) {
+        error = e;
+      }
+      expect({ data, error }).toEqual({ data, error: expect.any(InvalidJobDataError) });
+      expect((error as InvalidJobDataError).code).toBe('INVALID_JOB_DATA');
+      expect((error as InvalidJobDataError).jobId).toBe('job-7');
+      expect((error as Error).message).toContain('job-7');
+    }
+    // without a job id the message says so with `?`
+    expect(thrownMessage(() => parseJobData({}, undefined))).toContain('dispatch job ?:');
+  });
+
+  it('FRESH_CHAIN is all zeros and frozen', () => {
+    expect(FRESH_CHAIN).toEqual({ capacity: 0, idempotent: 0, failures: 0 });
+    expect(Object.isFrozen(FRESH_CHAIN)).toBe(true);
+  });
+});

@@ -1,0 +1,45 @@
+import { stageId } from '../../../src/stage-ref';
+import { harness } from '../../helpers/engine';
+import { watch } from '../../helpers/jobs';
+import { waitFor } from '../../helpers/redis';
+
+/** Review 10: segments on the edges of encodeURIComponent / cjson; the job's data as BullMQ writes it, and \u-escaped (Python's json.dumps). */
+const crash = new Error('executor crashed');
+const asciiOnly = (json: string) =>
+  json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+const cases: [string, string[], string][] = [
+  ['marks', ["!'()*~-_."], 'image'],
+  ['percent', ['%', '%41', '%%2'], '%25'],
+  ['latin', ['é', 'ü'], 'ß'],
+  ['astral', ['😀'], '𝄞'],
+  ['nul and controls', ['\u0000', 'a\nb\t\u0001\u001f\u007f'], 'x'],
+  ['line separators', ['\u2028', '\u2029'], '\ufeff'],
+  ['max length', ['😀'.repeat(30), 'a'.repeat(140)], 'b'],
+];
+
+describe.each([
+  ['as BullMQ writes it', false],
+  ['\\u-escaped', true],
+])('C20: data %s', (_, escaped) => {
+  it.each(cases)(
+    '%s: an enqueue while the hand-added job holds the licence answers pending',
+    async (_n, scope, stage) => {
+      const ref = { scope, stage };
+      const sid = stageId(ref);
+      const h = harness();
+      const base = `${h.prefix}:${h.queueName}:`;
+      h.executor.script(ref, crash);
+      await h.engine.queue.add(
+        stage,
+        { v: 1, scope, stage, payload: {} },
+        { jobId: 'x-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+      );
+      const w = watch(h.engine.createWorker());
+      await waitFor(() => w.failed.length === 1, 'x-1 failed');
+      expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([`${sid}@j.x-1`]);
+      if (escaped) await h.redis.hset(`${base}x-1`, 'data', asciiOnly((await h.redis.hget(`${base}x-1`, 'data'))!));
+      expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'x-1' });
+    },
+  );
+});

@@ -1,0 +1,137 @@
+import IORedis from 'ioredis';
+import { createDispatchEngine, type DispatchEngine } from '../../../src';
+import { StoreKeys } from '../../../src/store/keys';
+import { notSent } from '../../helpers/engine';
+import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
+import { startPrivateRedis, type PrivateRedis } from '../../helpers/private-redis';
+import { sleep } from '../../helpers/members';
+import { aclUser, dropAclUsers } from '../../helpers/acl';
+
+/**
+ * The start-up probe (PERMISSIONS + MULTI + WAIT/CLIENT INFO) claims to run
+ * every command the engine needs. It misses `PERSIST` (the replica-wait
+ * pipeline's routing command), it treats every error that is not NOPERM as
+ * "allowed" (a read-only replica's READONLY passes), and a user without DEL
+ * leaves the probe key behind.
+ */
+
+const image = { scope: ['book-1'], stage: 'image' };
+const engines: DispatchEngine[] = [];
+const prefixes: string[] = [];
+const servers: PrivateRedis[] = [];
+let admin: IORedis;
+
+beforeAll(() => {
+  admin = client();
+});
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close().catch(() => undefined)));
+  await dropAclUsers(admin);
+  for (const p of prefixes.splice(0)) await dropPrefix(admin, p);
+  for (const s of servers.splice(0)) await s.stop();
+});
+afterAll(closeClients);
+
+function engineOn(connection: object, prefix: string, queueName: string, extra: object = {}) {
+  const e = createDispatchEngine({
+    connection: connection as never,
+    prefix,
+    queueName,
+    executor: async () => notSent('no_worker_available'),
+    ...extra,
+  });
+  engines.push(e);
+  return e;
+}
+
+describe('C25: the start-up permission probe', () => {
+  it('with waitForReplicas, a user without PERSIST is refused at start-up, not after a deferral was written', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const conn = await aclUser(admin, 'rv2', prefix, ['+wait', '+client|info', '-persist']);
+    const engine = engineOn(conn, prefix, queueName, { waitForReplicas: { replicas: 1, timeoutMs: 1 } });
+    let ready: unknown = 'resolved';
+    await engine.waitUntilReady().catch((e: unknown) => (ready = e));
+    let dispatched: unknown;
+    await engine.dispatchStage(image, {}).then(
+      (r) => (dispatched = r),
+      (e: Error) => (dispatched = e),
+    );
+    // refused at start-up, and every later call too: nothing written
+    expect({ ready, dispatched, deferredWritten: (await admin.exists(engine.deferredStageKey(image))) === 1 }).toEqual({
+      ready: expect.objectContaining({ code: 'MISSING_PERMISSION' }),
+      dispatched: expect.objectContaining({ code: 'MISSING_PERMISSION' }),
+      deferredWritten: false,
+    });
+  });
+
+  it.each([
+    'time',
+    'persist',
+    'set',
+    'get',
+    'mget',
+    'pttl',
+    'pexpire',
+    'exists',
+    'incrby',
+    'incr',
+    'zadd',
+    'zscore',
+    'zrangebylex',
+    'zrange',
+    'zremrangebyrank',
+    'zrem',
+    'hset',
+    'hget',
+    'hmget',
+    'hincrby',
+    'hdel',
+    'rpush',
+    'sadd',
+    'smembers',
+    'srem',
+  ])('a user without %s is refused at start-up, the command named', async (command) => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const engine = engineOn(await aclUser(admin, 'rv2', prefix, [`-${command}`]), prefix, queueName);
+    const refused = await engine.waitUntilReady().then(
+      () => null,
+      (e: { code?: string; commands?: string[] }) => e,
+    );
+    expect(refused).toMatchObject({ code: 'MISSING_PERMISSION' });
+    expect(refused!.commands).toContain(command);
+  });
+
+  it('a user without DEL is refused, and the probe leaves nothing behind', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const conn = await aclUser(admin, 'rv2', prefix, ['-del']);
+    const engine = engineOn(conn, prefix, queueName);
+    await expect(engine.waitUntilReady()).rejects.toMatchObject({ code: 'MISSING_PERMISSION' });
+    const probeKey = `${new StoreKeys(prefix, queueName).base}sd:probe`;
+    expect({ key: probeKey, exists: await admin.exists(probeKey), pttl: await admin.pttl(probeKey) }).toMatchObject({
+      exists: 0,
+    });
+  });
+
+  it('on a read-only replica, waitUntilReady does not report the engine ready', async () => {
+    const master = await startPrivateRedis();
+    servers.push(master);
+    const replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
+    servers.push(replica);
+    const r = new IORedis({ port: replica.port });
+    for (let i = 0; i < 100 && !/master_link_status:up/.test(await r.info('replication')); i++) await sleep(50);
+    r.disconnect();
+    const engine = engineOn({ host: '127.0.0.1', port: replica.port }, 'rv2', 'q');
+    let ready: unknown = 'resolved';
+    await engine.waitUntilReady().catch((e: unknown) => (ready = e));
+    let enqueued: unknown;
+    await engine.enqueue(image, {}).then(
+      (x) => (enqueued = x),
+      (e: Error) => (enqueued = e.message),
+    );
+    // ready, yet the first write fails: READONLY
+    expect({ ready, enqueued }).not.toMatchObject({ ready: 'resolved' });
+  });
+});

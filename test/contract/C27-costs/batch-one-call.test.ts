@@ -1,0 +1,220 @@
+import { DeferralStore } from '../../../src/deferral-store';
+import { stageId } from '../../../src';
+import type { Batcher, OpArgs } from '../../../src/store/batch';
+import { harness, SENT } from '../../helpers/engine';
+import { wrapBatch } from '../../helpers/faults';
+import { connect, waitFor } from '../../helpers/redis';
+
+/**
+ * docs/design.md, "begin and release share one script (`BATCH`)": the begins
+ * and releases of one event-loop turn go to Redis as one call and run in
+ * order. Each operation carries a different number of arguments (begin 7, a
+ * release 6, a lazy release 3); each must get its own reply.
+ */
+const refs = ['a', 'b', 'c'].map((s) => ({ scope: ['book-b', s], stage: 'image' }));
+const [A, B, C] = refs.map(stageId) as [string, string, string];
+
+function setUp() {
+  const h = harness();
+  const store = new DeferralStore(h.engine.queue);
+  const lock = (sid: string) => `${h.prefix}:${h.queueName}:sd:inflight:${sid}`;
+  const begin = (sid: string) =>
+    store.begin({ sid, ownJobId: '', lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000 });
+  const token = async (sid: string) => {
+    const b = await begin(sid);
+    if (b.kind !== 'locked') throw new Error(`${sid} not locked: ${b.kind}`);
+    return b.token;
+  };
+  return { h, store, lock, begin, token };
+}
+
+const batchOf = (store: DeferralStore) => (store as unknown as { batch: Batcher }).batch;
+
+/** Holds back the replies of the engine's `BATCH` calls (each runs in Redis) until `answer()`. */
+async function holdReplies(h: ReturnType<typeof harness>) {
+  let answer!: () => void;
+  let answered = false;
+  const held = new Promise<void>((resolve) => (answer = resolve)).then(() => (answered = true));
+  let sent = 0;
+  const putBack = await wrapBatch(h.engine, (send) => async (...args: unknown[]) => {
+    sent++;
+    const reply = await send(...args);
+    await held;
+    return reply;
+  });
+  return {
+    sent: () => sent,
+    answered: () => answered,
+    answer,
+    restore() {
+      answer();
+      putBack();
+    },
+  };
+}
+
+describe('C27: BATCH: the operations of one turn, in one call', () => {
+  it('a release, then a begin: the release ends its stage, the begin takes its own', async () => {
+    const { h, store, lock, begin, token } = setUp();
+    const a = await token(A);
+    // queued in the same turn: one BATCH call runs both, the release first
+    const [released, b] = await Promise.all([store.release(A, '', a, 'end'), begin(B)]);
+    expect(released).toEqual({ cancelled: false, lost: false, revoked: [] });
+    expect(b.kind).toBe('locked');
+    expect(await h.redis.exists(lock(A))).toBe(0);
+    expect(await h.redis.get(lock(B))).toBe(b.kind === 'locked' ? b.token : null);
+  });
+
+  it('a lazy release, a release and a begin: each acts on its own stage', async () => {
+    const { h, store, lock, begin, token } = setUp();
+    const [a, b] = [await token(A), await token(B)];
+    store.releaseLater(A, a);
+    const [released, c] = await Promise.all([store.release(B, '', b, 'plain'), begin(C)]);
+    expect(released).toEqual({ cancelled: false, lost: false, revoked: [] });
+    expect(c.kind).toBe('locked');
+    expect(await h.redis.exists(lock(A))).toBe(0);
+    expect(await h.redis.exists(lock(B))).toBe(0);
+    expect(await h.redis.exists(lock(C))).toBe(1);
+  });
+});
+
+describe('C27: BATCH: what one call reads once', () => {
+  it("the fence and each kind's wake sequence are read once a call and afresh by the next: fences strictly increase, a wake between calls is seen", async () => {
+    const { h, store, begin } = setUp();
+    const video = { scope: ['book-b', 'a'], stage: 'video' };
+    const V = stageId(video);
+    const begins = async () => {
+      // queued in one turn: one BATCH call, an image stage and a video stage
+      const both = await Promise.all([begin(A), begin(V)]);
+      const locked = both.map((b) => (b.kind === 'locked' ? b : undefined));
+      await Promise.all(locked.map((b, i) => store.release([A, V][i]!, '', b!.token, 'plain')));
+      return locked.map((b) => ({ fence: b!.fencingToken, seq: b!.wakeSeq }));
+    };
+    const one = await begins();
+    expect(one.map((b) => b.seq)).toEqual(['0:0', '0:0']);
+    // a wake of the video kind, then one of every kind: the next call reads both counters again
+    await h.engine.wakeDeferred({ stage: 'video' });
+    await h.engine.wakeDeferred();
+    const two = await begins();
+    expect(two.map((b) => b.seq)).toEqual(['1:0', '1:1']);
+    // a fence far ahead of Redis' clock (µs): each token of the call is one more, and the last is kept
+    await h.redis.set(store.keys.fence, '9000000000000000');
+    const three = await begins();
+    expect(three.map((b) => b.fence)).toEqual([9000000000000001, 9000000000000002]);
+    expect(await h.redis.get(store.keys.fence)).toBe('9000000000000002');
+    const fences = [...one, ...two, ...three].map((b) => b.fence);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
+  });
+});
+
+describe('C27: the scripts on a shared ioredis client', () => {
+  it('another copy of the library (another version) that defined its scripts on the same client does not change the ones this copy runs', async () => {
+    const shared = connect({ maxRetriesPerRequest: null });
+    // what an older copy leaves on the client: its own scripts under the names it uses
+    // (this library's names before they carried a digest of the script)
+    for (const name of ['sdBatch', 'sdDefer', 'sdProbe', 'sdPermissions'])
+      shared.defineCommand(name, { numberOfKeys: 0, lua: "return redis.error_reply('the other copy')" });
+    const h = harness({ connection: shared });
+    h.executor.script(refs[0]!, SENT);
+    await h.engine.waitUntilReady();
+    await expect(h.engine.dispatchStage(refs[0]!, {})).resolves.toMatchObject({ dispatched: true });
+    expect(h.executor.calls).toHaveLength(1);
+  });
+});
+
+describe('C27: BATCH: each caller gets its own answer, whatever the others get', () => {
+  it('a reply one caller cannot read rejects that caller only: the others of the call get theirs (review 13)', async () => {
+    const { h, store, lock } = setUp();
+    const batch = (store as unknown as { batch: Batcher }).batch;
+    // a lock taken on a stage without a licence answers its record alone (a string)
+    const read = (reply: unknown) => {
+      if (typeof reply !== 'string') throw new TypeError('unreadable');
+      return reply;
+    };
+    const op = (sid: string): OpArgs => ['b', sid, '', 30_000, '', 1000, ''];
+    // one call: B's lock is taken first, so the second begin of B answers in flight (2), which `read` refuses
+    const [a, b, again, c] = await Promise.allSettled([
+      batch.run(op(A), read),
+      batch.run(op(B), read),
+      batch.run(op(B), read),
+      batch.run(op(C), read),
+    ]);
+    expect([a.status, b.status, again.status, c.status]).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    // the two begins after the refused reply took their locks and say so
+    for (const sid of [A, B, C]) expect(await h.redis.exists(lock(sid))).toBe(1);
+    expect(c.status === 'fulfilled' && typeof c.value).toBe('string');
+  });
+
+  it('closing waits for a lazy release already on its way: its call is answered before close returns (review 13)', async () => {
+    const { h, store, lock, token } = setUp();
+    const a = await token(A);
+    const held = await holdReplies(h);
+    try {
+      store.releaseLater(A, a);
+      // the lazy timer sends it on its own; its reply is held back
+      await waitFor(() => held.sent() === 1, 'the lazy release sent', 5_000);
+      let flushed = false;
+      const flushing = batchOf(store)
+        .flushLazy()
+        .then(() => (flushed = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(flushed).toBe(false);
+      held.answer();
+      // it returns once the call is answered, not at the end of its 2 s bound
+      const first = await Promise.race([
+        flushing.then(() => 'answered'),
+        new Promise((resolve) => setTimeout(() => resolve('bound'), 1_500)),
+      ]);
+      expect(first).toBe('answered');
+      expect(await h.redis.exists(lock(A))).toBe(0);
+    } finally {
+      held.restore();
+    }
+  });
+
+  it('closing waits for a lazy release already sent 2 s at most: a call that never answers (Redis unreachable) does not hold close() (review 14)', async () => {
+    const { h, store, token } = setUp();
+    const a = await token(A);
+    const held = await holdReplies(h);
+    try {
+      store.releaseLater(A, a);
+      await waitFor(() => held.sent() === 1, 'the lazy release sent', 5_000);
+      await batchOf(store).flushLazy();
+      // flushLazy returned although the call is still unanswered
+      expect(held.answered()).toBe(false);
+    } finally {
+      held.restore();
+    }
+  });
+
+  it('closing sends the lazy releases still queued (before their timer) and forgets each call once answered', async () => {
+    const { h, store, lock, token } = setUp();
+    const [a, b] = [await token(A), await token(B)];
+    store.releaseLater(A, a);
+    store.releaseLater(B, b);
+    await batchOf(store).flushLazy();
+    expect(await h.redis.exists(lock(A), lock(B))).toBe(0);
+    expect((batchOf(store) as unknown as { lazyInFlight: Set<unknown> }).lazyInFlight.size).toBe(0);
+  });
+
+  it('the operations of one turn go in calls of at most 256, each once: 512 begins make two calls, 256 each', async () => {
+    const { h, lock, begin } = setUp();
+    await begin(A); // the store defines its scripts on the client on first use
+    const sizes: number[] = [];
+    const putBack = await wrapBatch(h.engine, (send) => (...args: unknown[]) => {
+      sizes.push(Number(args[3]));
+      return send(...args);
+    });
+    try {
+      const sids = Array.from({ length: 512 }, (_, i) => stageId({ scope: ['book-b', `many-${i}`], stage: 'image' }));
+      const begun = await Promise.all(sids.map(begin));
+      expect(sizes).toEqual([256, 256]);
+      expect(begun.every((b) => b.kind === 'locked')).toBe(true);
+      const tokens = new Set(begun.map((b) => (b.kind === 'locked' ? b.token : '')));
+      expect(tokens.size).toBe(512);
+      expect(await h.redis.exists(...sids.map(lock))).toBe(512);
+    } finally {
+      putBack();
+    }
+  });
+});

@@ -1,0 +1,46 @@
+import { type StageRef } from '../../../src';
+import { harness, notSent, SENT } from '../../helpers/engine';
+import { fast, watch } from '../../helpers/jobs';
+import { waitFor } from '../../helpers/redis';
+import { failedJob } from '../../helpers/attempts';
+
+/**
+ * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * Each title names the item it pins.
+ */
+// the engines of each test are torn down by harness() itself
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe('C7: a retry by hand after DeferralLimitError starts with no failure spent', () => {
+  it('the next wake-up id carries 0 failures, and its first real failure is not final', async () => {
+    const h = harness({
+      retry: { attempts: 2, backoff: fast },
+      windows: { capacitySeconds: 0.05, jitter: 0 },
+      limits: { maxCapacityDeferrals: 1 },
+    });
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.enqueue(image, {});
+    const worker = h.engine.createWorker();
+    const { done, failed } = watch(worker);
+    await waitFor(() => failed.length === 1, 'the deferral limit');
+    expect(failed[0]!.error).toMatchObject({ code: 'DEFERRAL_LIMIT' });
+    const deferrals: string[] = [];
+    h.engine.on('deferred', (e) => deferrals.push(e.wakeUpJobId));
+    await worker.close();
+    // retried by hand: the attempt defers once (a fresh chain), then its wake-up fails once and succeeds
+    h.executor.fallback = SENT;
+    h.executor.script(image, notSent('no_worker_available'), new Error('down'));
+    await (await failedJob(h)).retry('failed');
+    const again = watch(h.engine.createWorker());
+    await waitFor(() => again.done.some((d) => d.result.dispatched === true), 'dispatched');
+    expect(deferrals).toHaveLength(1);
+    expect(deferrals[0]).toMatch(/@cap\.1\.0\.0\./);
+    expect(again.failed).toHaveLength(1);
+    expect(again.failed[0]!.error.name).not.toBe('UnrecoverableError');
+    expect(done.length + again.done.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,41 @@
+import { harness, SENT } from '../../helpers/engine';
+import { latch } from '../../helpers/jobs';
+import { waitFor } from '../../helpers/redis';
+
+/**
+ * Behaviours the Lua mutation run (scripts/mutate-lua.ts, docs/testing.md
+ * "The Lua") found unguarded: each test here fails with one surviving mutant
+ * applied. They go through the public API and BullMQ's own job states only.
+ */
+const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
+
+describe('C9: a dispatch cancelled from another host while its executor goes on', () => {
+  it('keeps the stage in flight (its cancelled lock is renewed) until the executor ends: no second dispatch', async () => {
+    const a = harness({ lockMs: 1000 });
+    const b = harness({ lockMs: 1000 }, { prefix: a.prefix, queueName: a.queueName });
+    const release = latch<void>();
+    a.executor.script(image, async () => {
+      await release.opened; // an executor that does not stop at its signal
+      return SENT;
+    });
+    const first = a.engine.dispatchStage(image, { p: 1 });
+    await waitFor(() => a.executor.calls.length === 1, 'the executor to start');
+    const cancelled = await b.engine.cancelActiveDispatch(image);
+    expect(cancelled).toMatchObject({ inFlight: true });
+    // for three lock lifetimes after the cancel, the other host finds the stage in flight
+    const since = Date.now();
+    const answers: (string | null)[] = [];
+    await waitFor(
+      async () => {
+        answers.push((await b.engine.dispatchStage(image, { p: 2 })).reason);
+        return Date.now() - since > 3_000;
+      },
+      'three lock lifetimes',
+      20_000,
+    );
+    expect(new Set(answers)).toEqual(new Set(['dispatch_in_flight']));
+    expect(b.executor.calls).toHaveLength(0);
+    release.open();
+    expect(await first).toMatchObject({ dispatched: true, cancelled: true });
+  });
+});

@@ -1,1 +1,0 @@
-export { fast, latch, sleep, watch } from '../helpers/jobs';
