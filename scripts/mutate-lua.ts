@@ -83,7 +83,7 @@ const CORE = [
  * Suites run before the core ones for a script's mutants: those that reach what the core
  * suites do not (wakeDeferred, the start-up ACL check, the renewal, the job-tied lock). The CLI's
  * suites in test/cli run the built CLI, dist/cli.js, which the sandbox does not build: they are left
- * out; review6/cli-show and review9/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
+ * out; r6/cli-show and r9/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
  */
 const OWN: Record<string, string[]> = {
   WAKE: ['test/contract/C8-wake-deferred/wake-deferred.test.ts', 'test/contract/C4-windows/adaptive-and-hints.test.ts'],

@@ -95,7 +95,7 @@ async function later(job: Job, token: string | undefined, ms: number): Promise<n
  */
 async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: JobContext, error: Error): Promise<never> {
   // a mark whose replicas did not confirm it ran: the job still fails for good (retried, it would
-  // run its stage again past the bound: review 50)
+  // run its stage again past the bound)
   const marked = await store
     .markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)
     .catch((e: unknown) => {

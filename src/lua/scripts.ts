@@ -49,7 +49,7 @@
  *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
  *        ('<nonce>+'). A '+' at the end (also alone) says a run of the job held a fresh chain
  *        ('!'): written there, or by FAIL when it records a job that held '!'; a redelivery of
- *        the job that takes its licence back takes it back '!' (reviews 43, 44)
+ *        the job that takes its licence back takes it back '!'
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -419,7 +419,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- failed it) while no other job took the stage: it takes its licence back and runs once
     -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
     -- whether its next failure is its last; one whose run held a fresh chain, '!', takes it
-    -- back marked '!': a clear ended the chain before that run, reviews 43 and 44; see 'sdq')
+    -- back marked '!': a clear ended the chain before that run; see 'sdq')
     if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
     redis.call('ZREM', IDX, me .. '?')
     lic = markUsed(c[12]) and me .. '!' or me
@@ -431,8 +431,8 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
     -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
     -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
-    -- again, review 43). So does a run retried by hand that deletes its own marker (BullMQ
-    -- failed it before its begin, maxStartedAttempts, and an operator retried it: review 45).
+    -- again). So does a run retried by hand that deletes its own marker (BullMQ
+    -- failed it before its begin, maxStartedAttempts, and an operator retried it).
     -- After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took the
     -- marks of refused promotions back), the mark does nothing
     local P = BASE .. 'sd:clrp:' .. c[12]
@@ -592,7 +592,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     -- before it records the failure): its job, not finished yet, must not send the stage again
     local members = ${licences('IDX', 'sid')}
     if #members > 0 then supersedeRecords(sid, '', members, false) end
-    -- a success with no chain left: a stale wait index entry goes (review 32: its wake-up removed by hand)
+    -- a success with no chain left: a stale wait index entry goes (its wake-up removed by hand)
     if not split(members) then unwait(BASE, sid) end
     return {0}
   end
@@ -615,7 +615,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     -- a job BullMQ retries is not finished: a mark of a finish that never happened (its worker
     -- died between the mark and BullMQ's finish; this run was its redelivery) and its record go,
     -- else BullMQ's own retry of this failure ('atm' past 'sdf') would pass for a retry by hand
-    -- (review 33). Kept until now, so a redelivery that dies again is still judged one (review 35)
+    --. Kept until now, so a redelivery that dies again is still judged one
     redis.call('HDEL', BASE .. own, 'sdf', 'sdt', 'sdp')
     redis.call('ZREM', IDX, me .. '?')
     return {cancelled, unpack(old)}
@@ -624,7 +624,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
   local members = ${licences('IDX', 'sid')}
   local revoked, n = revoke(IDX, BASE, sid, members, own)
   -- the chain ended: the stage leaves the wait index, also when no licence was left to revoke
-  -- (review 32: its wake-up removed by hand, the licence dropped by an enqueue's probe)
+  -- (its wake-up removed by hand, the licence dropped by an enqueue's probe)
   unwait(BASE, sid)
   if n > 0 then
     -- the chain ended: a job added for the stage while its licence holder was pending (by a
@@ -817,7 +817,7 @@ return {had, inflight, pending or '', unpack(old)}
  * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it). One whose
  * run began after the promotion, holding its licence, ended its deferral itself and counted it
  * in the pending count (its licence is '!' then, its marker gone: this loop skips it), which
- * is added here and deleted (review 39: before, such a run that deferred again or finished
+ * is added here and deleted (before, such a run that deferred again or finished
  * first was counted nowhere, and went on with its chain).
  */
 export const CLEAR = `
@@ -851,7 +851,7 @@ for i = 4, last do
 end
 -- the refused (they stay deferred): each mark no run used yet is taken back (a later run of it
 -- does nothing for this clear); one whose run counted itself already ran anyway (its timer, an
--- operator's promote) and ended its deferral: answered, cleared, not refused (review 45)
+-- operator's promote) and ended its deferral: answered, cleared, not refused
 local answer = {0}
 for i = last + 1, #ARGV do
   local J = ARGV[1] .. ARGV[i]
@@ -873,7 +873,7 @@ return answer
  * count (sd:clrp:<nonce>: a set holding '' until runs add their wake-up ids). A run of such a wake-up that begins before the batch's CLEAR ends
  * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
  * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
- * outage of its connection: review 43): a clear that died before its CLEAR leaves its marks
+ * outage of its connection): a clear that died before its CLEAR leaves its marks
  * doing nothing once it is gone (and CLEAR takes back the marks of refused promotions).
  * Where the count cannot be made (a slot migrating: Redis refuses
  * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
@@ -926,7 +926,7 @@ local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
 -- its record ('?') cannot say the chain was a fresh one ('!': a clear, a retry by hand); its hash
 -- keeps that (see 'sdq'), so a redelivery that takes the licence back (BATCH) takes it back '!'
--- and a clear's mark on it is not used again (review 44)
+-- and a clear's mark on it is not used again
 if live == me .. '!' then
   local q = redis.call('HGET', KEYS[2], 'sdq') or ''
   if not markUsed(q) then redis.call('HSET', KEYS[2], 'sdq', q .. '+') end

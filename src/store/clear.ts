@@ -61,7 +61,7 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
       continue;
     }
     // the promoted are recorded; the refused stay deferred, their marks taken back, but one whose
-    // run used its mark ran anyway and ended its deferral: cleared, not refused (review 45). A
+    // run used its mark ran anyway and ended its deferral: cleared, not refused. A
     // batch sent again (its reply lost with the connection, ioredis resends it) answers the same
     const keys = [s.keys.index, s.keys.clearReply(nonce), pending, ...promoted.map((id) => markerOf.get(id)!)];
     const refusedIds = refused.map(([id]) => id);
@@ -69,9 +69,9 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
       m[CMD.sdClear]!(keys.length, ...keys, s.keys.base, nonce, promoted.length, ...promoted, ...refusedIds),
     );
     // a record that failed is read back from its kept answer, in case it ran (its reply lost: a
-    // timeout, a connection given up; reviews 47, 48). One that did not run (a slot migrating
+    // timeout, a connection given up). One that did not run (a slot migrating
     // refuses it): with some promoted, its error is the clear's, and the batches after it stay
-    // deferred (review 38); with nothing promoted, the batch's stages are reported not cleared,
+    // deferred; with nothing promoted, the batch's stages are reported not cleared,
     // their marks left until the count's day is out (a run of one meanwhile starts a fresh chain:
     // docs/design.md). A read-back that keeps failing leaves the outcome unknown: the record's
     // error is the clear's. So is a replica wait unconfirmed: the record ran, but the replicas
@@ -97,7 +97,7 @@ const KEPT_READ_MS = 3000;
  * A clear batch's answer as its CLEAR kept it (`<count>,<id>,...`), `null` when it kept none (it
  * did not run: the read queues behind it on the same connection), `undefined` when no read got an
  * answer. A read that fails (it timed out behind the same stall as the record's reply, say) is
- * tried again, as the record's reply may just be late (review 48), for `KEPT_READ_MS`.
+ * tried again, as the record's reply may just be late, for `KEPT_READ_MS`.
  */
 async function keptAnswer(
   c: Awaited<ReturnType<StoreParts['client']>>,

@@ -5,7 +5,7 @@
  * true offset: `Redis' time - receive time <= offset <= Redis' time - send
  * time`. The estimate is the middle of the tightest bounds the readings agree
  * on: a reply that waited long for a busy event loop (wide bounds) leaves it
- * where it is instead of shortening every window by the wait (review 27), and
+ * where it is instead of shortening every window by the wait, and
  * a reading whose bounds exclude it (the host's clock was stepped) starts it
  * afresh from that reading.
  */

@@ -42,7 +42,7 @@ export class LeadRecorder {
     // (not once closed: the timer would outlive the engine)
     if (!this.closed) {
       // every 20 s whatever the last reading said: an idle host measures its clock only so, and
-      // a clock in step may step ahead (NTP, a VM resumed) while idle (review 35)
+      // a clock in step may step ahead (NTP, a VM resumed) while idle
       this.leadTimer = setInterval(() => void this.tick(), LEAD_REFRESH_MS);
       this.leadTimer.unref();
     }

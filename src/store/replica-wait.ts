@@ -81,7 +81,7 @@ export class ReplicaWait {
       this.pending = batch = opened;
     }
     batch.writes++;
-    // a WAIT that failed (its connection closed, a timeout) confirms nothing either (review 49)
+    // a WAIT that failed (its connection closed, a timeout) confirms nothing either
     const ranOn = await batch.done.catch((error: unknown) => {
       throw new ReplicationUnconfirmedError(op, error);
     });

@@ -52,10 +52,10 @@ export class Transactions {
     if (confirm) {
       const [err, info] = results.pop()!;
       // a command of the write failed inside EXEC: that error is the caller's answer (it throws
-      // it), and no write is claimed made (review 50: a failed WAIT said "written")
+      // it), and no write is claimed made (a failed WAIT said "written")
       if (results.some(([e]) => e !== null)) return results;
       // the write ran (its EXEC answered): whatever fails from here, its replication is unknown
-      // (a clear reads nothing back then: review 49)
+      // (a clear reads nothing back then)
       if (err) throw new ReplicationUnconfirmedError(op, err);
       await replicas!.confirm(op, connectionOf(info));
     }

@@ -4,7 +4,7 @@ import { redisOptions, waitFor } from '../helpers/redis';
 import type { StageRef } from '../../src';
 
 /**
- * Review 34. docs/design.md, "Clocks": the tolerance of begin's early check is `maxClockSkewMs`
+ * Docs/design.md, "Clocks": the tolerance of begin's early check is `maxClockSkewMs`
  * plus the fleet's lead (`sd:lead`), because "any host's worker may promote the wake-up": a
  * host's lead is recorded "when it starts, before its worker fetches anything". README, the
  * operator table: "promotes a wake-up (Bull Board's Promote, `promoteJobs`) | the stage wakes

@@ -16,8 +16,8 @@ import { bullLock, fetchBy } from '../helpers/held';
 const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const sid = stageId(ref);
 
-(onCluster ? describe.skip : describe)('C29: 12 hot review: the CLI reads a tied lock as the scripts do', () => {
-  it('12 hot review: show of a stage whose job completed (its tied lock dead, the lazy release not run) says idle, not in_flight', async () => {
+(onCluster ? describe.skip : describe)('C29: the CLI reads a tied lock as the scripts do', () => {
+  it('show of a stage whose job completed (its tied lock dead, the lazy release not run) says idle, not in_flight', async () => {
     const h = harness();
     await h.engine.enqueue(ref, {});
     const job = await fetchBy(h, 'bull-1');

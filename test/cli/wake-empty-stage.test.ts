@@ -4,7 +4,7 @@ import { onCluster, redisOptions } from '../helpers/redis';
 import type { StageRef } from '../../src';
 
 /**
- * Review 16c. `wake --stage <kind>` builds its filter with
+ * `wake --stage <kind>` builds its filter with
  * `...(opts.stage ? { stage: opts.stage } : {})` (src/cli.ts, the wake
  * action): an empty `--stage` (`--stage "$KIND"` with KIND unset) is dropped,
  * and the command wakes the longest-waiting stages of EVERY kind, exit 0.
@@ -29,7 +29,7 @@ async function cli(args: string[]) {
 }
 
 (onCluster ? describe.skip : describe)('C29: the CLI wake command with an empty --stage', () => {
-  it('11.1 (review 16c, fixed): wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
+  it('11.1: wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(image, {});

@@ -4,7 +4,7 @@ import { harness, notSent } from '../helpers/engine';
 import { REDIS_URL } from './run';
 
 /**
- * Review 16a: the CLI's `wake` (src/cli.ts), run in-process through `main` (no build).
+ * The CLI's `wake` (src/cli.ts), run in-process through `main` (no build).
  * `--stage ''` is dropped by `...(opts.stage ? { stage } : {})`: an empty kind (an unset
  * shell variable, `wake --stage "$KIND"`) silently becomes "any kind", where `show`,
  * `cancel` and `engine.wakeDeferred({ stage: '' })` all refuse an empty stage.
@@ -27,7 +27,7 @@ async function cli(on: { prefix: string; queueName: string }, ...args: string[])
 }
 
 describe('C29: CLI wake', () => {
-  it("11.1 (review 16a, fixed): wake --stage '' is a usage error and wakes nothing", async () => {
+  it("11.1: wake --stage '' is a usage error and wakes nothing", async () => {
     const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(video, {});

@@ -208,7 +208,7 @@ export function expectWindowLeft(pttl: number, ms: number): void {
 /**
  * What {@link expectWindowLeft} allows over a window: the estimate's error on a busy machine (the
  * 11.2 ladder test once read a 1 s window as 1,00x ms), small enough that a window 45 ms too long
- * fails (review 48: 50 ms let it pass).
+ * fails (50 ms let it pass).
  */
 export const CLOCK_ESTIMATE_SLACK_MS = 10;
 

@@ -86,7 +86,7 @@ export async function handedOn(
 }
 
 /**
- * Reviews 20, 22 and 23's crash: an attached Worker (stalled check every 300 ms, concurrency 2)
+ * crash: an attached Worker (stalled check every 300 ms, concurrency 2)
  * running the engine's processor, whose first failure that `crashes` picks is held there: `then`
  * runs (a host's tick meanwhile), BullMQ's lock of the job goes and the stalled check hands it on
  * (`handedOn`), and only then the error reaches BullMQ, as if the process froze or died between

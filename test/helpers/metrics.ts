@@ -44,7 +44,7 @@ export async function cliInProcess(on: { prefix: string; queueName: string }, ..
 }
 
 /**
- * A harness whose engine is instrumented on a meter of its own (reviews 36, 37): `reader`
+ * A harness whose engine is instrumented on a meter of its own: `reader`
  * collects its metrics, `woken` its `woken` events; `done()` stops the instrumentation.
  */
 export function instrumentedHarness(overrides: Partial<DispatchEngineOptions>) {

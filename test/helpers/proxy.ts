@@ -55,7 +55,7 @@ async function execReplyProxy(hook: () => ReplyHook, refuse: () => boolean = () 
 }
 
 /**
- * A TCP proxy to the tests' Redis (reviews 38 and 40). `dropAfterExec()` arms it: the reply to
+ * A TCP proxy to the tests' Redis. `dropAfterExec()` arms it: the reply to
  * the next `EXEC` (Redis ran the transaction) is lost with the connection, which it cuts; for
  * `outageMs` after that it refuses every new connection (Redis itself stays up).
  */
@@ -77,7 +77,7 @@ export async function replyDropProxy(outageMs = 0) {
 }
 
 /**
- * A TCP proxy to the tests' Redis (review 48). `stallAfterExec()` arms it: from the reply to the
+ * A TCP proxy to the tests' Redis. `stallAfterExec()` arms it: from the reply to the
  * next `EXEC` on, that connection's replies are held for `stallMs`, then passed on in order (a
  * network stall, a Redis busy with another client's script): nothing is lost, all of it late.
  */

@@ -4,7 +4,7 @@ import type { harness } from './engine';
 import { redisOptions } from './redis';
 
 /**
- * Reviews 28 and 29's opening: two jobs of `ref` added by hand, `<tag>x` and `<tag>y`, run by
+ * opening: two jobs of `ref` added by hand, `<tag>x` and `<tag>y`, run by
  * BullMQ's manual processing (`getNextJob` + `engine.processor`). Job x's last failure (its
  * Worker's `backoffStrategy` says -1, "do not retry") releases its lock and, in the same turn,
  * job y begins: y's begin rides in the batch right behind x's release, so it sees no failed-job

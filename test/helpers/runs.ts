@@ -126,7 +126,7 @@ export async function promotedByClockAhead(h: Harness, real: () => number, ahead
 }
 
 /**
- * Host A of reviews 27 and 35: a child process running test/helpers/ahead-host.ts (a dispatch
+ * Host A: a child process running test/helpers/ahead-host.ts (a dispatch
  * engine and a Worker, not started) on `h`'s queue, with `clock` (a `--require` preload that
  * shifts its Date.now by CLOCK_AHEAD_MS, 6 s) for its clock. Resolves once it said 'ready';
  * `said()` is all it printed so far; `kill()` stops it by SIGKILL.

@@ -126,7 +126,7 @@ export interface FleetReport {
  * it, which is meant to run), or one whose failure BullMQ never applied (its worker froze or died
  * between the engine's FAIL and BullMQ's moveToFailed) and that its redelivery runs on: that run
  * holds the stage lock, may defer (its wake-up is then the licence, beside its own record), and
- * its record, once the job is gone, is dropped by the chain's next end. Review 31: the operations
+ * its record, once the job is gone, is dropped by the chain's next end. The operations
  * fleet counted such a record as a second licence (seed 443904603 in CI;
  * test/contract/C14-crash-recovery/record-beside-licence.test.ts drives it).
  */

@@ -5,7 +5,7 @@ import { CMD } from '../../../src/store/client';
 import { harness, notSent } from '../../helpers/engine';
 
 /**
- * Review 38. Commit 05ae011 sends a batch's CLEAR without awaiting it and reads and promotes the
+ * Commit 05ae011 sends a batch's CLEAR without awaiting it and reads and promotes the
  * next batch meanwhile. When that CLEAR is refused (READONLY in a failover: nothing ran), the
  * clear throws its error, but only after it promoted the NEXT batch's wake-ups too: those stages
  * are now promoted but never recorded (marker and plain licence kept: no fresh chain, counted by

@@ -4,7 +4,7 @@ import { holdPromotion, latch, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 39's pass over `sdw`: CLEAR counts a promoted wake-up whose marker is gone but whose
+ * Pass over `sdw`: CLEAR counts a promoted wake-up whose marker is gone but whose
  * licence is still its own only when no wakeDeferred ended the deferral ('w' or 'e'); its own
  * run's mark ('r') must keep it counted. Here the clear's promotion is held until the wake-up's
  * run began (it removed its marker and holds the stage, its executor answering late), and only
@@ -31,7 +31,7 @@ it('C10: a wake-up the clear promoted whose run began before the clear recorded 
     expect(await h.engine.isStageDeferred(a)).toBe(false);
     // it used the clear's mark ('<nonce>+') and counted itself in the batch's pending count, which
     // outlives a CLEAR held for hours (its connection down: ioredis resends it), as the batch's
-    // answer does: a day (review 43: at 10 minutes it was dropped before such a CLEAR, uncounted)
+    // answer does: a day (at 10 minutes it was dropped before such a CLEAR, uncounted)
     const base = `${h.prefix}:${h.queueName}:`;
     const mark = await h.redis.hget(`${base}${wakeUp}`, 'sdq');
     expect(mark).toMatch(/^[0-9a-f-]{36}\+$/);

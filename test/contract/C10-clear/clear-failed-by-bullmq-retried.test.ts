@@ -4,7 +4,7 @@ import { fetchBy, holdPromotion, stalledCheck, watch } from '../../helpers/jobs'
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 45. A clear marks wake-up W and promotes it (its record, CLEAR, held). W is fetched and
+ * A clear marks wake-up W and promotes it (its record, CLEAR, held). W is fetched and
  * its worker dies before the engine's begin (fetchBy, then the stalled check hands it on), so the
  * next Worker start passes `maxStartedAttempts` (1): BullMQ fails W without running the
  * processor (the engine's listener records it: `W` -> `W?`, marker untouched). An operator then

@@ -5,7 +5,7 @@ import { harness } from '../../helpers/engine';
 import { deferOnce } from '../../helpers/jobs';
 
 /**
- * Review 43 (held, pinned): a clear batch's CLEAR_MARK sent again (its reply lost with the
+ * A clear batch's CLEAR_MARK sent again (its reply lost with the
  * connection: ioredis resends it) marks and answers the same, and keeps the pending count a run
  * of a marked wake-up may already have added to (`SET ... NX`).
  */

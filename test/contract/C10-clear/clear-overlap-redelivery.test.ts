@@ -5,7 +5,7 @@ import { crashAfterFail, latch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 44. Two overlapping clears of one scope: the second's CLEAR_MARK overwrites the first's
+ * Two overlapping clears of one scope: the second's CLEAR_MARK overwrites the first's
  * mark (`sdq` = n2) before the first's CLEAR, which then ends the deferral and counts it (`W!`).
  * The promoted run begins (holding `W!`: no self-clear), fails for good, and its worker dies
  * between FAIL (`W!` -> `W?`) and BullMQ failing it. The redelivery takes its licence back as

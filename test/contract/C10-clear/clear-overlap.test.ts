@@ -3,7 +3,7 @@ import { harness, notSent } from '../../helpers/engine';
 import { holdPromotion, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
-/** Review 43 (held): two clears of one scope at once, the second overwriting the first's marks. */
+/** Two clears of one scope at once, the second overwriting the first's marks. */
 const a: StageRef = { scope: ['r43-overlap', 'ch-1'], stage: 'image' };
 
 it('C10: two overlapping clears, the promoted run deferring again before either CLEAR: counted once in total, a fresh chain', async () => {

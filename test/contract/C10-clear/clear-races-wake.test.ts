@@ -3,7 +3,7 @@ import { harness } from '../../helpers/engine';
 import { deferOnce, latch } from '../../helpers/jobs';
 
 /**
- * Review 38. A clear reads a batch's markers (MGET), promotes the wake-ups, then runs CLEAR, which
+ * A clear reads a batch's markers (MGET), promotes the wake-ups, then runs CLEAR, which
  * counts a wake-up as cleared when its marker still names it OR its licence is still its own
  * (`ZREM ... == 1`: "the promoted wake-up already began and removed its marker itself"). A
  * wakeDeferred landing between the promotion and the CLEAR deletes the marker and leaves the

@@ -5,7 +5,7 @@ import { PrivateRedis } from '../../helpers/private-redis';
 import type { StageRef } from '../../../src';
 import { members, watch, queued } from '../../helpers/members';
 
-/** Paths that held up under this review (these pass). */
+/** Paths that held up when tried (these pass). */
 afterEach(async () => {
   jest.restoreAllMocks();
   await teardown();
@@ -13,7 +13,7 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C10: review2 (held up)', () => {
+describe('C10: r2 (held up)', () => {
   it('two clears at once: one counts the deferral, the stage is dispatched once', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT);

@@ -6,7 +6,7 @@ import { deferOnce, keptAnswers } from '../../helpers/jobs';
 import { stubWait } from '../../helpers/replica-wait';
 
 /**
- * Review 50, Q2. Transactions.run confirmed the replicas for every MULTI whose EXEC answered, even
+ * Q2. Transactions.run confirmed the replicas for every MULTI whose EXEC answered, even
  * when the write's own command failed inside EXEC (a script error reply: nothing written). If the
  * WAIT then failed, 8e4123c rejected with ReplicationUnconfirmedError ("The clear was written ..."),
  * masking the command's own error (before it, the WAIT's plain error masked it). Fixed: a MULTI

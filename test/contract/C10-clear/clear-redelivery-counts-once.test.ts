@@ -5,20 +5,20 @@ import { crashAfterFail, holdPromotion } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Reviews 43 and 44. A clear ends a wake-up W's chain (`W!`), either by its CLEAR (the ordinary
+ * A clear ends a wake-up W's chain (`W!`), either by its CLEAR (the ordinary
  * order) or by W's run that began first and cleared its own stage. If that run fails for good and
  * its worker dies between the engine's FAIL (`W!` -> `W?`: the record cannot keep the `!`) and
- * BullMQ failing it, the redelivery takes its licence back. Review 43: it took back `W` and, its
+ * BullMQ failing it, the redelivery takes its licence back. It took back `W` and, its
  * clear's mark still unused, cleared its stage and counted itself a second time (2 for 1).
- * Review 44: after a CLEAR that ran first, it took back `W` and went on with the chain the clear
+ * After a CLEAR that ran first, it took back `W` and went on with the chain the clear
  * had ended (its next deferral the chain's second, `@cap.2.`). Fixed: the job's hash keeps that
  * its run held `!` (`sdq` ending in `+`), and the redelivery takes back `W!`.
  */
 const a: StageRef = { scope: ['r43-twice', 'ch-1'], stage: 'image' };
 
 it.each([
-  ['review 43, fixed: its run began before the clear recorded it; not counted a second time', false],
-  ['review 44, fixed: the clear recorded it before its run began', true],
+  ['its run began before the clear recorded it; not counted a second time', false],
+  ['the clear recorded it before its run began', true],
 ])(
   'C10: a cleared wake-up redelivered after a crash between FAIL and BullMQ failing it: counted once, and the redelivery stays on the fresh chain; %s',
   async (_what, clearFirst) => {

@@ -9,9 +9,9 @@ import {
 } from '../../helpers/jobs';
 
 /**
- * Review 47. A batch whose only wake-up's promotion was refused (both tries), but which ran
+ * A batch whose only wake-up's promotion was refused (both tries), but which ran
  * anyway before the batch's CLEAR (its own timer, an operator's Promote) and counted itself:
- * review 45/46 say it is reported cleared, not refused. With nothing promoted, clear.ts swallows
+ * Say it is reported cleared, not refused. With nothing promoted, clear.ts swallows
  * any failure of the batch's CLEAR as `[0]`, "a slot migrating refuses both": but a CLEAR that
  * ran and whose reply was lost for good (ioredis' commandTimeout, maxRetriesPerRequest after the
  * EXEC was written, a replica wait that fails after the write) did its work (took the count,
@@ -39,6 +39,6 @@ it('C10: a refused-only batch whose CLEAR ran but whose reply was lost reports t
   expect(await keptAnswers(h)).toEqual([`1,${wa}`]);
   expect(await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`)).toEqual([]);
   // a's run ended its deferral for this clear (a fresh chain): it is cleared, as when the reply
-  // arrives (review 45/46). Head: ClearIncompleteError { cleared: 0, notCleared: 1 }
+  // arrives. Head: ClearIncompleteError { cleared: 0, notCleared: 1 }
   expect(outcome).toBe(1);
 }, 30_000);

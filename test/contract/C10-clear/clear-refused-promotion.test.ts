@@ -3,8 +3,8 @@ import { harness, notSent } from '../../helpers/engine';
 import { clearOutcome, refuseButRun, watch } from '../../helpers/jobs';
 
 /**
- * Review 45. A clear batch of two stages, a and b. a's wake-up is marked (`sdq`), but BullMQ's
- * promote of it is refused (a slot migrating, as review 39's test refuses it) both times; b's
+ * A clear batch of two stages, a and b. a's wake-up is marked (`sdq`), but BullMQ's
+ * promote of it is refused (a slot migrating, a test refuses it) both times; b's
  * goes through, so the batch's pending count stays open until its CLEAR. Meanwhile a's wake-up
  * runs anyway (its window ended on its own timer, or an operator pressed Promote): its begin
  * finds the mark and the open count, "self-clears" (licence `!`, fresh chain) and INCRs the

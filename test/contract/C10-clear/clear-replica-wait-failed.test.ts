@@ -4,7 +4,7 @@ import { keptAnswers } from '../../helpers/jobs';
 import { stubWait } from '../../helpers/replica-wait';
 
 /**
- * Review 49. d54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
+ * D54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
  * may not hold it), but only that error class. The replica wait can fail another way: its own
  * pipeline (PERSIST, CLIENT INFO, WAIT) rejects (its connection closed under it: ioredis'
  * "Connection is closed.", a commandTimeout on the WAIT). `ReplicaWait.confirm` then throws that

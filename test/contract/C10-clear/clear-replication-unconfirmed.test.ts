@@ -4,7 +4,7 @@ import { harness, notSent } from '../../helpers/engine';
 import { clearRecordFailsAfterRunning, keptAnswers } from '../../helpers/jobs';
 
 /**
- * Review 48's fix reads a failed batch record's kept answer back (it may have run), but not after
+ * a fix reads a failed batch record's kept answer back (it may have run), but not after
  * a replica wait went unconfirmed: the record ran on the primary, the replicas may not hold it,
  * and the clear says so as every write of the engine does then (the caller clears again).
  */

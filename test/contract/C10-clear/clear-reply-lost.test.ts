@@ -4,7 +4,7 @@ import { clearLosingRecordReply, replyDropProxy } from '../../helpers/proxy';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /**
- * Review 38. A connection drop mid-clear: the batch's CLEAR (a MULTI) ran on Redis, and the
+ * A connection drop mid-clear: the batch's CLEAR (a MULTI) ran on Redis, and the
  * connection closed before its reply reached the engine. ioredis resends a pipeline left
  * unanswered by a reconnect (`autoResendUnfulfilledCommands`, on by default), so CLEAR runs a
  * second time; that run finds the markers gone and the licences already marked `!` and answers

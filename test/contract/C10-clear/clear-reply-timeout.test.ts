@@ -5,10 +5,10 @@ import { replyStallProxy } from '../../helpers/proxy';
 import { redisOptions } from '../../helpers/redis';
 
 /**
- * Review 48. d245990 (review 47) read a refused-only batch's kept answer back when its CLEAR's
+ * D245990 read a refused-only batch's kept answer back when its CLEAR's
  * reply was lost. But the read was a plain GET on the same connection, and its own failure was
  * taken as "no answer" (`[0]`). A reply that times out (ioredis' `commandTimeout`: the network or
- * Redis stalls past it right after Redis ran the EXEC) is the review-47 case, and the GET sent
+ * Redis stalls past it right after Redis ran the EXEC) is the lost-reply case, and the GET sent
  * right behind it on the same connection timed out the same way: the CLEAR ran (took the count,
  * deleted it, kept `1,<id>`) and the clear reported the stage whose run counted itself as not
  * cleared. With a wake-up promoted, the clear rejected with the timeout though its kept answer

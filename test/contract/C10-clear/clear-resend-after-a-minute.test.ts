@@ -4,11 +4,11 @@ import { clearLosingRecordReply, replyDropProxy } from '../../helpers/proxy';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /**
- * Review 40. f4c2c55 keeps a clear batch's answer 60 s (`sd:clr:<uuid>`) for ioredis' resend of
+ * F4c2c55 keeps a clear batch's answer 60 s (`sd:clr:<uuid>`) for ioredis' resend of
  * the batch after a lost reply. ioredis resends whenever it reconnects, however long that takes:
  * with BullMQ's queue connection (retryStrategy 1 s ... 20 s, maxRetriesPerRequest 20) a command
  * stays queued about 4 minutes of outage, and forever with `maxRetriesPerRequest: null`. An outage
- * longer than the minute (Redis itself up) brings back review 38: the resend finds the answer
+ * longer than the minute (Redis itself up) brings back a review: the resend finds the answer
  * gone and its own work done, and answers 0.
  */
 const refs: StageRef[] = [0, 1, 2].map((i) => ({ scope: ['r40-late', `ch-${i}`], stage: 'image' }));

@@ -4,7 +4,7 @@ import { holdPromotion, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 45 (held): the self-clear path (the promoted wake-up's run begins before its batch's
+ * The self-clear path (the promoted wake-up's run begins before its batch's
  * CLEAR) with an idempotent deferral, and with a real failure (retries left, BullMQ backoff)
  * before CLEAR: one clear counted, and the next deferral is the first of a fresh chain.
  */

@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 20. Review 16b's fix (commit 11738c9 / 894ceea keep it: `failsForGood` in
+ * a fix (commit 11738c9 / 894ceea keep it: `failsForGood` in
  * src/bullmq/processor.ts, asked by `unsent` in src/dispatch.ts before the release) makes a job's
  * LAST failure release `plain` (no licence), so that it never revokes a live holder (a wake-up
  * whose window ended) only to fail for good. The rule guesses BullMQ's: budget, unrecoverable,
@@ -13,7 +13,7 @@ import type { StageRef } from '../../../src';
  * the usual way to stop retrying a 4xx. `failsForGood` says "not the last" (budget left), so the
  * release is `hold`: the job takes the licence, the wake-up is marked superseded and removed;
  * then BullMQ fails the job for good. Nothing carries the stage any more: lost (the same loss as
- * review 16b, by another door). docs/producers.md: a job added by hand is dispatched "with any
+ * By another door). docs/producers.md: a job added by hand is dispatched "with any
  * options".
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

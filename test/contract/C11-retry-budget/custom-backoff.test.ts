@@ -8,7 +8,7 @@ import type { StageRef } from '../../../src';
  * `settings.backoffStrategy`. docs/producers.md: a job added by hand (no `@` in its id) is
  * dispatched "with any options". When the engine retries such a job itself (a job retried by
  * hand, BullMQ's own count spent), it computed the delay as BullMQ's built-in types only (NaN:
- * at once). Since review 20 the processor asks the Worker's strategy itself, once per failure,
+ * at once). a review the processor asks the Worker's strategy itself, once per failure,
  * and retries the job after the delay it gives (BullMQ would ask it again).
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

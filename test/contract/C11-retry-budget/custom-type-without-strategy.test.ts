@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 21. src/bullmq/processor.ts (`backoffMs`'s comment, b5526de): "A job's custom backoff
+ * Src/bullmq/processor.ts (`backoffMs`'s comment, b5526de): "A job's custom backoff
  * type without a Worker's `backoffStrategy` waits by the engine's own `retry.backoff`." Only on
  * the engine's own path: while BullMQ's count allows a retry, the 'failed' case hands the error to
  * BullMQ (`custom === undefined && job.attemptsMade + 1 < ctx.attempts`), and BullMQ's

@@ -4,7 +4,7 @@ import { fast, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 26. Path: a dispatch job with no `attempts` of its own: the README's operator path
+ * Path: a dispatch job with no `attempts` of its own: the README's operator path
  * "re-adds a failed wake-up with `queue.add(job.name, job.data)`" (no options), or any job a
  * producer or an operator adds without `attempts`. Its first real failure.
  * Expected: README operator table: such a re-added job runs "with a fresh chain and a fresh

@@ -4,9 +4,9 @@ import { crashAfterFail, settledState } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 23. CHANGELOG (fifteenth session, review 22): a wake-up redelivered after a crash
+ * CHANGELOG (fifteenth session): a wake-up redelivered after a crash
  * between its failed-for-good record and BullMQ's failure "runs once more and fails again";
- * review 20's fix: such a redelivery gets no fresh retry budget. For a wake-up that carried a
+ * a fix: such a redelivery gets no fresh retry budget. For a wake-up that carried a
  * chain's failures in its licence, the budget restarts anyway: FAIL (the processor's) dropped its
  * licence, so the redelivery's begin (src/lua/scripts.ts, begin ~l.312: let past the stale check
  * with `lic` nil) returns an empty licence, `chainOf` (src/dispatch.ts:710) starts FRESH_CHAIN,

@@ -5,7 +5,7 @@ import { handedOn } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 26. Path: a job kept once completed (added by hand, BullMQ's default
+ * Path: a job kept once completed (added by hand, BullMQ's default
  * `removeOnComplete: false`) runs on a worker that freezes (a GC pause) while its executor
  * runs, past BullMQ's job lock but not past the engine's `lockMs`. BullMQ's stalled check
  * hands the job on (stc 0 -> 1). The frozen worker wakes, its executor answers `dispatched`:

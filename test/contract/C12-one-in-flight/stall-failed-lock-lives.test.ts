@@ -4,7 +4,7 @@ import { watch } from '../../helpers/jobs';
 import type { DispatchResult, StageRef } from '../../../src';
 
 /**
- * Review 26. Path: a worker freezes (a GC pause) while its executor runs, past BullMQ's job lock
+ * Path: a worker freezes (a GC pause) while its executor runs, past BullMQ's job lock
  * but well within the engine's `lockMs` (60 s here); BullMQ's stalled check, finding the
  * job's lock gone with `maxStalledCount` spent (0 here; the default 1 on a job's second stall),
  * fails the job for good ("job stalled more than allowable limit"). The frozen executor is

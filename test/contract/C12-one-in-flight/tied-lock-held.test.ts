@@ -31,12 +31,12 @@ function gated() {
   return { first, state, executor };
 }
 
-(onCluster ? describe.skip : describe)('C12: 12 hot review: the tied stage lock', () => {
+(onCluster ? describe.skip : describe)('C12: the tied stage lock', () => {
   it.each([
     ['a newline inside', 'hand\n1'],
     ['a leading newline', '\nhand-1'],
   ])(
-    '12 hot review: a job added by hand whose id has %s keeps its stage in flight while its executor runs (no second executor)',
+    'a job added by hand whose id has %s keeps its stage in flight while its executor runs (no second executor)',
     async (_what, jobId) => {
       const g = gated();
       const h = harness({ executor: g.executor });
@@ -65,7 +65,7 @@ function gated() {
     },
   );
 
-  it('12 hot review: a cancel during the attempt of a job added by hand, then the worker loses the job (a stall): its redelivery does not dispatch the cancelled stage', async () => {
+  it('a cancel during the attempt of a job added by hand, then the worker loses the job (a stall): its redelivery does not dispatch the cancelled stage', async () => {
     const g = gated();
     const h = harness({ executor: g.executor });
     await h.engine.queue.add(ref.stage, data, { jobId: 'hand-1', attempts: 3 });
@@ -89,10 +89,10 @@ function gated() {
   });
 });
 
-(onCluster ? describe.skip : describe)('C12: 12 hot review: BullMQ tokens that repeat', () => {
+(onCluster ? describe.skip : describe)('C12: BullMQ tokens that repeat', () => {
   // not fixed (low): pinned until the tie also names the fetch (e.g. the job's attemptsStarted)
   it.failing(
-    '12 hot review: manual processing with one constant token (BullMQ’s docs’ pattern): a dead tied lock left by a lost lazy release does not come alive again when the job is retried by hand',
+    'manual processing with one constant token (BullMQ’s docs’ pattern): a dead tied lock left by a lost lazy release does not come alive again when the job is retried by hand',
     async () => {
       const h = harness();
       await h.engine.queue.add(ref.stage, data, { jobId: 'hand-2', attempts: 3, removeOnComplete: false });

@@ -6,7 +6,7 @@ import { fetchBy } from '../../helpers/jobs';
 import { onCluster } from '../../helpers/redis';
 
 /**
- * Review 41: BATCH's fence reservation (one SET per batch), the one-string record of a lock
+ * BATCH's fence reservation (one SET per batch), the one-string record of a lock
  * taken, and the first begin's MGET that also reads F and the wake sequences.
  */
 const ref = (s: string, stage = 'image') => ({ scope: ['book-41', s], stage });

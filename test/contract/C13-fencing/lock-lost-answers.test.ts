@@ -16,7 +16,7 @@ const image = { scope: ['book-14', 'ch-3', 'sc-1'], stage: 'image' };
 /** A capacity and an idempotent chain of one deferral each: the next answer of that class reaches the bound. */
 const boundAtOne = { maxCapacityDeferrals: 1, maxIdempotentDeferrals: 1 };
 
-describe('C13: answers a hostile review (eighth session) showed unguarded', () => {
+describe('C13: the answers of an attempt whose lock was lost', () => {
   it("a cancel, then close(), then a capacity answer saying retryable false: the first abort decides (the cancelled deferral's answer)", async () => {
     const gate = latch<void>();
     const { h, seen } = recording(async () => {

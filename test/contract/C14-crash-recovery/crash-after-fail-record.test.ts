@@ -4,7 +4,7 @@ import { crashAfterFail } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 20. docs/design.md, Keys table, `sdf`: "finished (BullMQ's `atm` when the engine saw it
+ * Docs/design.md, Keys table, `sdf`: "finished (BullMQ's `atm` when the engine saw it
  * fail for good …: a later run with another `atm` is a retry by hand, a redelivery after a crash
  * keeps the same one)" — and so is NOT a retry by hand. BATCH's begin (src/lua/scripts.ts) also
  * treats as a retry by hand any run while the job's `<member>?` record exists ("or it is running

@@ -4,10 +4,10 @@ import { fetchBy, latch, sleep, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 18, item 3: commit 994478d's `handedOn` rule (src/lua/scripts.ts BATCH) marks a job
+ * Commit 994478d's `handedOn` rule (src/lua/scripts.ts BATCH) marks a job
  * whose success is released after BullMQ took the job from the attempt when its stalled count
  * grew, OR when it has no lock and is still in the active list (the stalled checker has not
- * moved it YET). Review 16c's test walks the first branch only (the checker moved the job before
+ * moved it YET). a test walks the first branch only (the checker moved the job before
  * the release). These walk the LPOS branch: the stalled attempt's release lands while the job is
  * still active without a lock, and only then does a worker's stalled check hand it on.
  */

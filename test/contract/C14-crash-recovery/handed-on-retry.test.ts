@@ -5,7 +5,7 @@ import { onCluster, waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 17, item 3. Review 16c's fix: a success released after BullMQ handed the job on marks
+ * a fix: a success released after BullMQ handed the job on marks
  * the job superseded (`sds`, src/lua/scripts.ts BATCH `handedOn`) when BullMQ's lock of the job
  * is no longer the attempt's token, the job's `timestamp` is the attempt's and it has no
  * `finishedOn`. A success of a job with no licence is released LAZILY (`releaseLater`: with the

@@ -5,7 +5,7 @@ import { ManualWorker } from '../../reliability/harness';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 31. The operations fleet (test/reliability/operations.test.ts) failed once in CI, seed
+ * The operations fleet (test/reliability/operations.test.ts) failed once in CI, seed
  * 443904603, with maxLicencesPerStage 2: its sampler saw a stage's licence beside a failed-job
  * record (`…@cap.1.0.0… …@r.…?`) and counted the record as a second licence. The interleaving,
  * driven here by BullMQ's manual processing (one Worker, fetch by hand, the stalled check run by
@@ -25,7 +25,7 @@ import type { StageRef } from '../../../src';
 const video: StageRef = { scope: ['book-31', 'ch-1', 'sc-1'], stage: 'video' };
 
 describe('C14: a failed-job record beside the licence of its own redelivery', () => {
-  it("review 31, pinned: a job redelivered after its failed-for-good record (its worker froze before BullMQ's failure) defers beside its record; the stage is sent once and the chain's end drops the record", async () => {
+  it("a job redelivered after its failed-for-good record (its worker froze before BullMQ's failure) defers beside its record; the stage is sent once and the chain's end drops the record", async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(video, new UnrecoverableError('refused for good'), notSent('no_worker_available'), SENT);
     const { jobId } = await h.engine.enqueue(video, {});

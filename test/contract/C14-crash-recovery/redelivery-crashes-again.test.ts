@@ -6,7 +6,7 @@ import type { StageRef } from '../../../src';
 import { redisClient } from '../../../src/bullmq/adapter';
 
 /**
- * Review 35. README, operator table: "A job whose worker died after the engine recorded its
+ * README, operator table: "A job whose worker died after the engine recorded its
  * finish, before BullMQ finished it, is no retry: its redelivery runs once more on its old budget
  * (and sends nothing when the stage went out meanwhile)"; docs/design.md, keys table: "a chain's
  * end marks superseded the jobs of the records left (`?`) that BullMQ has not failed (still

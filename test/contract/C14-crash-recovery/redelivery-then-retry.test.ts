@@ -5,7 +5,7 @@ import { fetchBy, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 33. A job's last failure is recorded by the engine (`FAIL`: `sdf` = BullMQ's `atm`,
+ * A job's last failure is recorded by the engine (`FAIL`: `sdf` = BullMQ's `atm`,
  * `sdt` = its stalled count, and a `<member>?` record) before BullMQ fails the job. When the
  * worker dies in between, BullMQ's stalled check redelivers the job; its begin reads it as a
  * redelivery (its stalled count grew past `sdt`) and runs it on its old chain, as it should, but

@@ -4,7 +4,7 @@ import { fetchBy, latch, sleep, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 16c. A worker host stalls for LESS than `lockMs` but more than
+ * A worker host stalls for LESS than `lockMs` but more than
  * BullMQ's `lockDuration` (a GC pause, an event loop blocked, BullMQ's lock
  * renewal lost) while its executor runs. BullMQ redelivers the job; the
  * redelivery finds the stage in flight and is delayed (design.md: "the

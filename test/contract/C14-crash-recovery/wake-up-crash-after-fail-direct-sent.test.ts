@@ -5,7 +5,7 @@ import { crashAfterFail, settledState } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 23. Commit 195572b (BATCH's begin, src/lua/scripts.ts ~l.312): "a wake-up redelivered
+ * Commit 195572b (BATCH's begin, src/lua/scripts.ts ~l.312): "a wake-up redelivered
  * after its failed-for-good record ... runs once more" (`not (failedMe and redelivered)` lets it
  * past the stale check). The wake-up's final failure was released plain and FAIL turned its
  * licence into the `W?` record: nothing is in flight, no licence stands. A host's tick
@@ -14,10 +14,10 @@ import type { StageRef } from '../../../src';
  * exists and never marks that job (src/lua/scripts.ts release, ~l.430). When BullMQ's stalled
  * check then hands the crashed wake-up on, begin lets it past the stale check (it is no longer
  * the licence, not retried by hand) and it dispatches the stage AGAIN: sent twice, with no
- * operator involved. Before 195572b it completed stale (review 22 found its failure vanished);
+ * operator involved. Before 195572b it completed stale (a check found its failure vanished);
  * the fix traded a vanished failure for a second send. A stage whose chain ended by a success
  * elsewhere must not be sent again by a redelivery of a job that had already given up on it.
- * The crash is simulated as in review 20/22: after the processor threw the final failure, the
+ * The crash is simulated as a test: after the processor threw the final failure, the
  * wrapper (the host's tick runs here) drops BullMQ's lock and waits for the stalled check.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

@@ -5,7 +5,7 @@ import { crashAfterFail, settledState } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 22. Commit b5526de/7fce5db (BATCH's begin, src/lua/scripts.ts ~l.296): a run of a job
+ * Commit b5526de/7fce5db (BATCH's begin, src/lua/scripts.ts ~l.296): a run of a job
  * recorded `<member>?` whose stalled count grew since FAIL's `sdt` is a redelivery, "not a retry
  * by hand". For a WAKE-UP that is a dead end: FAIL (the processor's, before BullMQ fails the job)
  * already turned its licence into the `?` record, so the redelivery is neither retried nor the
@@ -14,8 +14,8 @@ import type { StageRef } from '../../../src';
  * stage's failure vanishes from BullMQ's failed list, nothing is left for an operator to retry
  * (README: "a job that fails for good stays as the record a cancel and a retry by hand reach"),
  * and its `?` record names a job that no longer exists. A plain job in the same spot runs once
- * more and fails for good (review 20's test): BullMQ's own behaviour on such a crash.
- * The crash is simulated as in review 20: after the processor threw the final failure, the
+ * more and fails for good (a test): BullMQ's own behaviour on such a crash.
+ * The crash is simulated as a test: after the processor threw the final failure, the
  * wrapper drops BullMQ's lock and waits for the stalled check before the error reaches BullMQ.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

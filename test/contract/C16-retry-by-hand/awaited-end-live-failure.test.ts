@@ -5,7 +5,7 @@ import { watch } from '../../helpers/jobs';
 import type { DispatchResult, StageRef } from '../../../src';
 
 /**
- * Review 30's rule, the branch its tests do not reach (a hand-applied mutant that dropped it
+ * rule, the branch its tests do not reach (a hand-applied mutant that dropped it
  * survived them): at an AWAITED chain end (the succeeding job's begin saw the failed-job record,
  * so its release is awaited, mode '1'), a record job still in the active list whose live worker
  * is about to fail it (BullMQ has not counted the failure: `atm` = `sdf`, and `sdt` is there) is
@@ -16,7 +16,7 @@ import type { DispatchResult, StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-30', 'ch-9', 'sc-1'], stage: 'image' };
 
 describe('C16: an awaited chain end beside a job its live worker is failing', () => {
-  it("review 30, pinned: a job failed for good whose worker fails it just after another job's awaited success sent the stage is not swallowed: an operator's retry of it dispatches", async () => {
+  it("a job failed for good whose worker fails it just after another job's awaited success sent the stage is not swallowed: an operator's retry of it dispatches", async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
     const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };

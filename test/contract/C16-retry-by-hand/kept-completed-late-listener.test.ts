@@ -6,7 +6,7 @@ import type { StageRef } from '../../../src';
 import { redisClient } from '../../../src/bullmq/adapter';
 
 /**
- * Review 24. Commit 20efc5d (src/engine.ts recordFailures, the 'completed' listener, and
+ * Commit 20efc5d (src/engine.ts recordFailures, the 'completed' listener, and
  * markFinished in src/lua/scripts.ts ~l.168): the engine's Worker drops a kept completed job's
  * stalled-count mark (`sdt`) by running markFinished again once BullMQ completed the job
  * (`finishedOn` set). That request is fire-and-forget (`void store.markFinished(...)`), sent
@@ -14,13 +14,13 @@ import { redisClient } from '../../../src/bullmq/adapter';
  * script retrying completed jobs, Bull Board's Retry) retries the job before that request lands
  * (the engine's connection is a few ms behind: a busy batch, latency), BullMQ's reprocessJob has
  * already deleted `finishedOn`, so the late markFinished takes the "before BullMQ finished it"
- * branch and writes `sdf` = atm and `sdt` = stc again, on the retried job. This is review 23's
+ * branch and writes `sdf` = atm and `sdt` = stc again, on the retried job. This is a
  * state again (fbf1d40): when the retried run then stalls before its begin, `stc` > `sdt` makes
  * begin take the operator's retry for a crash redelivery; the job had deferred (`sds`), so it
  * completes `superseded` and the stage is never sent. The README promises a retry by hand of a
  * kept completed job dispatches the stage.
  * The engine's connection is held back 300 ms with a BLPOP on it (a stand-in for latency);
- * the stall is simulated as in review 23 (the lock deleted, the stalled check hands it on).
+ * the stall is simulated as a test (the lock deleted, the stalled check hands it on).
  * Control (checked by hand): the same test with the retry sent 150 ms after the 'completed'
  * event and no BLPOP passes (the listener's mark lands first and drops `sdt`); with no BLPOP and
  * the retry sent from the 'completed' handler at once it fails too (the retry still wins).

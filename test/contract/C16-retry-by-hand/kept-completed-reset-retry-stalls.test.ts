@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 23. Commit 195572b (BATCH's begin, src/lua/scripts.ts ~l.297):
+ * Commit 195572b (BATCH's begin, src/lua/scripts.ts ~l.297):
  * `retried = (sdf ~= atm) or ((sdf or failedMe) and not redelivered)`, with
  * `redelivered = stc > sdt`. FINISHED (`markFinished`) records `sdt` when the processor marks a
  * kept job completed, but nothing ever drops it once BullMQ completed the job: only the Worker
@@ -15,8 +15,8 @@ import type { StageRef } from '../../../src';
  * stalled check hands it on, `stc` 1 > `sdt` 0: begin takes the operator's retry for a
  * redelivery of the old run and, the job being `sds`, answers `{6}` superseded. The retry
  * completes without calling the executor: the stage is not sent (README: an operator retrying
- * a kept completed job gets the stage dispatched with a fresh chain). Same as review 22's test
- * (kept-completed-reset-retry), plus one frozen fetch; review 21 fixed this order for a failed
+ * a kept completed job gets the stage dispatched with a fresh chain). Same a test
+ * (kept-completed-reset-retry), plus one frozen fetch; a review fixed this order for a failed
  * job, not for a completed one.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };

@@ -3,7 +3,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 22. README, "an operator …": "retries … a kept completed job … the stage is dispatched
+ * README, "an operator …": "retries … a kept completed job … the stage is dispatched
  * with a fresh chain and a fresh retry budget". A job added by hand and kept on completion is
  * marked finished by the processor (FINISHED, src/lua/scripts.ts `markFinished`): `sdf` = BullMQ's
  * `atm` BEFORE BullMQ counts the completion (0 for a first run). BATCH's begin takes a run for a

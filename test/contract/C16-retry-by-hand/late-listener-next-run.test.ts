@@ -6,7 +6,7 @@ import type { StageRef } from '../../../src';
 import { DeferralStore } from '../../../src/deferral-store';
 
 /**
- * Review 25. retriedSince (src/lua/scripts.ts, FINISHED / FAIL with ARGV '1'): a Worker
+ * RetriedSince (src/lua/scripts.ts, FINISHED / FAIL with ARGV '1'): a Worker
  * listener's mark that finds the job unfinished (`finishedOn` gone: retried by hand since)
  * HDELs `sdt` unconditionally. But that `sdt` may no longer be the mark of the finish the
  * listener reports: the retried run may already have run and been marked by the processor

@@ -22,11 +22,11 @@ import type { StageRef } from '../../../src';
  * a retry by hand after this, which runs it"): the retry made after the success runs and sends
  * the stage. What happens: it completes as superseded, the operator's retry is dropped.
  *
- * Setup as review 28's lazy-release-skips-records (x's last failure recorded while y's lazily
+ * Set-up of lazy-release-skips-records (x's last failure recorded while y's lazily
  * released attempt runs), but x's worker lives: BullMQ fails x, y completes, and the operator
  * retries x at once; the test waits until the lazy release landed (the stage lock is gone)
  * before a worker runs the retried x. (The same test with the retry made after the lock is gone
- * dispatches: only the ~100 ms of the lazy release's wait decide. At a3ea110, before review 28's
+ * dispatches: only the ~100 ms of the lazy release's wait decide. At a3ea110, before a review
  * fix made mode 'z' supersede, this test passes.)
  */
 const image: StageRef = { scope: ['book-29', 'ch-1', 'sc-1'], stage: 'image' };

@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 21. Commit b5526de (BATCH's begin, src/lua/scripts.ts ~l.295): "a run of a job recorded
+ * Commit b5526de (BATCH's begin, src/lua/scripts.ts ~l.295): "a run of a job recorded
  * `<member>?` whose stalled count grew since [FAIL's `sdt`] is a redelivery, not a retry by hand".
  * The stalled count also grows AFTER a real retry by hand: the retried run's worker freezes (GC
  * pause) or dies right after fetching it, before its begin, and BullMQ's stalled check hands it

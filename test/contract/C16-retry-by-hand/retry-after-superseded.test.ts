@@ -6,7 +6,7 @@ import type { StageRef } from '../../../src';
 
 /**
  * Path: the chain-end rule, `supersedeRecords` (src/lua/scripts.ts:437-457), run by a success's
- * release (mode '1', and since review 28's fix the lazy mode 'z', scripts.ts:466-469). For a
+ * release (mode '1', and a fix the lazy mode 'z', scripts.ts:466-469). For a
  * failed-job record whose job has no `finishedOn` it now does, besides 'sds', `HDEL sdf sdt sdp`
  * (scripts.ts:451-452, new in the sixteenth session). A job whose last failure the engine has
  * recorded but that BullMQ has not moved to failed yet (its worker alive, a few ms from
@@ -27,7 +27,7 @@ import type { StageRef } from '../../../src';
  * retry, made after BullMQ failed the job and after the other job's success, dispatches.
  * What happens: it completes as superseded; nothing is sent.
  *
- * Setup as review 28's lazy-release-skips-records (x's last failure recorded while y's lazily
+ * Set-up of lazy-release-skips-records (x's last failure recorded while y's lazily
  * released attempt runs); y's lazy release lands while x is still active, then x's (live) worker
  * fails it, then the operator retries x.
  */

@@ -4,7 +4,7 @@ import { watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 26. Path: one stage has two jobs that failed for good (kept, `removeOnFail` unset: the
+ * Path: one stage has two jobs that failed for good (kept, `removeOnFail` unset: the
  * record a cancel and a retry by hand reach, docs/producers.md): its job failed for good, then a
  * scheduler enqueued the stage again ("enqueue is not blocked by it", engine.ts recordFailures)
  * and that job failed too. The operator then presses Bull Board's "Retry all" on the failed

@@ -5,7 +5,7 @@ import { watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 30. Path: the chain-end rule, `supersedeRecords` (src/lua/scripts.ts:439-465), against
+ * Path: the chain-end rule, `supersedeRecords` (src/lua/scripts.ts:439-465), against
  * `begin`'s retry-by-hand rule (scripts.ts:336-343). begin takes a job for retried by hand when
  * `(sdf and sdf ~= atm) or ((sdf or failedMe) and not redelivered)`, redelivered being
  * `sdt and stc > sdt`: with `sdt` present and `stc == sdt` (no stall) it is retried by hand.

@@ -5,7 +5,7 @@ import { watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 30, the same cause as retry-all-reset-unattached.test.ts, without `attempts: 1`. Jobs of a
+ * The same cause as retry-all-reset-unattached.test.ts, without `attempts: 1`. Jobs of a
  * custom backoff type (added by the user, docs' "a job added by hand"; the Worker has a
  * `backoffStrategy`) are retried by the engine itself (processor.ts:293-296: `countRetried` +
  * `later`, a DelayedError: BullMQ's `atm` is not counted), so a job that fails for good after

@@ -5,7 +5,7 @@ import { handedOn } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 24. Commit 20efc5d (BATCH's release, src/lua/scripts.ts ~l.444-453): a chain's end
+ * Commit 20efc5d (BATCH's release, src/lua/scripts.ts ~l.444-453): a chain's end
  * (release mode '1') now marks superseded (`sds`) the job of every failed-job record (`?`) left.
  * begin answers `{6}` superseded for an `sds` job unless it takes the run for a retry by hand
  * (~l.297-305: `retried = (sdf ~= atm) or ((sdf or failedMe) and not redelivered)`). On a Worker

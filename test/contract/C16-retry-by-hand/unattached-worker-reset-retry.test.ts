@@ -5,7 +5,7 @@ import { fetchBy } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 22. FAIL (src/lua/scripts.ts) records BullMQ's stalled count `sdt` when the processor
+ * FAIL (src/lua/scripts.ts) records BullMQ's stalled count `sdt` when the processor
  * marks a job failed for good; only the engine's Worker 'failed' listener (createWorker /
  * attachWorker) drops it once BullMQ failed the job. On a user's own Worker not attached with
  * `engine.attachWorker` (README presents the attach as being about jobs "BullMQ fails by

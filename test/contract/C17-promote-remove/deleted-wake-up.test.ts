@@ -4,7 +4,7 @@ import { sleep, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 16c. Bull Board's "Delete" on a delayed wake-up (`job.remove()`)
+ * Bull Board's "Delete" on a delayed wake-up (`job.remove()`)
  * removes the job, not the marker nor the licence (docs/ecosystem.md says so,
  * and says the stage stays deferred until the window ends). What the other
  * operator paths then do with that stage:
@@ -31,7 +31,7 @@ async function deferredWithDeletedWakeUp() {
 }
 
 describe('C17: a wake-up deleted in Bull Board', () => {
-  it('11.1 (review 16c, fixed): wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
+  it('11.1: wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
     const h = await deferredWithDeletedWakeUp();
     const { done } = watch(h.engine.createWorker());
     const { woken } = await h.engine.wakeDeferred({ limit: 1, stage: 'image' });

@@ -3,7 +3,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 import { fast, watch } from '../../helpers/jobs';
 
-/** Paths that held up under review (these pass). */
+/** Paths that held up when tried (these pass). */
 afterEach(async () => {
   jest.restoreAllMocks();
   await teardown();
@@ -11,7 +11,7 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C17: review (held up)', () => {
+describe('C17: operations on a stage whose licence another job holds', () => {
   it('listDeferred / clearDeferrals / cancel on a stage whose licence is `@j.<id>?` (a job added by hand, failed)', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
     h.executor.script(image, new Error('down'));
@@ -38,7 +38,7 @@ describe('C17: review (held up)', () => {
     expect(h.executor.calls).toHaveLength(2);
   });
 
-  // (review 26 changed its end: the retried job, delayed while the direct dispatch ran, was
+  // (a review changed its end: the retried job, delayed while the direct dispatch ran, was
   // retried before that dispatch sent the stage and ended the chain, so it is superseded: it
   // used to send the stage a second time)
   it('a failed job retried by hand while another dispatch is in flight is delayed, then superseded when that dispatch sends the stage (sent once)', async () => {

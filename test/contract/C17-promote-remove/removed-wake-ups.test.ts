@@ -20,7 +20,7 @@ async function deferBoth(h: ReturnType<typeof harness>) {
 }
 
 describe('C17: wake-ups removed by BullMQ bulk operations', () => {
-  it('11.1 (review 16b, fixed): after one wake-up was removed (Bull Board Delete, queue.remove, clean delayed), wakeDeferred({ limit: 1 }) skips that stage and wakes the live deferred one, which dispatches', async () => {
+  it('11.1: after one wake-up was removed (Bull Board Delete, queue.remove, clean delayed), wakeDeferred({ limit: 1 }) skips that stage and wakes the live deferred one, which dispatches', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     await deferBoth(h);
     const [wa] = await h.engine.listDeferred([...a.scope]);

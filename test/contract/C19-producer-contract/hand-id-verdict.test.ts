@@ -4,7 +4,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 10, cost: `ownJob` (and the probe's `names`) decoded the whole data of every
+ * Cost: `ownJob` (and the probe's `names`) decoded the whole data of every
  * `<stageId>@j.<id>` member of the stage on each probe, begin, release and cancel: a stage
  * with hand-added jobs of large payloads blocked Redis for tens of ms an enqueue. Now a job
  * that takes a member records its stage (`sdi`), and the check reads that field; the data is

@@ -6,7 +6,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 9 (a hostile review of `ownJob`, docs/design.md "licences"): a member
+ * a review (a hostile review of `ownJob`, docs/design.md "licences"): a member
  * `<stageId>@j.<id>` names a job added by hand; the scripts act on that job only
  * while its data names the stage. These are the paths where it does: the job is
  * the stage's own, and everything its member did before `ownJob` it still does.

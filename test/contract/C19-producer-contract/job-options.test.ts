@@ -2,7 +2,7 @@
  * The producer contract's checks on a job, as pure functions (no Redis): what
  * `checkJobOptions` refuses and lets through, and that `parseJobData` takes a
  * well-formed job's data as it is. Issue 14, item 2: these kill mutants of
- * src/job-data.ts that the Redis-level suites (producers.contract, review4)
+ * src/job-data.ts that the Redis-level suites (producers.contract, r4)
  * reach only through a Worker. Issue 13.3 is the contract they pin.
  */
 import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from '../../../src/errors';

@@ -28,7 +28,7 @@ describe('C19: the shipped .lua files', () => {
 });
 
 describe("C19: the start-up probe tries every command the engine's scripts run", () => {
-  it('each command a script calls (redis.call) is one the PERMISSIONS probe tries (review 16a: INCR and ZRANGE were not)', () => {
+  it('each command a script calls (redis.call) is one the PERMISSIONS probe tries (INCR and ZRANGE were not)', () => {
     const called = new Set<string>();
     for (const [name, text] of Object.entries(lua)) {
       if (name === 'PERMISSIONS' || typeof text !== 'string') continue;

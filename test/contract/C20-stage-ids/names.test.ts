@@ -4,7 +4,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 10: inputs where the Lua `names` / `ownJob` (and the probe's twin) judge a job added by
+ * Inputs where the Lua `names` / `ownJob` (and the probe's twin) judge a job added by
  * hand differently from the TypeScript, which took it as the stage's own.
  */
 const A = { scope: ['book-r10', 'ch-1'], stage: 'image' };

@@ -3,7 +3,7 @@ import { harness } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
-/** Review 10: segments on the edges of encodeURIComponent / cjson; the job's data as BullMQ writes it, and \u-escaped (Python's json.dumps). */
+/** Segments on the edges of encodeURIComponent / cjson; the job's data as BullMQ writes it, and \u-escaped (Python's json.dumps). */
 const crash = new Error('executor crashed');
 const asciiOnly = (json: string) =>
   json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -2,7 +2,7 @@ import { ReplicationUnconfirmedError } from '../../../src/errors';
 import { ReplicaWait } from '../../../src/store/replica-wait';
 
 /**
- * Review 50, Q3: several writes sharing one WAIT (group commit) whose pipeline rejects: each
+ * Q3: several writes sharing one WAIT (group commit) whose pipeline rejects: each
  * confirm rejects with its own ReplicationUnconfirmedError (the failure its cause), and the shared
  * `batch.done` rejection is handled (no unhandledRejection).
  */

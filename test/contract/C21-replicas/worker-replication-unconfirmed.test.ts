@@ -5,7 +5,7 @@ import { waitFor } from '../../helpers/redis';
 import { stubWait } from '../../helpers/replica-wait';
 
 /**
- * Review 50, Q1: a dispatch job whose write ran but whose replica WAIT failed now throws
+ * Q1: a dispatch job whose write ran but whose replica WAIT failed now throws
  * ReplicationUnconfirmedError. (A) a deferral's record: the job is retried and its retry finds the
  * stage deferred (nothing sent again). (B) the job-failed mark of a job that must fail for good
  * (DeferralLimitError): failForGood (src/bullmq/processor.ts) let the mark's error through
@@ -46,7 +46,7 @@ it('C21: a deferral whose replica WAIT failed: the job is retried and the retry 
   }
 });
 
-it('C21: review 50 (B), fixed: a job that must fail for good (deferral limit) whose failure mark WAIT failed still fails for good', async () => {
+it('C21: a job that must fail for good (deferral limit) whose failure mark WAIT failed still fails for good', async () => {
   const a: StageRef = { scope: ['r50-limit', 'ch-1'], stage: 'image' };
   const h = harness({
     windows: { capacitySeconds: 1, jitter: 0 },

@@ -16,7 +16,7 @@ import type { StageRef } from '../../../src';
  * Expected (src/dispatch.ts doc of checkPayload: "a payload comes back the same from the job's
  * JSON data, as the executor sees it after a wake-up ... a class instance is refused"; README
  * "Errors": a payload that does not survive JSON as it is is rejected before anything is called
- * or written; review 27's fix: "checkPayload now counts every own key (INVALID_PAYLOAD)"):
+ * or written; a fix: "checkPayload now counts every own key (INVALID_PAYLOAD)"):
  * refused with INVALID_PAYLOAD, or the same payload after the wake-up. What happens: accepted,
  * and after a deferral the executor gets the toJSON's answer, another payload.
  */

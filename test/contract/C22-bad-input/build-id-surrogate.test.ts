@@ -2,7 +2,7 @@ import { harness, notSent } from '../../helpers/engine';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 17, item 8. Review 16c's fix refuses a payload with a lone UTF-16 surrogate
+ * a fix refuses a payload with a lone UTF-16 surrogate
  * (`checkPayload`'s LONE_SURROGATE): Redis' cjson cannot read the wake-up's data back, and the
  * views (listDeferred, the CLI's list/show) lose the deferral's reason. The call's `buildId` is
  * written into the same job data (`dispatchJobData(ref, payload, call.buildId, ...)`), but

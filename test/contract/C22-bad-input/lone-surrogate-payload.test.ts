@@ -2,7 +2,7 @@ import { harness, notSent } from '../../helpers/engine';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 16c. `checkPayload` accepts a string with a lone surrogate (JSON.stringify
+ * `checkPayload` accepts a string with a lone surrogate (JSON.stringify
  * writes it as `\ud83d`, and JSON.parse reads it back: it "survives JSON as it
  * is"), e.g. a caption cut in the middle of an emoji by `.slice()`. Redis'
  * cjson refuses that escape ("invalid unicode escape code"), and the views read

@@ -105,7 +105,7 @@ describe('C22: INVALID_PAYLOAD: checkPayload refuses, naming what and where', ()
     );
   });
 
-  // (refused as a getter since review 28, before it is read a second time; it was refused as a
+  // (refused as a getter a review, before it is read a second time; it was refused as a
   // property that throws, when the walk read it again after JSON)
   it('a getter that throws when read a second time (JSON read it once)', () => {
     let reads = 0;

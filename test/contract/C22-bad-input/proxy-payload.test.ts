@@ -3,7 +3,7 @@ import { payloadThroughWakeUp } from '../../helpers/runs';
 import type { StageRef } from '../../../src';
 
 /**
- * Path: `checkPayload` (src/dispatch.ts:649-718). Review 28's fix walks property DESCRIPTORS
+ * Path: `checkPayload` (src/dispatch.ts:649-718). a fix walks property DESCRIPTORS
  * (`Object.getOwnPropertyDescriptors`, src/dispatch.ts:697) instead of values, so a getter is
  * refused. But JSON.stringify (src/dispatch.ts:660) and the direct call's executor read a
  * payload through [[Get]], not through its descriptors. A Proxy answers the two differently:
@@ -11,7 +11,7 @@ import type { StageRef } from '../../../src';
  * another. A "typed view" over raw data that revives a timestamp as a Date on read, a common
  * Proxy, passes the walk (the descriptor holds a number), so a Date (which checkPayload's own
  * doc says "is refused") reaches the direct call's executor, while BullMQ's JSON stores the
- * Date's ISO string and the wake-up's executor gets a string. The same as review 28's getter:
+ * Date's ISO string and the wake-up's executor gets a string. The same a review getter:
  * the payload is read again and differs.
  *
  * Expected (checkPayload's doc: "a payload comes back the same from the job's JSON data, as the

@@ -5,7 +5,7 @@ import { isolated } from '../../helpers/redis';
 import { sleep } from '../../helpers/jobs';
 
 /**
- * Review 21. Commit b5526de: `Dispatcher.close()` (src/dispatch.ts ~l.185) stops waiting for an
+ * Commit b5526de: `Dispatcher.close()` (src/dispatch.ts ~l.185) stops waiting for an
  * attempt still in its begin after 2 s while no attempt holds a lock ("it sent nothing, and ends
  * with EngineClosedError once its connection closes"). That holds for a Redis that never answers;
  * a SLOW one (a 2.5 s stall: a fork for a snapshot, a slow AOF fsync, a busy script) answers the

@@ -4,7 +4,7 @@ import { isolated } from '../../helpers/redis';
 import { sleep } from '../../helpers/jobs';
 
 /**
- * Review 20. Review 17 bounded close()'s wait for the calls under way (2 s, then
+ * a fix bounded close()'s wait for the calls under way (2 s, then
  * EngineClosedError) because close() hung on a Redis that never answered. The bound covers the
  * TRACKED calls only (src/engine.ts: enqueue, cancel, clear, wake, the views, waitUntilReady);
  * a direct `dispatchStage` is the dispatcher's, and `Dispatcher.close()` (src/dispatch.ts) waits

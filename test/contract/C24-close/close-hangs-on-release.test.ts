@@ -13,7 +13,7 @@ import { latch, sleep } from '../../helpers/jobs';
  * `while (!(await settlesWithin(idle, BEGIN_WAIT_MS)) && this.running.size > 0)`, and the
  * attempt leaves `running` only when that release returns: close() never resolves, the
  * store's and the Queue's connections are never closed (so the release is never cut off
- * either), and `dispatchStage` never settles. Review 20 bounded the same hang for an
+ * either), and `dispatchStage` never settles. a fix bounded the same hang for an
  * attempt still in its begin; an attempt whose executor already answered "nothing sent"
  * hangs the deploy the same way.
  *

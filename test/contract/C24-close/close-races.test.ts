@@ -3,7 +3,7 @@ import { client } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 16c. A host shuts down (SIGTERM -> engine.close()) while a producer
+ * A host shuts down (SIGTERM -> engine.close()) while a producer
  * call or an operator's call is on its way. `close()` waits for dispatch
  * attempts only; the store's and the queue's connections close under the
  * other calls. They must complete, or fail with the engine's typed

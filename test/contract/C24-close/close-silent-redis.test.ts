@@ -5,8 +5,8 @@ import { sleep } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 18, item 4. Commit 994478d bounds close()'s wait for the calls under way (2 s), then
- * "ends them ENGINE_CLOSED", for a Redis that never answers. Review 17 pinned it with a port
+ * Commit 994478d bounds close()'s wait for the calls under way (2 s), then
+ * "ends them ENGINE_CLOSED", for a Redis that never answers. a test pinned it with a port
  * nothing listens on. With a Redis that ACCEPTS the connection and then never answers (a hung
  * server, a partition after connect, DEBUG SLEEP), close() resolves after 2 s and the cut call
  * rejects ENGINE_CLOSED, but the engine's connections stay open after close() resolved (their
@@ -23,7 +23,7 @@ describe('C24: close() on a Redis that accepts and never answers', () => {
   // as plain BullMQ does); the engine drops its own connections after 1 s. `failing` flags the day
   // BullMQ closes them too.
   it.failing(
-    "review 18, known limitation: close() resolves, but BullMQ's own connections stay open on a Redis that accepts and never answers",
+    "close() resolves, but BullMQ's own connections stay open on a Redis that accepts and never answers",
     async () => {
       const sockets = new Set<Socket>();
       const server = createServer((s) => {

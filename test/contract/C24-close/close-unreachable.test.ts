@@ -5,7 +5,7 @@ import { sleep } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 17, item 6. Review 16c's fix makes `close()` wait for the tracked calls under way
+ * a fix makes `close()` wait for the tracked calls under way
  * (`enqueue`, `cancelActiveDispatch`, `clearDeferrals`, `wakeDeferred`, the views:
  * src/engine.ts TRACKED) BEFORE it closes the queue's connection. A call that waits for that
  * connection (Redis down, a wrong host: BullMQ's connection retries forever, ioredis queues the

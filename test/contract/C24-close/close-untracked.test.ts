@@ -1,7 +1,7 @@
 import { harness } from '../../helpers/engine';
 
 /**
- * Review 17, item 6. Review 16c's fix: close() waits for the calls under way (src/engine.ts
+ * a fix: close() waits for the calls under way (src/engine.ts
  * TRACKED: enqueue, cancelActiveDispatch, clearDeferrals, wakeDeferred, isStageDeferred,
  * listDeferred) so that each "completes, or fails with the engine's typed EngineClosedError,
  * never ioredis' bare error". `waitUntilReady` is left out of TRACKED: a readiness probe (a

@@ -2,12 +2,12 @@ import type { Queue } from 'bullmq';
 import { DeferralStore } from '../../../src/deferral-store';
 
 /**
- * Review 42: the clock-lead timer and close() after the split (LeadRecorder, StoreConnections)
+ * The clock-lead timer and close() after the split (LeadRecorder, StoreConnections)
  * behave as at d66dcc9: one timer, unref'd, stopped on close, none started after close; the
  * lead's record memoised; close twice / before any connect resolves. (Passes at d66dcc9 and HEAD.)
  */
 function stubQueue() {
-  return { name: 'q', opts: { prefix: 'review42' } } as unknown as Queue;
+  return { name: 'q', opts: { prefix: 'r42' } } as unknown as Queue;
 }
 
 afterEach(() => jest.restoreAllMocks());

@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { quitOrDrop } from '../../../src/store/client';
 
 /**
- * Review 19, passing checks of commit 1356aa9's `quitOrDrop` (src/store/client.ts), used by
+ * Passing checks of commit 1356aa9's `quitOrDrop` (src/store/client.ts), used by
  * engine.close (the engine's own worker connections) and DeferralStore.close (its renewal
  * connection). Nothing here writes to Redis: the ioredis cases only connect to 127.0.0.1:6379
  * and quit.
@@ -48,7 +48,7 @@ describe('C24: quitOrDrop', () => {
     expect({ drops, inWindow: took >= 900 && took < 3000 }).toEqual({ drops: 1, inWindow: true });
   });
 
-  it("review 19, fixed (process held after close), was: quitOrDrop of an ioredis connection already `end` drops it again, arming ioredis' 2 s disconnect timer on its closed socket", async () => {
+  it("quitOrDrop of an ioredis connection already `end` drops it again, arming ioredis' 2 s disconnect timer on its closed socket", async () => {
     const c = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: null });
     await c.connect();
     await c.quit();

@@ -281,7 +281,7 @@ describe('C25: the adapter on the installed bullmq', () => {
     expect(await h.engine.queue.getWaitingCount()).toBe(1);
   });
 
-  // 13 review: also a client not connected yet (lazyConnect), as BullMQ users often pass one
+  // also a client not connected yet (lazyConnect), as BullMQ users often pass one
   (onCluster ? it.skip : it).each([
     ['', {}],
     [' (lazyConnect, not connected yet)', { lazyConnect: true }],

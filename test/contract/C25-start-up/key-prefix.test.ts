@@ -41,7 +41,7 @@ afterEach(closeClients);
 
 describe('C25: an ioredis keyPrefix (BullMQ: "use the prefix option instead")', () => {
   (onCluster ? it.skip : it)(
-    '13 review: connection options with keyPrefix are refused at start-up with UNSUPPORTED_CONNECTION, nothing written',
+    'connection options with keyPrefix are refused at start-up with UNSUPPORTED_CONNECTION, nothing written',
     async () => {
       // BullMQ itself only refuses a client instance with keyPrefix; given as options the
       // engine's keys and BullMQ's split between '<keyPrefix><prefix>:' and '<prefix>:', jobs
@@ -83,7 +83,7 @@ describe('C25: an ioredis keyPrefix (BullMQ: "use the prefix option instead")', 
 
 describe("C25: engine.processor on a user's own Worker", () => {
   (onCluster ? it.skip : it)(
-    "13 review: a Worker on another prefix than the engine's fails the job with a clear typed error instead of deferring the stage into a queue it never reads",
+    "a Worker on another prefix than the engine's fails the job with a clear typed error instead of deferring the stage into a queue it never reads",
     async () => {
       const h = harness({ windows: { capacitySeconds: 0.2, jitter: 0 } });
       h.executor.script(ref, notSent('no_worker_available'));

@@ -65,7 +65,7 @@ describe('C26: shutdown order', () => {
   // onApplicationShutdown, or import the module with isGlobal: false. `it.failing` passes while the
   // limitation stands and fails the day it is fixed (then make it a plain `it`).
   it.failing(
-    '13.2 review: app.close() aborts a running executor before its own dependencies are destroyed (global module): the job goes back, no attempt spent',
+    'app.close() aborts a running executor before its own dependencies are destroyed (global module): the job goes back, no attempt spent',
     async () => {
       const where = place();
       const app = await startNest([

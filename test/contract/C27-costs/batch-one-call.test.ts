@@ -123,7 +123,7 @@ describe('C27: the scripts on a shared ioredis client', () => {
 });
 
 describe('C27: BATCH: each caller gets its own answer, whatever the others get', () => {
-  it('a reply one caller cannot read rejects that caller only: the others of the call get theirs (review 13)', async () => {
+  it('a reply one caller cannot read rejects that caller only: the others of the call get theirs', async () => {
     const { h, store, lock } = setUp();
     const batch = (store as unknown as { batch: Batcher }).batch;
     // a lock taken on a stage without a licence answers its record alone (a string)
@@ -145,7 +145,7 @@ describe('C27: BATCH: each caller gets its own answer, whatever the others get',
     expect(c.status === 'fulfilled' && typeof c.value).toBe('string');
   });
 
-  it('closing waits for a lazy release already on its way: its call is answered before close returns (review 13)', async () => {
+  it('closing waits for a lazy release already on its way: its call is answered before close returns', async () => {
     const { h, store, lock, token } = setUp();
     const a = await token(A);
     const held = await holdReplies(h);
@@ -172,7 +172,7 @@ describe('C27: BATCH: each caller gets its own answer, whatever the others get',
     }
   });
 
-  it('closing waits for a lazy release already sent 2 s at most: a call that never answers (Redis unreachable) does not hold close() (review 14)', async () => {
+  it('closing waits for a lazy release already sent 2 s at most: a call that never answers (Redis unreachable) does not hold close()', async () => {
     const { h, store, token } = setUp();
     const a = await token(A);
     const held = await holdReplies(h);

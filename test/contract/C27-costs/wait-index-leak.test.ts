@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 32. design.md: a stage is in `sd:wq:<kind>` "from that deferral until the chain ends
+ * Design.md: a stage is in `sd:wq:<kind>` "from that deferral until the chain ends
  * (success, cancel, clear, a terminal failure)". An operator removes the wake-up (Bull Board's
  * Remove; README: "the next enqueue after that adds a job"), the marker goes (expired, or deleted
  * by hand), and the next enqueue's job sends the stage: the chain has ended with a success, yet the

@@ -5,7 +5,7 @@ import { promotedByClockAhead, spawnAheadHost } from '../../helpers/runs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 35. docs/design.md, "Clocks": "every engine host that runs a Worker ... records its lead
+ * Docs/design.md, "Clocks": "every engine host that runs a Worker ... records its lead
  * over Redis' clock ... whenever a batch measures a larger one, and keeps its record alive while
  * it runs: an idle host, its worker still promoting by its clock (every stage deferred in an
  * outage), sends a batch of no operation every 20 s"; a wake-up promoted early by a clock ahead
@@ -20,7 +20,7 @@ import type { StageRef } from '../../../src';
  *
  * Host A is a child process (preload clock-steps.cjs: in step at start, 6 s ahead once signalled)
  * running test/helpers/ahead-host.ts (a dispatch engine and a Worker, not started); its Worker's
- * fetch is this test's own BullMQ Worker fetching by A's clock, as in review 27.
+ * fetch is this test's own BullMQ Worker fetching by A's clock, as a test.
  */
 const image: StageRef = { scope: ['book-35', 'step'], stage: 'image' };
 

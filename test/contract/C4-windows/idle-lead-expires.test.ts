@@ -14,7 +14,7 @@ import type { StageRef } from '../../../src';
  * promotes the due wake-up by that clock, 6 s early, and another host with a right
  * clock takes it; its begin (tolerance = `maxClockSkewMs` + `fleetLead()`, which now
  * reads no `sd:lead`) finds more than the tolerance left on the marker, takes it for
- * Bull Board's Promote, and dispatches the stage inside its window. Review 2's fix
+ * Bull Board's Promote, and dispatches the stage inside its window. a fix
  * (test/contract/C4-windows/fleet-clock.test.ts) holds only during the first minute after the
  * ahead host's engine started.
  *

@@ -4,7 +4,7 @@ import { fast, heldExecutor } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 16a PASSING CHECKS (not defects): the ladder and the chain start across paths no
+ * PASSING CHECKS (not defects): the ladder and the chain start across paths no
  * existing test pins: a real failure retried by BullMQ mid-chain, a retryAfterMs step, an
  * early wake; the chain start (sd:wq:<kind> score) is kept by all of them and the entry goes
  * with the success; and a wake whose `limit` is spent on other stages still shortens an

@@ -3,7 +3,7 @@ import { RedisClock } from '../../../src/store/clock';
 /**
  * Redis' clock as a host reads it (src/store/clock.ts), pure: no Redis. Each reading bounds the
  * offset between Redis' time less the receive time and Redis' time less the send time; the
- * estimate is the middle of the tightest bounds the readings agree on (review 27: a reply that
+ * estimate is the middle of the tightest bounds the readings agree on (a reply that
  * waited for a busy event loop shortened every window by the wait).
  */
 describe("C4: Redis' clock as this host reads it (RedisClock)", () => {
@@ -17,7 +17,7 @@ describe("C4: Redis' clock as this host reads it (RedisClock)", () => {
     expect(clock.leadMs).toBe(-5000);
   });
 
-  it('a reply that waited 2 s for a busy event loop leaves the estimate where it was (review 27)', () => {
+  it('a reply that waited 2 s for a busy event loop leaves the estimate where it was', () => {
     const clock = new RedisClock();
     reading(clock, 5000, 1_000_000, 2);
     reading(clock, 5000, 1_000_100, 2, 2000);

@@ -2,7 +2,7 @@ import { InvalidExecutorResultError, type StageRef } from '../../../src';
 import { harness } from '../../helpers/engine';
 
 /**
- * Review 20. checkExecutorResult (src/dispatch.ts) promises: "An answer of the wrong shape is
+ * CheckExecutorResult (src/dispatch.ts) promises: "An answer of the wrong shape is
  * `InvalidExecutorResultError`, naming the field". For `notSent` it checks `instanceof Map`
  * only; its counts are read later, outside the check, by `reportedReason` (first line of
  * `Dispatcher.notSent`): `n > 0` on a Symbol, and `sort((a, b) => b[1] - a[1])` on BigInt counts

@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 17, item 5. Review 16b's fix hands BullMQ's manual rate limit back untouched: no
+ * a fix hands BullMQ's manual rate limit back untouched: no
  * attempt, no `failed` event, no failure record, the release `plain` (src/dispatch.ts
  * `isRateLimit`, processor `case 'rate_limited'`). The engine tells it by the message
  * 'bullmq:rateLimitExceeded' OR by `error.name === 'RateLimitError'`; BullMQ 6.7 tells it by the

@@ -1,7 +1,7 @@
 import { checkExecutorResult } from '../../../src/dispatch';
 
 /**
- * Review 19, pure unit test of commit a51e08d's `readAnswer` (src/dispatch.ts): the copy now
+ * Pure unit test of commit a51e08d's `readAnswer` (src/dispatch.ts): the copy now
  * ASSIGNS each field (`answer[key] = v`), defineProperty only for `__proto__`. In an app that
  * freezes Object.prototype against prototype pollution (`Object.freeze(Object.prototype)`, a
  * common hardening advice; `node --frozen-intrinsics` and SES' default override taming keep
@@ -15,7 +15,7 @@ import { checkExecutorResult } from '../../../src/dispatch';
  * Object.prototype has them), and restores them.
  */
 describe('C6: the copy of an answer under a frozen Object.prototype', () => {
-  it('review 19, fixed (field dropped), was: with Object.prototype frozen, an answer field named `toString` or `constructor` is lost from the copy', () => {
+  it('with Object.prototype frozen, an answer field named `toString` or `constructor` is lost from the copy', () => {
     const answer = JSON.parse(
       '{"dispatched":true,"jobs":1,"reason":null,"toString":"ts","constructor":"c1"}',
     ) as object;

@@ -3,7 +3,7 @@ import { checkExecutorResult } from '../../../src/dispatch';
 import { InvalidExecutorResultError, type ExecutorResult, type StageRef } from '../../../src';
 
 /**
- * Review 18, item 1: the plain copy commit 994478d makes of the executor's answer
+ * The plain copy commit 994478d makes of the executor's answer
  * (`readAnswer`, src/dispatch.ts), by `answer[key] = v` for each own enumerable key.
  *  - An own key `__proto__` (what `JSON.parse` of a downstream's response body makes, kept by
  *    a spread `{ ...body }`) is not copied as a field: the assignment SETS THE COPY'S PROTOTYPE.
@@ -55,7 +55,7 @@ describe('C6: the plain copy of the answer', () => {
     expect(undef).toBeLessThan(Math.max(500, 10 * defined));
   });
 
-  it("review 18, documented: a direct dispatchStage returns the engine's copy of the answer: its own string-keyed fields, read once (no class, prototype getter or symbol key)", async () => {
+  it("a direct dispatchStage returns the engine's copy of the answer: its own string-keyed fields, read once (no class, prototype getter or symbol key)", async () => {
     const h = harness();
     const trace = Symbol('trace');
     class Receipt {

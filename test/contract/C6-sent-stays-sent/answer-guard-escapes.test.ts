@@ -4,7 +4,7 @@ import { settledOnce, viaJob } from '../../helpers/runs';
 import type { ExecutorResult, StageRef } from '../../../src';
 
 /**
- * Review 18, item 1. Commit 994478d reads the executor's answer once, "each field in a guard"
+ * Commit 994478d reads the executor's answer once, "each field in a guard"
  * (`readAnswer`, src/dispatch.ts), and an answer saying `dispatched: true` stands as a dispatch
  * whatever else is wrong with it. But the guard is not total: what the engine does with a value
  * to DESCRIBE the problem can itself throw, and that throw escapes `checkExecutorResult` inside

@@ -4,7 +4,7 @@ import { fast, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 19, pure unit tests of commit 1356aa9's promise "describing an answer must never throw"
+ * Pure unit tests of commit 1356aa9's promise "describing an answer must never throw"
  * (`shown` / `errorText` / readAnswer's `unreadable`, src/dispatch.ts). Each guard returns the
  * description, but the description is then put into a template literal OUTSIDE any guard:
  *  - checkExecutorResult's `\`jobs\` to be a number, got ${shown(r.jobs)}` and the
@@ -28,7 +28,7 @@ const outcome = (answer: unknown) => {
 };
 
 describe('C6: describing a bad answer of a sent stage throws after all', () => {
-  it('review 19, fixed (doubled dispatch), was: dispatched: true with a `jobs` whose String() is at the maximum string length makes checkExecutorResult throw RangeError', () => {
+  it('dispatched: true with a `jobs` whose String() is at the maximum string length makes checkExecutorResult throw RangeError', () => {
     const jobs = {
       toJSON() {
         throw new Error('not JSON');
@@ -41,7 +41,7 @@ describe('C6: describing a bad answer of a sent stage throws after all', () => {
     });
   });
 
-  it('review 19, fixed (doubled dispatch), was: dispatched: true with a `jobs` getter that throws an Error of the maximum message length makes checkExecutorResult throw RangeError', () => {
+  it('dispatched: true with a `jobs` getter that throws an Error of the maximum message length makes checkExecutorResult throw RangeError', () => {
     const answer = {
       dispatched: true,
       reason: null,
@@ -54,7 +54,7 @@ describe('C6: describing a bad answer of a sent stage throws after all', () => {
 });
 
 describe('C6: through a worker (Redis)', () => {
-  it('review 19, fixed (doubled dispatch), was: a sent stage whose answer has a `jobs` getter throwing an Error of the maximum message length is sent again by the retry', async () => {
+  it('a sent stage whose answer has a `jobs` getter throwing an Error of the maximum message length is sent again by the retry', async () => {
     const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
     const h = harness({ retry: { attempts: 3, backoff: fast } });
     h.executor.script(image, async () => ({
@@ -76,12 +76,12 @@ describe('C6: through a worker (Redis)', () => {
 });
 
 describe('C6: a not-sent answer whose retryAfterMs cannot be compared', () => {
-  it('review 19, fixed (untyped error), was: a capacity answer with retryAfterMs: Symbol() throws TypeError from the `>= 0` test, not INVALID_EXECUTOR_RESULT', () => {
+  it('a capacity answer with retryAfterMs: Symbol() throws TypeError from the `>= 0` test, not INVALID_EXECUTOR_RESULT', () => {
     const r = outcome({ dispatched: false, jobs: 0, reason: 'no_worker_available', retryAfterMs: Symbol('later') });
     expect(r).toEqual({ threw: expect.stringContaining('InvalidExecutorResultError') });
   });
 
-  it('review 19, fixed (doc contradicted), was: a non-capacity answer with retryAfterMs: Symbol() throws TypeError, though retryAfterMs "is read only for a capacity outcome"', () => {
+  it('a non-capacity answer with retryAfterMs: Symbol() throws TypeError, though retryAfterMs "is read only for a capacity outcome"', () => {
     const r = outcome({ dispatched: false, jobs: 0, reason: 'boom', retryAfterMs: Symbol('later') });
     expect(r).toEqual({ dispatched: false, invalid: undefined });
   });

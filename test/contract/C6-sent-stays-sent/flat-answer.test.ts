@@ -2,7 +2,7 @@ import { MAX_STORED_ANSWER, returnValueFor } from '../../helpers/answers';
 import type { DispatchResult, ExecutorResult } from '../../../src';
 
 /**
- * Review 19, pure unit tests (no Redis) of commit a51e08d's `isFlat` (src/bullmq/processor.ts):
+ * Pure unit tests (no Redis) of commit a51e08d's `isFlat` (src/bullmq/processor.ts):
  * an answer whose copy holds only strings, finite numbers, booleans and null is returned as the
  * job's return value as it is, without `storable`'s JSON round trip. The processor is driven by
  * a fake dispatcher whose attempt returns the engine's copy of an executor answer

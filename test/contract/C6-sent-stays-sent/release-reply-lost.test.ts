@@ -7,7 +7,7 @@ import { endsChain, first, interceptBatch, wrapBatch } from '../../helpers/fault
  * docs/design.md, "Why no stage is lost", row "success released": a stage
  * the executor sent is never sent again because its release's reply was lost
  * (ioredis' `commandTimeout`, a connection reset after the write, a failover
- * mid-call). Found by review 13: the attempt threw, BullMQ retried the job and
+ * mid-call). Found: the attempt threw, BullMQ retried the job and
  * the retry sent the stage a second time, with no process crashed. The
  * release is awaited (not lazy) when the stage has a licence or failed-job
  * records, or for a direct call.

@@ -4,7 +4,7 @@ import { settledOnce, viaJob } from '../../helpers/runs';
 import type { ExecutorResult, StageRef } from '../../../src';
 
 /**
- * Review 17, item 1. Review 16a/16c's fix: an answer that says `dispatched: true` stands as a
+ * a fix: an answer that says `dispatched: true` stands as a
  * dispatch whatever else it got wrong ("a sent stage is never retried"; `resultInvalid`). But the
  * engine reads the answer's fields more than once, outside any guard: `checkExecutorResult` reads
  * `jobs` (`typeof r.jobs`) inside the executor's try, so a field that throws when read is taken

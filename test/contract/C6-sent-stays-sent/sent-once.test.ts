@@ -7,7 +7,7 @@ import { viaJob } from '../../helpers/runs';
  * The contract's "a real failure still uses the normal retry budget", from
  * the other side: an attempt whose executor sent the stage is never turned
  * into a failure afterwards, since BullMQ's retry of the job would send the
- * stage again. Reviews 16a and 16c found two ways it was: an answer
+ * stage again. a check found two ways it was: an answer
  * `dispatched: true` with a field of the wrong shape (a `retryAfterMs` the
  * executor could not parse: NaN), and an answer JSON cannot hold (a BigInt,
  * a cycle), which made BullMQ's completion of the job throw.

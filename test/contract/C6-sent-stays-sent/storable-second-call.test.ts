@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { ExecutorResult, StageRef } from '../../../src';
 
 /**
- * Review 17, item 2. Review 16c's fix (`storable`, src/bullmq/processor.ts) leaves out of the
+ * a fix (`storable`, src/bullmq/processor.ts) leaves out of the
  * job's return value an executor answer JSON cannot hold, so that BullMQ's completion does not
  * throw after the stage was sent. It tries `JSON.stringify(result.result)` ONCE; BullMQ 6.7 then
  * stringifies the return value again, twice (Job.moveToCompleted, then the backend's

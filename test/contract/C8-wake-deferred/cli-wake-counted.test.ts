@@ -5,7 +5,7 @@ import { cliInProcess as cli, TestReader, wakeupsOf } from '../../helpers/metric
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 34. README, "Wake on capacity": "Ops: `npx bullmq-stage-deferral wake [scope…] --stage
+ * README, "Wake on capacity": "Ops: `npx bullmq-stage-deferral wake [scope…] --stage
  * image --limit 5`; event `woken` with `early: true`; metric `stage_deferral.wakeups` with
  * `stage_deferral.early`"; docs/observability.md: `stage_deferral.wakeups` counts "stages woken,
  * once per wake". Commit 2e03d06 moved the count of an early wake to the process that called

@@ -5,7 +5,7 @@ import { cliInProcess, instrumentedHarness, wakeupsOf } from '../../helpers/metr
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review 37. Commit 0c76269: "the attempt whose begin takes the stage from a CLI-woken wake-up
+ * Commit 0c76269: "the attempt whose begin takes the stage from a CLI-woken wake-up
  * reports the wake". BATCH's begin computes that (`took`) only in its `elseif lic` branch: an
  * attempt of a job retried by hand (`retried`: Bull Board's Retry on a job failed for good)
  * takes the lock with the wake-up still holding the licence, sends (or defers) the stage, and its

@@ -2,7 +2,7 @@ import type { StageRef } from '../../../src';
 import { expectWindowLeft, harness, notSent } from '../../helpers/engine';
 
 /**
- * Review 16a: the "no lost wake-up" rule. A wake that arrives while an attempt is in flight
+ * The "no lost wake-up" rule. A wake that arrives while an attempt is in flight
  * must make that attempt's deferral short: README "at most `inFlightRetryMs`, not a full
  * window", docs/design.md "a window of `inFlightRetryMs` at most". The engine re-records the
  * deferral with `min(inFlightRetryMs, capacityMaxSeconds)` whatever the window would have
@@ -12,7 +12,7 @@ const ref: StageRef = { scope: ['book-1', 'ch'], stage: 'image' };
 const NO = notSent('no_worker_available');
 
 describe('C8: a wake during an attempt makes its deferral longer than without the wake', () => {
-  it('11.1 no lost wake-up (review 16a, fixed): capacitySeconds 1, inFlightRetryMs 5000: a wake in flight never lengthens the 1 s window', async () => {
+  it('11.1 no lost wake-up: capacitySeconds 1, inFlightRetryMs 5000: a wake in flight never lengthens the 1 s window', async () => {
     const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0 }, inFlightRetryMs: 5000 });
     // capacity returns while the attempt runs; the attempt then answers "no capacity"
     h.executor.script(ref, async () => {
@@ -25,7 +25,7 @@ describe('C8: a wake during an attempt makes its deferral longer than without th
     expectWindowLeft(await h.redis.pttl(h.engine.deferredStageKey(ref)), 1000);
   });
 
-  it('11.3 (review 16a, fixed): a retryAfterMs hint of 100 ms and a wake in flight: the window stays the hint, not inFlightRetryMs', async () => {
+  it('11.3: a retryAfterMs hint of 100 ms and a wake in flight: the window stays the hint, not inFlightRetryMs', async () => {
     const h = harness({ windows: { capacitySeconds: 30, capacityMaxSeconds: 600, jitter: 0 } });
     h.executor.script(ref, async () => {
       await h.engine.wakeDeferred({ stage: 'image' });
@@ -44,7 +44,7 @@ describe('C8: a wake during an attempt makes its deferral longer than without th
     expect(until[0]! - t0).toBeLessThan(1000);
   });
 
-  it('11.3 (review 16a, fixed): a retryAfterMs hint of 60 s and a wake in flight: the hint stands (the stage never asks before it)', async () => {
+  it('11.3: a retryAfterMs hint of 60 s and a wake in flight: the hint stands (the stage never asks before it)', async () => {
     // README's table: "the window is the hint ... lengthened (never shortened)"; docs/design.md:
     // "(never earlier than the hint)". The wake rule re-records 1 s and drops the hint. Either the
     // docs say the wake overrides a hint, or the hint wins: today they contradict each other.

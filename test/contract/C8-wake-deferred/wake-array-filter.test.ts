@@ -2,7 +2,7 @@ import { InvalidOptionsError, type StageRef } from '../../../src';
 import { expectUnwritten, harness, notSent, snapshot } from '../../helpers/engine';
 
 /**
- * Review 34. README: `wakeDeferred({ limit = 1, scope?, stage? })`; "An unknown filter key is
+ * README: `wakeDeferred({ limit = 1, scope?, stage? })`; "An unknown filter key is
  * `InvalidOptionsError`", and bad input is "rejected before anything is called or written".
  * src/engine.ts guards the filter with `typeof filter !== 'object' || filter === null` and
  * `Object.keys(filter)`: an array passes as an object, and an empty one has no keys. A caller

@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 32. A worker whose clock runs ahead of Redis' (by up to maxClockSkewMs plus the fleet's
+ * A worker whose clock runs ahead of Redis' (by up to maxClockSkewMs plus the fleet's
  * lead, design.md "Clocks") promotes a wake-up W before its window ends: W's begin finds its own
  * marker with that little left and answers `early`; the processor then re-delays W for the rest
  * (`job.moveToDelayed`). wakeDeferred lands between that begin and the move: WAKE finds the marker

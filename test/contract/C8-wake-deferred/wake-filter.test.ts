@@ -2,7 +2,7 @@ import type { StageRef } from '../../../src';
 import { harness, notSent } from '../../helpers/engine';
 
 /**
- * Review 16a: `wakeDeferred`'s filter is destructured without a check of its keys
+ * `wakeDeferred`'s filter is destructured without a check of its keys
  * (src/engine.ts `wakeDeferred`): a misspelt filter (`{ kind: 'image' }`, `{ stages: … }`,
  * `{ scopes: […] }`) is no filter at all and wakes the longest-waiting stage of ANY kind
  * and scope. The engine's options are `.strict()` (zod) for the same reason.
@@ -11,7 +11,7 @@ const video: StageRef = { scope: ['book-1'], stage: 'video' };
 
 describe('C8: a misspelt wakeDeferred filter', () => {
   it.each([{ kind: 'image' }, { stages: 'image' }, { scopes: ['book-2'] }, { Stage: 'image' }])(
-    '11.1 bad input (review 16a, fixed): %p is INVALID_OPTIONS before anything is woken',
+    '11.1 bad input: %p is INVALID_OPTIONS before anything is woken',
     async (filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

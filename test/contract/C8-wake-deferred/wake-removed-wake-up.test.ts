@@ -2,7 +2,7 @@ import type { StageRef } from '../../../src';
 import { harness, notSent } from '../../helpers/engine';
 
 /**
- * Review 16a: a wake-up removed by hand (Bull Board "Remove") while its marker still
+ * A wake-up removed by hand (Bull Board "Remove") while its marker still
  * stands. WAKE (src/lua/scripts.ts) picks stages by their marker alone; the engine then
  * promotes the wake-up and swallows the failure (src/deferral-store.ts `wake`:
  * `.catch(() => undefined)`). The stage is reported woken, a `woken` event is emitted, and
@@ -18,7 +18,7 @@ describe('C8: wakeDeferred and a wake-up removed by hand', () => {
     ['unfiltered', {}],
     ['by scope', { scope: ['s'] }],
   ])(
-    '11.1 (review 16a, fixed; %s): a stage whose wake-up is gone is skipped and not counted: limit 1 wakes the stage with a live wake-up',
+    '11.1 (%s): a stage whose wake-up is gone is skipped and not counted: limit 1 wakes the stage with a live wake-up',
     async (_n, filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import type { EngineEvents, StageRef } from '../../../src';
 
 /**
- * Review 34. Commit 2e03d06 made `woken` "once per wake" (src/events.ts: "A stage woke, once per
+ * Commit 2e03d06 made `woken` "once per wake" (src/events.ts: "A stage woke, once per
  * wake"; docs/observability.md, `stage_deferral.wakeups`: "stages woken, once per wake"). It
  * keeps an early wake from being reported twice with a job-hash mark (`sdw`), but the plain
  * report still sits in the attempt (src/dispatch.ts `locked`: every begin of a wake-up that took

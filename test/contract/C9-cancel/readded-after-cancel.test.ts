@@ -4,7 +4,7 @@ import { fast, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Review 26. Path: a wake-up fails for good (kept: the failed-job record); the host cancels the
+ * Path: a wake-up fails for good (kept: the failed-job record); the host cancels the
  * stage (`cancelActiveDispatch`: the failed wake-up is marked `sdc`); an operator then re-adds
  * the failed wake-up in Bull Board's way, `queue.add(job.name, job.data)`.
  * Expected: README, operator table, row "retries a failed job (...), retries a kept completed

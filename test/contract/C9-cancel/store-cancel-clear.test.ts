@@ -3,7 +3,7 @@ import { DeferralStore } from '../../../src/deferral-store';
 import { Transactions } from '../../../src/store/transaction';
 
 /**
- * Review 42 (the split of deferral-store.ts, meant to change no behaviour). At d66dcc9,
+ * a review (the split of deferral-store.ts, meant to change no behaviour). At d66dcc9,
  * `cancel` removed its jobs through `this.removeJobs` and `clear` read its licences through
  * `this.licencesIn`: both went through the store's own methods (so a prototype spy, a
  * subclass or a test hook on them saw, or replaced, what cancel and clear did). After the
@@ -14,7 +14,7 @@ import { Transactions } from '../../../src/store/transaction';
 function stubQueue() {
   return {
     name: 'q',
-    opts: { prefix: 'review42' },
+    opts: { prefix: 'r42' },
     remove: jest.fn(async () => 1),
     getJobState: jest.fn(async () => 'waiting'),
   } as unknown as Queue;
