@@ -6,7 +6,7 @@ import type { EngineEmitter } from './events';
 import { EngineClosedError, InvalidExecutorResultError, InvalidPayloadError } from './errors';
 import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
-import { classifyNotSentReasons, outcomeClass } from './outcomes';
+import { BUILT_IN_OUTCOMES, capacityAnswer, OutcomeTable } from './outcomes';
 import { settlesWithin } from './store/within';
 import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, StageRef } from './types';
 
@@ -171,7 +171,11 @@ export class Dispatcher<P> {
   ) {
     this.ticker = setInterval(() => this.renewLocks(), Math.floor(opts.lockMs / 3));
     this.ticker.unref();
+    this.outcomes = new OutcomeTable(opts.outcomes);
   }
+
+  /** The engine's outcome lists: the built-in ones and its `outcomes` option. */
+  readonly outcomes: OutcomeTable;
 
   /** Attempts holding a lock: renewed while they run, aborted on close or cancel. */
   private readonly running = new Set<Running>();
@@ -345,20 +349,35 @@ export class Dispatcher<P> {
     };
     let raw: ExecutorResult;
     let invalid: InvalidExecutorResultError | undefined;
+    // a thrown CapacityError defers as capacity, whatever its reason
+    let thrownCapacity = false;
     const started = performance.now();
     try {
       const answer: unknown = await opts.executor(ref, payload, ctx);
       // (the check never throws for an answer that says dispatched: true: see checkExecutorResult)
-      ({ raw, invalid } = checkExecutorResult(answer));
-    } catch (error) {
-      // BullMQ's manual rate limit (the executor called worker.rateLimit): no failure, no attempt spent
-      const reason = isRateLimit(error) ? 'rate_limited' : 'executor_error';
-      const result = { dispatched: false, reason, retryable: true };
-      return this.unsent(running, reason, result, performance.now() - started, error);
+      ({ raw, invalid } = checkExecutorResult(answer, this.outcomes));
+    } catch (thrown) {
+      // a CapacityError stands for a capacity answer (its retryAfterMs checked as an answer's)
+      const answer = capacityAnswer(thrown);
+      let error = thrown;
+      let checked: { raw: ExecutorResult } | undefined;
+      try {
+        if (answer) checked = checkExecutorResult(answer, this.outcomes, true);
+      } catch (invalidAnswer) {
+        error = invalidAnswer;
+      }
+      if (!checked) {
+        // BullMQ's manual rate limit (the executor called worker.rateLimit): no failure, no attempt spent
+        const reason = isRateLimit(error) ? 'rate_limited' : 'executor_error';
+        const result = { dispatched: false, reason, retryable: true };
+        return this.unsent(running, reason, result, performance.now() - started, error);
+      }
+      raw = checked.raw;
+      thrownCapacity = true;
     }
     const executorMs = performance.now() - started;
     if (opts.faultHook) await opts.faultHook('executor-answered', ref);
-    if (!raw.dispatched) return this.notSent(running, payload, call, ctx, raw, executorMs, begun);
+    if (!raw.dispatched) return this.notSent(running, payload, call, ctx, raw, executorMs, begun, thrownCapacity);
     running.shut();
     // sent, whatever else the answer got wrong: reported, never retried (a retry would send it again)
     if (invalid) this.events.emit('resultInvalid', { ref, error: invalid });
@@ -494,10 +513,11 @@ export class Dispatcher<P> {
     raw: ExecutorResult,
     executorMs: number,
     begun: Locked,
+    thrownCapacity: boolean,
   ): Promise<Attempt> {
     const { opts } = this;
     const { ref } = running;
-    const reason = reportedReason(raw);
+    const reason = reportedReason(raw, this.outcomes);
     try {
       // the lock is renewed through the rollback too, which may be slow
       await opts.rollback?.(ref, reason, ctx);
@@ -508,7 +528,7 @@ export class Dispatcher<P> {
     running.shut();
     if (opts.faultHook) await opts.faultHook('rolled-back', ref);
 
-    const cls = outcomeClass(reason);
+    const cls = thrownCapacity ? 'capacity' : this.outcomes.classOf(reason);
     // a shutdown is not an outcome: nothing is recorded, the job runs again (a lost lock neither:
     // the deferral's script finds it gone and records nothing)
     if (!cls || running.abortedBy === 'close') {
@@ -793,12 +813,12 @@ function plain(kind: Attempt['kind'], reason: string, retryable: boolean, extra?
  * reason when all are deferrable, else its most frequent non-deferrable one
  * (a real failure wins); without, the executor's `reason`.
  */
-function reportedReason(raw: ExecutorResult): string {
+function reportedReason(raw: ExecutorResult, outcomes: OutcomeTable): string {
   const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
   if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';
-  const dominant = classifyNotSentReasons(new Map(counted));
+  const dominant = outcomes.dominant(new Map(counted));
   if (dominant) return dominant;
-  const failures = counted.filter(([r]) => outcomeClass(r) === null).sort((a, b) => b[1] - a[1]);
+  const failures = counted.filter(([r]) => outcomes.classOf(r) === null).sort((a, b) => b[1] - a[1]);
   return failures[0]![0];
 }
 
@@ -897,13 +917,17 @@ function errorText(error: unknown): string {
  * and so not checked, on a dispatch; `retryAfterMs` is read only for a
  * capacity outcome.
  */
-export function checkExecutorResult(value: unknown): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
+export function checkExecutorResult(
+  value: unknown,
+  outcomes: OutcomeTable = BUILT_IN_OUTCOMES,
+  capacity = false,
+): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
   const read = typeof value === 'object' && value !== null ? readAnswer(value) : undefined;
   const r = (read ? read.answer : value) as Partial<ExecutorResult> | null;
   const sent = read !== undefined && r!.dispatched === true;
   let invalid: InvalidExecutorResultError | undefined;
   try {
-    const problem = answerProblem(r, read?.unreadable, sent);
+    const problem = answerProblem(r, read?.unreadable, sent, outcomes, capacity);
     if (problem)
       invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   } catch {
@@ -935,11 +959,13 @@ function answerProblem(
   r: Partial<ExecutorResult> | null,
   unreadable: string | undefined,
   sent: boolean,
+  outcomes: OutcomeTable,
+  capacity: boolean,
 ): string | null {
   if (typeof r !== 'object' || r === null) return `an object, got ${r === null ? 'null' : typeof r}`;
   if (unreadable !== undefined) return `fields that can be read, got ${unreadable}`;
   if (typeof r.dispatched !== 'boolean') return `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`;
-  if (typeof r.jobs !== 'number') return `\`jobs\` to be a number, got ${shown(r.jobs)}`;
+  if (r.jobs !== undefined && typeof r.jobs !== 'number') return `\`jobs\` to be a number, got ${shown(r.jobs)}`;
   if (r.reason !== null && typeof r.reason !== 'string')
     return `\`reason\` to be a string or null, got ${shown(r.reason)}`;
   if (sent) return null;
@@ -954,7 +980,7 @@ function answerProblem(
   // read (and so checked) only for a capacity outcome
   if (
     r.retryAfterMs !== undefined &&
-    outcomeClass(reportedReason(r as ExecutorResult)) === 'capacity' &&
+    (capacity || outcomes.classOf(reportedReason(r as ExecutorResult, outcomes)) === 'capacity') &&
     // (Infinity is a hint too: "not for a long while", clamped to the class's maximum)
     (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0))
   )

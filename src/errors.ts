@@ -114,8 +114,14 @@ export class DispatchFailedError extends StageDeferralError {
   readonly ref: StageRef;
   readonly reason: string;
 
-  constructor(ref: StageRef, reason: string) {
-    super('DISPATCH_FAILED', `Dispatch of ${describeRef(ref)} sent nothing: ${reason} (not deferrable)`);
+  constructor(ref: StageRef, reason: string, deferrable?: string) {
+    super(
+      'DISPATCH_FAILED',
+      `Dispatch of ${describeRef(ref)} sent nothing: ${reason} (not deferrable` +
+        (deferrable === undefined
+          ? ')'
+          : `; the deferrable reasons are ${deferrable}: add yours with the engine's \`outcomes\` option, or throw CapacityError)`),
+    );
     this.ref = ref;
     this.reason = reason;
   }

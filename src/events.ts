@@ -5,7 +5,7 @@ import type { InvalidExecutorResultError } from './errors';
 /** The engine's events. The engine tells what happened; listeners log, count or react. */
 export interface EngineEvents {
   /** A dispatch sent jobs downstream. */
-  dispatched: { ref: StageRef; jobs: number; executorMs: number };
+  dispatched: { ref: StageRef; jobs: number | undefined; executorMs: number };
   /** A deferral began (once per deferral, from the attempt that created it). */
   deferred: DeferredStage & { executorMs: number };
   /** A dispatch or enqueue found the stage deferred and did nothing. */

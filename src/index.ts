@@ -13,7 +13,13 @@ export {
   outcomeClass,
   deferralWindowFor,
   classifyNotSentReasons,
+  FAILURE_OUTCOMES,
+  CapacityError,
+  noCapacity,
+  alreadyDone,
+  dispatched,
 } from './outcomes';
+export type { KnownReason, OutcomeOptions } from './outcomes';
 export { stageId, parseStageId, MAX_SCOPE_SEGMENTS, MAX_STAGE_ID_LENGTH } from './stage-ref';
 export {
   StageDeferralError,

@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from 'bullmq';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors';
-import { DEFERRED_IDEMPOTENT_TTL_S, DEFERRED_STAGE_TTL_S } from './outcomes';
+import { BUILT_IN_OUTCOMES, DEFERRED_IDEMPOTENT_TTL_S, DEFERRED_STAGE_TTL_S, type OutcomeOptions } from './outcomes';
 import type { DeferralJournalEvent, DispatchContext, Executor, StageRef } from './types';
 
 /** Options of `createDispatchEngine`. */
@@ -27,6 +27,12 @@ export interface DispatchEngineOptions<P = unknown> {
   rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
   /** Host event journal; one `stage_deferred` event per deferral. */
   journal?: (ref: StageRef, event: DeferralJournalEvent) => Promise<unknown>;
+  /**
+   * Reasons of your own that defer, added to the built-in lists
+   * (`CAPACITY_OUTCOMES`, `IDEMPOTENT_OUTCOMES`): e.g.
+   * `{ capacity: ['gpu_pool_full'] }`. A reason in neither list is a failure.
+   */
+  outcomes?: OutcomeOptions;
   windows?: {
     /** Capacity window, seconds, 0.05..600. Default `DEFERRED_STAGE_TTL_S` (30). */
     capacitySeconds?: number;
@@ -100,6 +106,8 @@ export interface DispatchEngineOptions<P = unknown> {
 export type FaultPoint = 'lock-taken' | 'executor-answered' | 'rolled-back' | 'deferral-recorded' | 'released';
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
+/** A reason of the host's own: what executors answer and events, logs and wake-up data show. */
+const reasonName = z.string().min(1).max(100);
 
 // strict: a misspelt option (`lockMS`, `window`) would otherwise be dropped silently and its default used
 const schema = z.strictObject({
@@ -117,6 +125,17 @@ const schema = z.strictObject({
     .optional(),
   journal: z
     .custom<NonNullable<DispatchEngineOptions['journal']>>((v) => typeof v === 'function', 'a function')
+    .optional(),
+  outcomes: z
+    .object({ capacity: z.array(reasonName).max(100).optional(), idempotent: z.array(reasonName).max(100).optional() })
+    .strict()
+    .refine(
+      (o) =>
+        !(o.capacity ?? []).some(
+          (r) => (o.idempotent ?? []).includes(r) || BUILT_IN_OUTCOMES.classOf(r) === 'idempotent',
+        ) && !(o.idempotent ?? []).some((r) => BUILT_IN_OUTCOMES.classOf(r) === 'capacity'),
+      'a reason in one class only (capacity or idempotent)',
+    )
     .optional(),
   windows: z
     .object({

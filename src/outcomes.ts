@@ -1,9 +1,126 @@
-import type { OutcomeClass } from './types';
+import type { ExecutorResult, OutcomeClass } from './types';
 
 /** Outcomes meaning "nothing can take this stage now". Order breaks ties. */
-export const CAPACITY_OUTCOMES = ['no_worker_available', 'duplicate_pending', 'ambiguous_post'] as const;
+export const CAPACITY_OUTCOMES = ['no_worker_available', 'duplicate_pending', 'ambiguous_post', 'no_capacity'] as const;
 /** Outcomes meaning "the logical task is already done". */
 export const IDEMPOTENT_OUTCOMES = ['already_completed'] as const;
+/** Documented outcomes that are not deferrable: the job fails and BullMQ's attempts apply. */
+export const FAILURE_OUTCOMES = [
+  'no_jobs_sent',
+  'no_jobs_generated',
+  'send_failed',
+  'already_ready',
+  'circuit_open',
+] as const;
+
+/** A reason the engine knows without configuration. */
+export type KnownReason =
+  (typeof CAPACITY_OUTCOMES)[number] | (typeof IDEMPOTENT_OUTCOMES)[number] | (typeof FAILURE_OUTCOMES)[number];
+
+/** Reasons of your own that defer (the engine's `outcomes` option), added after the built-in ones. */
+export interface OutcomeOptions {
+  capacity?: readonly string[];
+  idempotent?: readonly string[];
+}
+
+/**
+ * An engine's outcome lists: the built-in ones, then its own (`outcomes`), in
+ * that order, which breaks ties between equal `notSent` counts.
+ */
+export class OutcomeTable {
+  readonly capacity: readonly string[];
+  readonly idempotent: readonly string[];
+
+  constructor(own: OutcomeOptions = {}) {
+    this.capacity = [...CAPACITY_OUTCOMES, ...(own.capacity ?? [])];
+    this.idempotent = [...IDEMPOTENT_OUTCOMES, ...(own.idempotent ?? [])];
+  }
+
+  /** The class of a deferrable reason, `null` for any other. */
+  classOf(reason: string | null | undefined): OutcomeClass | null {
+    if (this.capacity.includes(reason as string)) return 'capacity';
+    if (this.idempotent.includes(reason as string)) return 'idempotent';
+    return null;
+  }
+
+  /**
+   * The dominant not-sent reason of one attempt: the one with the highest
+   * count when every reason with a positive count is deferrable; `null` when
+   * any is not (a real failure wins) or none has a positive count. Ties go to
+   * the reason listed first (capacity, then idempotent).
+   */
+  dominant(notSent: ReadonlyMap<string, number>): string | null {
+    const order = [...this.capacity, ...this.idempotent];
+    let best: string | null = null;
+    let bestCount = 0;
+    for (const [reason, count] of notSent) {
+      if (!(count > 0)) continue;
+      if (this.classOf(reason) === null) return null;
+      if (count > bestCount || (count === bestCount && best !== null && order.indexOf(reason) < order.indexOf(best))) {
+        best = reason;
+        bestCount = count;
+      }
+    }
+    return best;
+  }
+
+  /** The deferrable reasons, as an error message lists them. */
+  describe(): string {
+    return `capacity: ${this.capacity.join(', ')}; idempotent: ${this.idempotent.join(', ')}`;
+  }
+}
+
+/** The built-in lists alone. */
+export const BUILT_IN_OUTCOMES = new OutcomeTable();
+
+/**
+ * Thrown by an executor: nothing can take the stage now. The stage is
+ * deferred for a capacity window (or `retryAfterMs`, clamped as an answer's
+ * is), whatever `reason` says (default `no_capacity`); no attempt is spent.
+ * Told by its name too, so a copy of the class from another bundle works.
+ */
+export class CapacityError extends Error {
+  readonly reason: string;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(options: { reason?: string; retryAfterMs?: number } = {}) {
+    const reason = options.reason ?? 'no_capacity';
+    super(`No capacity: ${reason}`);
+    this.name = 'CapacityError';
+    this.reason = reason;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** The answer a thrown `CapacityError` stands for, or undefined for any other throw. */
+export function capacityAnswer(error: unknown): ExecutorResult | undefined {
+  if (!(error instanceof Error) || error.name !== 'CapacityError') return undefined;
+  const { reason, retryAfterMs } = error as Partial<CapacityError>;
+  const answer: ExecutorResult = {
+    dispatched: false,
+    jobs: 0,
+    reason: typeof reason === 'string' ? reason : 'no_capacity',
+  };
+  if (retryAfterMs !== undefined) answer.retryAfterMs = retryAfterMs;
+  return answer;
+}
+
+/** An answer: nothing could take the stage now (capacity; `retryAfterMs` if the downstream said when). */
+export function noCapacity(options: { retryAfterMs?: number; reason?: string } = {}): ExecutorResult {
+  const answer: ExecutorResult = { dispatched: false, jobs: 0, reason: options.reason ?? 'no_capacity' };
+  if (options.retryAfterMs !== undefined) answer.retryAfterMs = options.retryAfterMs;
+  return answer;
+}
+
+/** An answer: the work is already done downstream (idempotent). */
+export function alreadyDone(): ExecutorResult {
+  return { dispatched: false, jobs: 0, reason: 'already_completed' };
+}
+
+/** An answer: the stage was sent (`jobs`, when known, how many jobs went downstream). */
+export function dispatched(jobs?: number): ExecutorResult {
+  return jobs === undefined ? { dispatched: true, reason: null } : { dispatched: true, jobs, reason: null };
+}
 
 /**
  * Default capacity window, seconds. A scheduler ticking every 5 s sees 6 ticks
@@ -16,25 +133,21 @@ export const DEFERRED_STAGE_TTL_S = 30;
  */
 export const DEFERRED_IDEMPOTENT_TTL_S = 300;
 
-const PRECEDENCE: readonly string[] = [...CAPACITY_OUTCOMES, ...IDEMPOTENT_OUTCOMES];
-
 export function isCapacityOutcome(reason: string | null | undefined): boolean {
-  return (CAPACITY_OUTCOMES as readonly string[]).includes(reason as string);
+  return BUILT_IN_OUTCOMES.classOf(reason) === 'capacity';
 }
 
 export function isIdempotentOutcome(reason: string | null | undefined): boolean {
-  return (IDEMPOTENT_OUTCOMES as readonly string[]).includes(reason as string);
+  return BUILT_IN_OUTCOMES.classOf(reason) === 'idempotent';
 }
 
 export function isDeferrableOutcome(reason: string | null | undefined): boolean {
   return isCapacityOutcome(reason) || isIdempotentOutcome(reason);
 }
 
-/** The class of a deferrable outcome, `null` for any other reason. */
+/** The class of a deferrable outcome (built-in lists), `null` for any other reason. */
 export function outcomeClass(reason: string | null | undefined): OutcomeClass | null {
-  if (isCapacityOutcome(reason)) return 'capacity';
-  if (isIdempotentOutcome(reason)) return 'idempotent';
-  return null;
+  return BUILT_IN_OUTCOMES.classOf(reason);
 }
 
 /** Default window in seconds for a deferrable outcome, `null` otherwise. */
@@ -45,25 +158,7 @@ export function deferralWindowFor(reason: string): number | null {
   return null;
 }
 
-/**
- * The dominant not-sent reason of one attempt: the one with the highest count
- * when every reason with a positive count is deferrable; `null` when any is not
- * (a real failure wins) or none has a positive count. Ties go to the reason
- * listed first in CAPACITY_OUTCOMES then IDEMPOTENT_OUTCOMES.
- */
+/** The dominant not-sent reason of one attempt, by the built-in lists (see `OutcomeTable.dominant`). */
 export function classifyNotSentReasons(notSent: ReadonlyMap<string, number>): string | null {
-  let best: string | null = null;
-  let bestCount = 0;
-  for (const [reason, count] of notSent) {
-    if (!(count > 0)) continue;
-    if (!isDeferrableOutcome(reason)) return null;
-    const better =
-      count > bestCount ||
-      (count === bestCount && best !== null && PRECEDENCE.indexOf(reason) < PRECEDENCE.indexOf(best));
-    if (better) {
-      best = reason;
-      bestCount = count;
-    }
-  }
-  return best;
+  return BUILT_IN_OUTCOMES.dominant(notSent);
 }

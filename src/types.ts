@@ -1,3 +1,5 @@
+import type { KnownReason } from './outcomes';
+
 /**
  * Glossary (used the same way everywhere in this package):
  *
@@ -23,13 +25,17 @@ export interface StageRef {
   stage: string;
 }
 
-/** What the host's executor returns for one dispatch attempt. */
+/** What the host's executor returns for one dispatch attempt (or use `noCapacity()`, `alreadyDone()`, `dispatched()`). */
 export interface ExecutorResult {
   dispatched: boolean;
-  /** Jobs sent downstream. */
-  jobs: number;
-  /** Why nothing was sent (`null` when dispatched). */
-  reason: string | null;
+  /** Jobs sent downstream, when known (optional). */
+  jobs?: number;
+  /**
+   * Why nothing was sent (`null` when dispatched). The built-in reasons are
+   * listed; a reason of your own defers when it is in the engine's `outcomes`
+   * option, else it is a failure (BullMQ's `attempts` apply).
+   */
+  reason: KnownReason | (string & {}) | null;
   retryable?: boolean;
   /** Counts of not-sent reasons of this attempt; the dominant one is reported. */
   notSent?: Map<string, number>;

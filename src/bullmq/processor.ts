@@ -290,7 +290,7 @@ export function createProcessor<P>(
           attempt.error instanceof Error
             ? attempt.error
             : // Stryker disable next-line StringLiteral: equivalent: a real failure without an error always carries its outcome's reason
-              new DispatchFailedError(ref, attempt.result.reason ?? 'unknown');
+              new DispatchFailedError(ref, attempt.result.reason ?? 'unknown', dispatcher.outcomes.describe());
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
         // (the attempt's release used the same rule: a last failure took no licence)
         if (await ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
