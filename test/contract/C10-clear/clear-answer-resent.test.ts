@@ -5,7 +5,7 @@ import { harness } from '../../helpers/engine';
 import { deferOnce } from '../../helpers/jobs';
 
 /**
- * C274074 took back a refused promotion's mark, and told one whose run had counted
+ * Commit c274074 took back a refused promotion's mark, and told one whose run had counted
  * itself, in a script of its own sent with no key: on a Cluster it went to any node (where it
  * found nothing and answered nothing), and a reply of it lost with the connection could not be
  * answered again (its count already taken). Fixed: the batch's CLEAR does it, its keys declared,

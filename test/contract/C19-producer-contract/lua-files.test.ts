@@ -14,7 +14,7 @@ describe('C19: the shipped .lua files', () => {
   });
 
   it('the engine runs the probe of the shipped file, byte for byte', () => {
-    const text = readFileSync(require.resolve('../src/lua/enqueue-probe.lua'), 'utf8');
+    const text = readFileSync(require.resolve('../../../src/lua/enqueue-probe.lua'), 'utf8');
     expect(lua.PROBE).toBe(text);
     expect(ENQUEUE_PROBE).toBe(text);
   });
