@@ -98,3 +98,32 @@ export async function inWaitIndex(
   const kind = sid.slice(sid.lastIndexOf('/') + 1);
   return (await redis.zscore(`${q.prefix}:${q.queueName}:sd:wq:${kind}`, sid)) !== null;
 }
+
+/**
+ * Internal: sets the start of `ref`'s capacity chain (its score in its kind's wait index) to
+ * `ms`, for a test of `wakeDeferred`'s order among chains that began in the same millisecond (no
+ * public call can make two chains start at once). `ref` must be deferred for capacity; answers
+ * whether its entry was there and changed.
+ */
+export async function setChainStart(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+  ms: number,
+): Promise<boolean> {
+  const sid = stageId(ref);
+  const kind = sid.slice(sid.lastIndexOf('/') + 1);
+  return (await redis.zadd(`${q.prefix}:${q.queueName}:sd:wq:${kind}`, 'XX', 'CH', ms, sid)) === 1;
+}
+
+/**
+ * Internal: takes from wake-up `wakeUpJobId` its hold on its stage (its licence), as a newer
+ * deferral of the stage does, while the job itself stays: a wake-up that is no longer the stage's own.
+ */
+export async function revokeWakeUp(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  wakeUpJobId: string,
+): Promise<void> {
+  await redis.zrem(`${q.prefix}:${q.queueName}:sd:licences`, wakeUpJobId);
+}
