@@ -1,6 +1,8 @@
 import type IORedis from 'ioredis';
 import type { DeferredStage, DispatchEngine, StageRef } from '../../src';
 import { stageId } from '../../src';
+import type { Harness } from './engine';
+import { settledState } from './jobs';
 
 /**
  * What a user sees of a stage, through the public API and BullMQ only: no key or field the
@@ -126,4 +128,27 @@ export async function revokeWakeUp(
   wakeUpJobId: string,
 ): Promise<void> {
   await redis.zrem(`${q.prefix}:${q.queueName}:sd:licences`, wakeUpJobId);
+}
+
+/**
+ * Whether a cancel of `ref` reaches its failed job `jobId` (the job is on record as failed for
+ * good): cancels the stage, retries the job by hand (Bull Board's Retry), runs it on a Worker and
+ * answers how many executor calls that made and how the job ended. A job a cancel reached ends
+ * without calling the executor.
+ */
+export async function retriedAfterCancel(
+  h: Harness,
+  ref: StageRef,
+  jobId: string,
+): Promise<{ calls: number; state: string | null }> {
+  const before = h.executor.callsFor(ref);
+  await h.engine.cancelActiveDispatch(ref);
+  await (await h.engine.queue.getJob(jobId))!.retry('failed');
+  const worker = h.engine.createWorker();
+  try {
+    const state = await settledState(h.engine.queue, jobId);
+    return { calls: h.executor.callsFor(ref) - before, state };
+  } finally {
+    await worker.close();
+  }
 }
