@@ -5,6 +5,7 @@ import type { DispatchResult, ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
 import { ManualWorker, answer, engineFor, envInt, latch, seedFor, rng, sidOf, type Outcome, LONG_MS } from './harness';
 import { EDGE_TOLERANCE_MS } from './fleet';
+import { FREE, expireDispatchLockNow, failedRecordsOf, stageView } from '../helpers/observe';
 
 let redis: IORedis;
 beforeAll(() => {
@@ -14,7 +15,6 @@ afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
 
-/** Redis state of one stage: marker, lock, licences, and its queued/active jobs. */
 // Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
 /** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
 function countingEngine(
@@ -43,16 +43,13 @@ async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[])
   await dropPrefix(redis, prefix);
 }
 
-async function stateOf(engine: DispatchEngine, prefix: string, queueName: string, r: StageRef = ref) {
-  const base = `${prefix}:${queueName}:`;
-  const sid = sidOf(r);
-  const jobs = await engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
-  return {
-    marker: await redis.exists(engine.deferredStageKey(r)),
-    lock: await redis.exists(`${base}sd:inflight:${sid}`),
-    licences: await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`),
-    jobs: jobs.filter((j) => (j.id as string).startsWith(`${sid}@`)).map((j) => j.id as string),
-  };
+/** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
+const stateOf = (engine: DispatchEngine) => stageView(engine, ref);
+
+/** The wake-up of the stage's deferral, as `listDeferred` lists it. */
+async function wakeUpOf(engine: DispatchEngine): Promise<string> {
+  const { listed } = await stateOf(engine);
+  return listed!.wakeUpJobId;
 }
 
 describe('C14: a cancel arriving while the executor of that stage is in flight', () => {
@@ -100,10 +97,12 @@ describe('C14: a cancel arriving while the executor of that stage is in flight',
             expect(processed.result as DispatchResult).toMatchObject(expected);
           }
           // the late result did not re-create the deferral, nor leave a wake-up or the lock
-          expect(await stateOf(engine, prefix, queueName)).toEqual({ marker: 0, lock: 0, licences: [], jobs: [] });
+          expect(await stateOf(engine)).toEqual(FREE);
           expect(calls).toBe(1);
-          // and the stage can be enqueued afresh
+          // and the stage can be enqueued afresh (not deferred, not in flight), and its job dispatches it
           expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
+          expect(await worker.processNext(engine)).toMatchObject({ job: { id: expect.any(String) } });
+          expect(calls).toBe(2);
         } finally {
           await worker.close();
           await engine.close();
@@ -124,8 +123,7 @@ describe('C14: a clear arriving while a wake-up fires', () => {
     const worker = new ManualWorker(queueName, prefix);
     await engine.enqueue(ref, {});
     await worker.processNext(engine); // deferred (capacity)
-    const [licence] = (await stateOf(engine, prefix, queueName)).licences;
-    return { engine, worker, licence: licence!, calls: () => calls };
+    return { engine, worker, licence: await wakeUpOf(engine), calls: () => calls };
   }
 
   it('between the wake-up being fetched and its begin: one executor call, the chain starts fresh', async () => {
@@ -139,11 +137,13 @@ describe('C14: a clear arriving while a wake-up fires', () => {
       const result = await engine.processor(job!, 't1');
       await job!.moveToCompleted(result, 't1', false);
       expect(calls()).toBe(2);
-      const after = await stateOf(engine, prefix, queueName);
-      // deferred again, by a fresh chain (capacity count 1, not 2)
-      expect(after.licences).toEqual([expect.stringMatching(/@cap\.1\.0\.0\./)]);
-      expect(after.jobs).toEqual([after.licences[0]]);
-      expect(after.marker).toBe(1);
+      const after = await stateOf(engine);
+      // deferred again, by a fresh chain (capacity count 1, not 2), its one wake-up waiting
+      expect(after).toEqual({
+        deferred: true,
+        listed: { class: 'capacity', deferrals: 1, wakeUpJobId: expect.any(String) },
+        jobs: [after.listed?.wakeUpJobId],
+      });
     } finally {
       await worker.close();
       await engine.close();
@@ -171,17 +171,19 @@ describe('C14: a clear arriving while a wake-up fires', () => {
     try {
       await engine.enqueue(ref, {});
       await worker.processNext(engine);
-      const [licence] = (await stateOf(engine, prefix, queueName)).licences;
-      await (await engine.queue.getJob(licence!))!.promote();
+      await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
       const running = worker.processNext(engine);
       await entered.promise;
       expect(await engine.clearDeferrals(['book'])).toBe(0);
       go.open();
       await running;
-      const after = await stateOf(engine, prefix, queueName);
-      expect(after.licences).toHaveLength(1);
-      expect(after.jobs).toEqual([after.licences[0]]);
-      expect(after.marker).toBe(1);
+      // deferred again by the woken run (its chain going on), one wake-up
+      const after = await stateOf(engine);
+      expect(after).toEqual({
+        deferred: true,
+        listed: { class: 'capacity', deferrals: 2, wakeUpJobId: expect.any(String) },
+        jobs: [after.listed?.wakeUpJobId],
+      });
       expect(calls).toBe(2);
     } finally {
       await worker.close();
@@ -199,8 +201,7 @@ describe('C14: a clear arriving while a wake-up fires', () => {
       await engine.enqueue(ref, {});
       await worker.processNext(engine);
       for (let i = 0; i < iterations; i++) {
-        const [licence] = (await stateOf(engine, prefix, queueName)).licences;
-        await (await engine.queue.getJob(licence!))!.promote();
+        await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
         const before = calls();
         await Promise.all([worker.processNext(engine), engine.clearDeferrals(['book'])]);
         // the clear may have promoted nothing (the wake-up already ran) or ended the new deferral:
@@ -208,11 +209,12 @@ describe('C14: a clear arriving while a wake-up fires', () => {
         while (((await engine.queue.getJobCounts('wait')).wait ?? 0) > 0) await worker.processNext(engine);
         expect(calls() - before).toBeGreaterThanOrEqual(1);
         expect(calls() - before).toBeLessThanOrEqual(2);
-        const s = await stateOf(engine, prefix, queueName);
-        expect(s.licences).toHaveLength(1);
-        expect(s.jobs).toEqual([(s.licences[0] ?? '').replace(/!$/, '')]);
-        expect(s.lock).toBe(0);
+        // deferred again, by one wake-up: the one the next round promotes
+        const s = await stateOf(engine);
+        expect({ i, deferred: s.deferred, jobs: s.jobs }).toEqual({ i, deferred: true, jobs: [s.listed?.wakeUpJobId] });
       }
+      // nothing left in flight: a cancel finds the deferral only
+      expect(await engine.cancelActiveDispatch(ref)).toMatchObject({ hadDeferral: true, inFlight: false });
     } finally {
       await worker.close();
       await engine.close();
@@ -306,7 +308,6 @@ describe('C14: a dispatch lock that expires before the deferral is recorded (a s
   for (const which of ['ready job', 'wake-up'] as const) {
     it(`does not drop the stage: the ${which} comes back and the deferral is recorded then`, async () => {
       const { prefix, queueName } = isolated();
-      const lockKey = `${prefix}:${queueName}:sd:inflight:${sidOf(ref)}`;
       let calls = 0;
       let expireOnCall = which === 'ready job' ? 1 : 2;
       const engine = engineFor(prefix, queueName, {
@@ -316,7 +317,7 @@ describe('C14: a dispatch lock that expires before the deferral is recorded (a s
         },
         // the lock's expiry, made deterministic: it is gone when the rollback returns
         rollback: async () => {
-          if (calls === expireOnCall) await redis.del(lockKey);
+          if (calls === expireOnCall) await expireDispatchLockNow(redis, { prefix, queueName }, ref);
         },
         windows: { capacitySeconds: 60, jitter: 0 },
       });
@@ -325,22 +326,22 @@ describe('C14: a dispatch lock that expires before the deferral is recorded (a s
         await engine.enqueue(ref, {});
         if (which === 'wake-up') {
           await worker.processNext(engine);
-          const [licence] = (await stateOf(engine, prefix, queueName)).licences;
-          await (await engine.queue.getJob(licence!))!.promote();
+          await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
         }
         const first = await worker.processNext(engine);
         const jobId = first!.job.id as string;
         // nothing was recorded, but the job is still there to try again
-        const mid = await stateOf(engine, prefix, queueName);
-        expect(mid.marker).toBe(0);
-        expect(mid.jobs).toEqual([jobId]);
+        const mid = await stateOf(engine);
+        expect(mid).toEqual({ deferred: false, listed: undefined, jobs: [jobId] });
         expireOnCall = 0;
         await (await engine.queue.getJob(jobId))!.promote();
         await worker.processNext(engine);
-        const after = await stateOf(engine, prefix, queueName);
-        expect(after.marker).toBe(1);
-        expect(after.licences).toHaveLength(1);
-        expect(after.jobs).toEqual([after.licences[0]]);
+        const after = await stateOf(engine);
+        expect(after).toEqual({
+          deferred: true,
+          listed: { class: 'capacity', deferrals: expect.any(Number), wakeUpJobId: expect.any(String) },
+          jobs: [after.listed?.wakeUpJobId],
+        });
       } finally {
         await worker.close();
         await engine.close();
@@ -366,7 +367,11 @@ describe('C14: a cancel arriving after a worker picked the job up but before its
       const result = await engine.processor(job!, 't1');
       await job!.moveToCompleted(result, 't1', false);
       expect(calls()).toBe(0);
-      expect(await stateOf(engine, prefix, queueName)).toEqual({ marker: 0, lock: 0, licences: [], jobs: [] });
+      expect(await stateOf(engine)).toEqual(FREE);
+      // and the stage goes on: enqueued again, its job asks the executor
+      expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
+      expect(await worker.processNext(engine)).toMatchObject({ result: { reason: 'no_worker_available' } });
+      expect(calls()).toBe(1);
     } finally {
       await worker.close();
       await engine.close();
@@ -381,7 +386,6 @@ describe('C14: an attempt that outlived its lock (a stall) and then fails for go
   // late release finds the lock lost and ends as `lost`; FAIL records nothing for a missing job).
   it('leaves no licence member behind once the redelivered job dispatched the stage', async () => {
     const { prefix, queueName } = isolated();
-    const sid = sidOf(ref);
     const base = `${prefix}:${queueName}:`;
     const entered = latch();
     const release = latch<Error>();
@@ -400,7 +404,8 @@ describe('C14: an attempt that outlived its lock (a stall) and then fails for go
       const stale = first.run(frozen, taken.job, taken.token);
       await entered.promise;
       // the worker freezes: its dispatch lock expires, its job lock lapses, the stalled check redelivers the job
-      await redis.del(`${base}sd:inflight:${sid}`, `${base}${taken.job.id}:lock`);
+      await expireDispatchLockNow(redis, { prefix, queueName }, ref);
+      await redis.del(`${base}${taken.job.id}:lock`);
       await second.stalledCheck(redis, prefix, queueName);
       await second.stalledCheck(redis, prefix, queueName);
       const again = await second.processNext(other);
@@ -409,7 +414,10 @@ describe('C14: an attempt that outlived its lock (a stall) and then fails for go
       // the frozen worker resumes; its executor fails for good
       release.open(new UnrecoverableError('refused for good'));
       await stale.catch(() => undefined);
-      expect(await redis.zrangebylex(`${base}sd:licences`, `[${sid}@`, `[${sid}@\xff`)).toEqual([]);
+      // the stage is not held: not deferred, no job, and no failure on record (internal: a record
+      // of a job that no longer exists is memory only, dropped by the stage's next enqueue)
+      expect(await stateOf(other)).toEqual(FREE);
+      expect(await failedRecordsOf(redis, { prefix, queueName }, ref)).toEqual([]);
     } finally {
       await closeAll(prefix, first, second, frozen, other);
     }
@@ -437,7 +445,6 @@ describe('C14: a worker frozen between fetching its job and beginning it (a GC p
   for (const late of ['failure', 'dispatched'] as Outcome[]) {
     it(`its late begin does nothing once the redelivered job finished (late answer: ${late})`, async () => {
       const { prefix, queueName } = isolated();
-      const base = `${prefix}:${queueName}:`;
       const { engine: other, calls: otherCalls } = capacityEngine(prefix, queueName);
       let frozenCalls = 0;
       const frozen = engineFor(prefix, queueName, {
@@ -456,21 +463,18 @@ describe('C14: a worker frozen between fetching its job and beginning it (a GC p
         expect(again).toMatchObject({ result: { reason: 'no_worker_available' } });
         expect(otherCalls()).toBe(1);
         // capacity returns: the window ends early, the wake-up is promoted (in the fleet, by wakeDeferred)
+        const wakeUp = await wakeUpOf(other);
         expect((await other.wakeDeferred()).woken).toEqual([ref]);
-        const deferred = await stateOf(other, prefix, queueName);
-        expect(deferred).toEqual({
-          marker: 0,
-          lock: 0,
-          licences: [expect.stringMatching(/@cap\./)],
-          jobs: deferred.licences,
-        });
+        // woken: no longer deferred, its wake-up waiting to run
+        const deferred = await stateOf(other);
+        expect(deferred).toEqual({ deferred: false, listed: undefined, jobs: [wakeUp] });
         // the frozen worker resumes and runs the job it fetched, with the token it no longer holds
         // (the processor leaves the job to BullMQ: a DelayedError, no move of a job it no longer holds)
         expect(await first.run(frozen, taken.job, taken.token)).toMatchObject({ error: { name: 'DelayedError' } });
         expect(frozenCalls).toBe(0);
-        // the woken wake-up stands: its licence, its job; no hash made for the removed job
-        expect(await stateOf(other, prefix, queueName)).toEqual(deferred);
-        expect(await redis.exists(`${base}${taken.job.id}`)).toBe(0);
+        // the woken wake-up stands, waiting to run; no job made again of the removed one
+        expect(await stateOf(other)).toEqual(deferred);
+        expect(await other.queue.getJob(taken.job.id as string)).toBeUndefined();
         // and it carries the stage on: it runs, and its executor is asked
         expect(await second.processNext(other)).toMatchObject({ result: { reason: 'no_worker_available' } });
         expect(otherCalls()).toBe(2);

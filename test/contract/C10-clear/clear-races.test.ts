@@ -3,7 +3,8 @@ import { harness, notSent, teardown, SENT } from '../../helpers/engine';
 import { isolated, waitFor } from '../../helpers/redis';
 import { PrivateRedis } from '../../helpers/private-redis';
 import type { StageRef } from '../../../src';
-import { members, watch, queued } from '../../helpers/members';
+import { watch, queued } from '../../helpers/members';
+import { FREE, stageView } from '../../helpers/observe';
 
 /** Paths that held up when tried (these pass). */
 afterEach(async () => {
@@ -24,7 +25,9 @@ describe('C10: r2 (held up)', () => {
     await waitFor(() => done.length === 1, 'woken');
     await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
     expect(h.executor.calls).toHaveLength(2);
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    // nothing holds the stage: a dispatch now asks the executor
+    expect(await stageView(h.engine, image)).toEqual(FREE);
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
   });
 
   it('a clear racing a cancel: either cancelled (no dispatch) or woken once; nothing left behind', async () => {
@@ -36,8 +39,11 @@ describe('C10: r2 (held up)', () => {
     await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
     expect(h.executor.calls.length).toBeLessThanOrEqual(2);
     expect(done.length).toBeLessThanOrEqual(1);
-    expect(await h.engine.isStageDeferred(image)).toBe(false);
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    expect(await stageView(h.engine, image)).toEqual(FREE);
+    // nothing holds the stage: an enqueue adds its job, which asks the executor
+    const calls = h.executor.calls.length;
+    expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
+    await waitFor(() => h.executor.calls.length === calls + 1, 'the enqueued job to run');
   });
 
   it('clear leaves a wake-up in its retry backoff alone (not deferred, counted 0)', async () => {
@@ -58,12 +64,15 @@ describe('C10: r2 (held up)', () => {
     h.executor.script(image, new Error('down'), SENT);
     const { jobId } = await h.engine.enqueue(image, {});
     const { failed, done } = watch(h.engine.createWorker());
-    await waitFor(() => failed.length === 1, 'in backoff, holding the licence');
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([jobId]);
+    await waitFor(() => failed.length === 1, 'in backoff, holding the stage');
+    expect(await stageView(h.engine, image)).toEqual({ deferred: false, listed: undefined, jobs: [jobId] });
+    expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId });
     await (await h.engine.queue.getJob(jobId!))!.remove(); // Bull Board: Remove
     expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
     await waitFor(() => done.length === 1, 'dispatched');
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
+    expect(await stageView(h.engine, image)).toEqual(FREE);
+    expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
   });
 
   it("buildId '' reaches the executor as '' after a wake-up", async () => {

@@ -1,3 +1,4 @@
+import { FREE, retriedAfterCancel, stageView } from '../../helpers/observe';
 import { Worker } from 'bullmq';
 import { harness } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
@@ -34,7 +35,9 @@ describe("C11: an UnrecoverableError of another bullmq copy (BullMQ's test: its 
     }
     expect(failed[0]).toMatchObject({ attemptsMade: 1 });
     expect(await h.engine.queue.getJobState(failed[0]!.id)).toBe('failed');
-    // recorded as failed for good (a cancel and a retry by hand reach it), not the stage's licence holder
-    expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).toEqual([`${failed[0]!.id}?`]);
+    // on record as failed for good: a cancel reaches it (retried by hand, it sends nothing), and it holds nothing
+    expect(await stageView(h.engine, ref)).toEqual(FREE);
+    const retried = await retriedAfterCancel(h, ref, failed[0]!.id);
+    expect({ calls: retried.calls, failedAgain: retried.state === 'failed' }).toEqual({ calls: 0, failedAgain: false });
   });
 });
