@@ -130,3 +130,13 @@ export async function keptFor(h: Where, ref: StageRef): Promise<string[]> {
   }
   return out;
 }
+
+/**
+ * INTERNAL ENCODING, not part of the contract (docs/contract.md, "Conflicts and implementation
+ * details"): kept only where no user-visible effect tells the mechanism a test pins, and to be
+ * replaced with the core rebuild. Whether the engine marked BullMQ job `jobId` superseded (its
+ * job-hash field `sds`): a later run of it, but for a retry by hand, sends nothing.
+ */
+export async function internalMarkedSuperseded(h: Where, jobId: string): Promise<boolean> {
+  return (await h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sds')) === '1';
+}
