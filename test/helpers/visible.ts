@@ -140,3 +140,19 @@ export async function keptFor(h: Where, ref: StageRef): Promise<string[]> {
 export async function internalMarkedSuperseded(h: Where, jobId: string): Promise<boolean> {
   return (await h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sds')) === '1';
 }
+
+/**
+ * INTERNAL ENCODING, not part of the contract (see {@link internalMarkedSuperseded}): the stage
+ * the engine recorded on BullMQ job `jobId` (its job-hash field `sdi`), which spares its scripts
+ * decoding the job's data; `null`: none recorded.
+ */
+export async function internalRecordedStage(h: Where, jobId: string): Promise<string | null> {
+  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdi');
+}
+
+/** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
+export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
+  const key = `${h.prefix}:${h.queueName}:${jobId}`;
+  if (sid === null) await h.redis.hdel(key, 'sdi');
+  else await h.redis.hset(key, 'sdi', sid);
+}
