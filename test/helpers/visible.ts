@@ -8,7 +8,7 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import type IORedis from 'ioredis';
 import { stageId, type StageRef } from '../../src';
-import { keysUnder } from './redis';
+import { keysUnder, waitFor } from './redis';
 
 const PROBE = readFileSync(join(__dirname, '../../src/lua/enqueue-probe.lua'), 'utf8');
 
@@ -155,4 +155,17 @@ export async function internalSetRecordedStage(h: Where, jobId: string, sid: str
   const key = `${h.prefix}:${h.queueName}:${jobId}`;
   if (sid === null) await h.redis.hdel(key, 'sdi');
   else await h.redis.hset(key, 'sdi', sid);
+}
+
+/**
+ * Waits until the engine keeps no key of stage `ref`'s own (named after its id: {@link keptFor}
+ * without the values of shared keys): a success's release, lazy or not, has landed. A sync point
+ * for tests whose next step must come after that release, which nothing user-visible reports.
+ */
+export async function released(h: Where, ref: StageRef, timeoutMs = 5000): Promise<void> {
+  await waitFor(
+    async () => (await keptFor(h, ref)).every((k) => k.includes(' ∋ ')),
+    'the release of the stage landed',
+    timeoutMs,
+  );
 }
