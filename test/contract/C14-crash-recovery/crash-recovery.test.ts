@@ -1,7 +1,8 @@
 import { Worker } from 'bullmq';
 import { stageId } from '../../../src';
 import { DeferralStore } from '../../../src/deferral-store';
-import { harness, notSent, SENT } from '../../helpers/engine';
+import { expectUnwritten, harness, notSent, SENT, snapshot } from '../../helpers/engine';
+import { keptFor, probe } from '../../helpers/visible';
 import { client, waitFor } from '../../helpers/redis';
 
 const ref = { scope: ['book', 'ch', 'sc'], stage: 'image' };
@@ -43,12 +44,11 @@ describe('C14: a job redelivered after its worker died or froze', () => {
     const h = harness({ lockMs: 60_000 });
     const store = new DeferralStore(h.engine.queue);
     await addJobs(h);
-    const sid = stageId(ref);
     await begin(store, 'J');
     await h.engine.cancelActiveDispatch(ref);
     expect((await begin(store, 'J')).kind).toBe('cancelled');
     // the cancelled attempt's lock stays until it ends or expires: it may still be running
-    expect(await h.redis.exists(store.keys.lock(sid))).toBe(1);
+    expect(await probe(h, ref)).toEqual({ kind: 'in_flight' });
     expect((await h.engine.dispatchStage(ref, {})).reason).toBe('dispatch_in_flight');
   });
 });
@@ -71,6 +71,8 @@ describe('C14: a worker that resumes with a job it no longer holds (frozen betwe
       const job = (await other.getNextJob('other-token', { block: false }))!;
       expect(job.id).toBe('K');
       await job.moveToCompleted('done elsewhere', 'other-token', false);
+      // from here on the begins write nothing under the prefix (no lock, no fencing token)
+      const before = await snapshot(h.redis, h.prefix);
       // the frozen worker's begin, with the BullMQ token it was handed before the other fetch
       const late = await store.begin({
         sid,
@@ -83,11 +85,17 @@ describe('C14: a worker that resumes with a job it no longer holds (frozen betwe
       expect(late.kind).toBe('gone');
       // and a caller that gave no token (it cannot say whose the lock is): the job has finished
       expect((await begin(store, 'K')).kind).toBe('gone');
+      // and the job that was never there, once more
+      expect((await begin(store, 'J')).kind).toBe('gone');
+      expectUnwritten(before, await snapshot(h.redis, h.prefix));
     } finally {
       await other.close();
     }
-    expect(await h.redis.exists(store.keys.lock(sid), `${h.prefix}:${h.queueName}:J`)).toBe(0);
-    expect(await h.redis.get(`${h.prefix}:${h.queueName}:sd:fence`)).toBeNull();
+    // nothing of the stage is kept, and no job J was made
+    expect(await keptFor(h, ref)).toEqual([]);
+    expect(await h.engine.queue.getJobState('J')).toBe('unknown');
+    // the first dispatch of the stage is not in flight behind a lock of the begins
+    expect((await h.engine.dispatchStage(ref, {})).dispatched).toBe(true);
   });
 });
 

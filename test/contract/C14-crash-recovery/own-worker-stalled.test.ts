@@ -2,6 +2,7 @@ import { Worker } from 'bullmq';
 import { harness } from '../../helpers/engine';
 import { fetchBy, watch } from '../../helpers/jobs';
 import { client, waitFor } from '../../helpers/redis';
+import { keptFor } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
@@ -28,10 +29,8 @@ describe("C14: the user's own Worker and a job BullMQ fails by itself", () => {
       const { failed, done } = watch(worker);
       await waitFor(() => failed.length === 1, 'the stalled job failed for good');
       expect(failed[0]!.id).toBe(jobId);
-      await waitFor(
-        async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
-        'recorded',
-      );
+      // the engine keeps the failed job of the stage (C27), so that a cancel reaches it
+      await waitFor(async () => (await keptFor(h, image)).length > 0, 'the failed job recorded');
       const cancel = await h.engine.cancelActiveDispatch(image, 'book withdrawn');
       expect(cancel.inFlight).toBe(false);
       await (await h.engine.queue.getJob(jobId!))!.retry('failed'); // an operator, Bull Board "Retry"
@@ -53,10 +52,7 @@ describe("C14: the user's own Worker and a job BullMQ fails by itself", () => {
     const worker = h.engine.createWorker({ stalledInterval: 300, maxStalledCount: 0 });
     const { failed, done } = watch(worker);
     await waitFor(() => failed.length === 1, 'the stalled job failed for good');
-    await waitFor(
-      async () => (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).length === 1,
-      'recorded',
-    );
+    await waitFor(async () => (await keptFor(h, image)).length > 0, 'the failed job recorded');
     await h.engine.cancelActiveDispatch(image, 'book withdrawn');
     await (await h.engine.queue.getJob(jobId!))!.retry('failed');
     await waitFor(() => done.length === 1, 'the retried job ran');

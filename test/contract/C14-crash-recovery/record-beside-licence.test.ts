@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { harness, notSent, SENT } from '../../helpers/engine';
-import { licencesOf, perStage } from '../../reliability/fleet';
 import { ManualWorker } from '../../reliability/harness';
+import { keptFor, probe } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
@@ -19,8 +19,9 @@ import type { StageRef } from '../../../src';
  * completes and is removed: the record names no job any more.
  * design.md (Keys, `sd:licences`): "per stage: at most one licence (maybe marked `!`) and one `?`
  * record per job failed for good". The stage has one licence and one live wake-up; its record
- * can send nothing, and the chain's next end (the wake-up's success) drops it. Not a breach: the
- * sampler now counts licences only (`licencesOf`).
+ * can send nothing, and the chain's next end (the wake-up's success) drops it. Not a breach (the
+ * sampler now counts licences only). Seen from outside: one deferral, one wake-up, one send, and
+ * nothing of the stage kept once it was sent.
  */
 const video: StageRef = { scope: ['book-31', 'ch-1', 'sc-1'], stage: 'video' };
 
@@ -30,13 +31,15 @@ describe('C14: a failed-job record beside the licence of its own redelivery', ()
     h.executor.script(video, new UnrecoverableError('refused for good'), notSent('no_worker_available'), SENT);
     const { jobId } = await h.engine.enqueue(video, {});
     const base = `${h.prefix}:${h.queueName}:`;
-    const members = () => h.redis.zrange(`${base}sd:licences`, '0', '-1');
     const m = new ManualWorker(h.queueName, h.prefix);
     try {
       const first = (await m.fetch())!;
       // the attempt's last failure: recorded, BullMQ not told (the worker froze here)
       await expect(h.engine.processor(first.job, first.token)).rejects.toThrow('refused for good');
-      expect(await members()).toEqual([`${jobId}?`]);
+      expect({ state: await h.engine.queue.getJobState(jobId!), probe: await probe(h, video) }).toEqual({
+        state: 'active',
+        probe: { kind: 'pending', jobId },
+      });
       // its lock lapses; the stalled check hands the job on (two passes: mark, then move)
       await h.redis.del(`${base}${jobId}:lock`);
       await m.stalledCheck(h.redis, h.prefix, h.queueName);
@@ -46,13 +49,14 @@ describe('C14: a failed-job record beside the licence of its own redelivery', ()
       const deferred = await m.run(h.engine, again.job, again.token);
       expect(deferred.result).toMatchObject({ dispatched: false, reason: 'no_worker_available' });
 
-      // the fleet's crowded sample: the wake-up's licence beside the redelivered job's record
-      const crowded = await members();
-      expect(crowded).toEqual([expect.stringMatching(/@cap\.1\.0\.0\./), `${jobId}?`]);
-      expect(await h.redis.exists(`${base}${jobId}`)).toBe(0);
-      // one licence, one live wake-up: what the sampler counts now (it counted 2)
-      expect(perStage(crowded).max).toBe(2);
-      expect(perStage(licencesOf(crowded)).max).toBe(1);
+      // the fleet's crowded sample: the stage is deferred once, with one live wake-up (its
+      // redelivered job completed and is gone), whatever the engine keeps of the failed job
+      expect(await h.engine.queue.getJobState(jobId!)).toBe('unknown');
+      const listed = await h.engine.listDeferred();
+      expect(listed.map((d) => ({ ref: d.ref, reason: d.reason }))).toEqual([
+        { ref: video, reason: 'no_worker_available' },
+      ]);
+      expect(await h.engine.isStageDeferred(video)).toBe(true);
       expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active')).toEqual({
         wait: 0,
         delayed: 1,
@@ -62,11 +66,11 @@ describe('C14: a failed-job record beside the licence of its own redelivery', ()
       // capacity returns: the wake-up sends the stage; its chain's end drops the record
       expect((await h.engine.wakeDeferred()).woken).toEqual([video]);
       const wake = (await m.fetch())!;
-      expect(wake.job.id).toBe(crowded[0]);
+      expect(wake.job.id).toBe(listed[0]!.wakeUpJobId);
       const sent = await m.run(h.engine, wake.job, wake.token);
       expect(sent.result).toMatchObject({ dispatched: true });
       expect(h.executor.calls.map((c) => c.result?.dispatched ?? 'threw')).toEqual(['threw', false, true]);
-      expect(await members()).toEqual([]);
+      expect(await keptFor(h, video)).toEqual([]);
       expect(await m.fetch()).toBeNull();
     } finally {
       await m.close();

@@ -4,6 +4,7 @@ import { client, waitFor } from '../../helpers/redis';
 import { fetchBy, stalledCheck, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 import { redisClient } from '../../../src/bullmq/adapter';
+import { probe } from '../../helpers/visible';
 
 /**
  * README, operator table: "A job whose worker died after the engine recorded its
@@ -46,7 +47,10 @@ describe('C14: a redelivery after a crash between FAIL and BullMQ, whose worker 
       // run 1 fails for good, recorded (FAIL); its worker dies before BullMQ fails the job
       const run1 = await fetchBy(h, 'tok-1');
       await expect(h.engine.processor(run1, 'tok-1')).rejects.toThrow('refused for good');
-      expect(await redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([`${jobId}?`]);
+      expect({ state: await h.engine.queue.getJobState(jobId!), probe: await probe(h, a) }).toEqual({
+        state: 'active',
+        probe: { kind: 'pending', jobId },
+      });
       await redis.del(`${J}:lock`);
       await stalledCheck(h, redis, J, 0);
 
@@ -64,11 +68,7 @@ describe('C14: a redelivery after a crash between FAIL and BullMQ, whose worker 
       const other = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } }, h);
       other.executor.script(a, SENT, SENT);
       // (once the dead run's stage lock expired: lockMs)
-      await waitFor(
-        async () => (await redis.exists(`${base}sd:inflight:${'r35-again/ch-1/sc-1/image'}`)) === 0,
-        "the dead run's lock expired",
-        10_000,
-      );
+      await waitFor(async () => (await probe(h, a)).kind !== 'in_flight', "the dead run's lock expired", 10_000);
       expect(await other.engine.dispatchStage(a, {})).toMatchObject({ dispatched: true });
 
       // the job's next run: the stage went out meanwhile, it sends nothing

@@ -2,6 +2,7 @@ import { Worker, type Job } from 'bullmq';
 import { harness, SENT } from '../../helpers/engine';
 import { redisOptions, waitFor } from '../../helpers/redis';
 import { watch } from '../../helpers/jobs';
+import { probe } from '../../helpers/visible';
 import type { DispatchResult, StageRef } from '../../../src';
 
 /**
@@ -36,8 +37,7 @@ describe('C16: an awaited chain end beside a job its live worker is failing', ()
         (e: Error) => e,
       )) as Error;
       expect(xError).toBeInstanceOf(Error);
-      const base = `${h.prefix}:${h.queueName}:`;
-      expect(await h.redis.zrange(`${base}sd:licences`, '0', '-1')).toEqual([expect.stringMatching(/@j\.r30c-x\?$/)]);
+      expect(await probe(h, image)).toEqual({ kind: 'pending', jobId: 'r30c-x' });
       // y begins seeing the record: its success's release is awaited, the chain ends with x active
       const y = (await manual.getNextJob('tok-y')) as Job;
       const sent = (await h.engine.processor(y, 'tok-y')) as DispatchResult;

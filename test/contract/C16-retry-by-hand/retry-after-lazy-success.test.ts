@@ -2,6 +2,7 @@ import { harness, SENT } from '../../helpers/engine';
 import { failureBesideSuccess } from '../../helpers/race';
 import { waitFor } from '../../helpers/redis';
 import { watch } from '../../helpers/jobs';
+import { released } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
@@ -35,7 +36,7 @@ describe('C16: a retry by hand right after a lazily released success', () => {
   it("an operator's retry of a failed job, made right after another job of the stage succeeded, dispatches (it completed as superseded)", async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
-    const { manual, x, y, xError, sent, base } = await failureBesideSuccess(h, image, 'r29a-', 5000);
+    const { manual, x, y, xError, sent } = await failureBesideSuccess(h, image, 'r29a-', 5000);
     try {
       expect(xError).toBeInstanceOf(Error);
       expect(sent).toMatchObject({ dispatched: true });
@@ -45,7 +46,7 @@ describe('C16: a retry by hand right after a lazily released success', () => {
       // the operator sees y completed and x failed, and retries x (Bull Board's Retry)
       await (await h.engine.queue.getJob('r29a-x'))!.retry('failed');
       // (the lazy release of y lands: the stage lock is gone)
-      await waitFor(async () => (await h.redis.keys(`${base}sd:inflight:*`)).length === 0, 'lazy release landed', 5000);
+      await released(h, image);
 
       const { done } = watch(h.engine.createWorker());
       await waitFor(() => done.length === 1, 'the retried job ran', 15_000);

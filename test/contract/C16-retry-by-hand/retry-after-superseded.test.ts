@@ -2,6 +2,7 @@ import { harness, SENT } from '../../helpers/engine';
 import { failureBesideSuccess } from '../../helpers/race';
 import { waitFor } from '../../helpers/redis';
 import { watch } from '../../helpers/jobs';
+import { released } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
@@ -37,13 +38,13 @@ describe('C16: a retry by hand of a job failed while another job sent the stage'
   it("on a Worker of one's own, an operator's retry of a job that failed for good while another job sent the stage dispatches (it completed as superseded (it ran before the sixteenth session)", async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
-    const { manual, x, y, xError, sent, base } = await failureBesideSuccess(h, image, 'r29b-', 5000);
+    const { manual, x, y, xError, sent } = await failureBesideSuccess(h, image, 'r29b-', 5000);
     try {
       expect(xError).toBeInstanceOf(Error);
       expect(sent).toMatchObject({ dispatched: true });
       // y completes; its lazy release lands (the stage lock is gone) while x is still active
       await y.moveToCompleted(sent, 'tok-y', false);
-      await waitFor(async () => (await h.redis.keys(`${base}sd:inflight:*`)).length === 0, 'lazy release landed', 5000);
+      await released(h, image);
       // x's live worker fails it (its last failure: BullMQ's moveToFailed, a few ms later)
       await x.moveToFailed(xError, 'tok-x', false);
       // the operator sees x failed, and retries it (Bull Board's Retry)

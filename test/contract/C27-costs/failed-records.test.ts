@@ -1,10 +1,12 @@
 import { harness, teardown, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
-import { fast, members, watch } from '../../helpers/members';
+import { fast, watch } from '../../helpers/jobs';
+import { keptFor } from '../../helpers/visible';
 
 /**
- * FAIL adds one `<member>?` record per job that fails for good. A record goes
+ * The engine records each job that fails for good (a cancel reaches it, a retry by hand of it
+ * starts afresh). A record goes
  * only with a cancel or a retry by hand of its job (or an `enqueue` of the
  * stage, which drops records whose job is gone): a success keeps them all,
  * and nothing notices BullMQ removing the failed job (removeOnFail, clean,
@@ -29,7 +31,7 @@ describe('C27: failed-job records whose job is gone', () => {
     expect(await h.engine.queue.getJobCounts('failed')).toMatchObject({ failed: 0 });
     // the host's tick dispatches the stage: it is done
     expect((await h.engine.dispatchStage(image, {})).dispatched).toBe(true);
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    expect(await keptFor(h, image)).toEqual([]);
   });
 
   it('failed jobs cleaned from the queue (Bull Board "Clean failed") leave no record behind', async () => {
@@ -42,7 +44,7 @@ describe('C27: failed-job records whose job is gone', () => {
     }
     await h.engine.queue.clean(0, 100, 'failed');
     expect((await h.engine.dispatchStage(image, {})).dispatched).toBe(true);
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    expect(await keptFor(h, image)).toEqual([]);
   });
 
   it('an enqueue of a stage with many failed jobs on record costs a bounded number of round trips', async () => {
@@ -56,7 +58,7 @@ describe('C27: failed-job records whose job is gone', () => {
       await waitFor(() => failed.length === i, `failure ${i}`);
     }
     await worker.close();
-    expect((await members(h.redis, h.prefix, h.queueName)).length).toBe(40);
+    expect(await h.engine.queue.getJobCounts('failed')).toMatchObject({ failed: 40 });
     const lookups = jest.spyOn(h.engine.queue, 'getJobState');
     await h.engine.enqueue(image, {});
     // README, Costs: "enqueue of a stage with nothing pending: 2 (probe, BullMQ add)"

@@ -1,10 +1,11 @@
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
+import { keptFor } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
- * Design.md: a stage is in `sd:wq:<kind>` "from that deferral until the chain ends
+ * Design.md: a stage is in its kind's wait index "from that deferral until the chain ends
  * (success, cancel, clear, a terminal failure)". An operator removes the wake-up (Bull Board's
  * Remove; README: "the next enqueue after that adds a job"), the marker goes (expired, or deleted
  * by hand), and the next enqueue's job sends the stage: the chain has ended with a success, yet the
@@ -21,9 +22,9 @@ describe('C27: the wait index after a wake-up removed by hand', () => {
     const a = image('r32-leak');
     h.executor.script(a, notSent('no_worker_available'), SENT);
     await h.engine.dispatchStage(a, {});
-    const wq = `${h.prefix}:${h.queueName}:sd:wq:image`;
-    const sid = 'r32-leak/ch-1/image';
-    expect(await h.redis.zscore(wq, sid)).not.toBeNull();
+    // deferred: the engine keeps its marker and what it needs to wake it (wakeDeferred)
+    expect(await h.engine.isStageDeferred(a)).toBe(true);
+    expect(await keptFor(h, a)).not.toEqual([]);
     const [d] = await h.engine.listDeferred();
     // the operator removes the wake-up; the marker then lapses (deleted here: the same state)
     expect(await h.engine.queue.remove(d!.wakeUpJobId)).toBe(1);
@@ -34,13 +35,13 @@ describe('C27: the wait index after a wake-up removed by hand', () => {
     const { done } = watch(worker);
     await waitFor(() => done.length === 1, 'the enqueued job ran');
     expect(done[0]!.result).toMatchObject({ dispatched: true });
-    // the chain ended with a success: nothing of the stage is waiting (once the success's
-    // release, lazy here (no licence left), has landed: it rides the next batch within 100 ms)
-    await waitFor(
-      async () => (await h.redis.get(`${h.prefix}:${h.queueName}:sd:inflight:${sid}`)) === null,
-      'the release',
+    // the chain ended with a success: nothing of the stage is kept, nor waits to be woken
+    // (once the success's release, lazy here (no licence left), has landed: it rides the next
+    // batch within 100 ms); the leak kept the stage in its kind's wait index for good
+    await waitFor(async () => (await keptFor(h, a)).length === 0, 'nothing of the stage kept', 3000).catch(async () =>
+      expect(await keptFor(h, a)).toEqual([]),
     );
-    expect(await h.redis.zscore(wq, sid)).toBeNull();
+    expect(await h.engine.wakeDeferred()).toEqual({ woken: [] });
     await worker.close();
   });
 });
