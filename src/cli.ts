@@ -8,9 +8,13 @@
  *   wake [scope...]   capacity returned: wake up to --limit deferred stages (--stage kind), longest-waiting first
  *   cancel <ref>      end a stage's deferral and remove its wake-up
  *
+ * A stage is its id as Bull Board's job ids show it (`book-1/ch-2/sc-7/image`)
+ * or `book-1/ch-2/sc-7:image`.
+ *
  * Exit codes: 0 done; 1 a runtime error (Redis unreachable, or silent past
  * --timeout); 2 bad input (including a queue that is not a dispatch queue, and
- * a cancel that would remove a job that is not the engine's).
+ * a cancel that would remove a job that is not the engine's); 3 the stage or
+ * scope matched nothing (a typo, or nothing deferred there).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,14 +22,14 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { isStageDeferralError } from './errors';
 import { encodeStageKind, scopePrefix, stageId } from './stage-ref';
 import { escapeControl } from './cli/escape';
-import { CliError, UsageError } from './cli/errors';
+import { CliError, NothingMatchedError, UsageError } from './cli/errors';
 import { checkCancel } from './cli/guard';
 import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
 import { readStage } from './cli/read';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { redisTime } from './store/reader';
 import { redactUrl, scrub, secretsOf } from './cli/redact';
-import { formatRefText, parseRefText } from './cli/ref-text';
+import { formatRefText, parseStageArg } from './cli/ref-text';
 import { withSession, type GlobalOptions } from './cli/session';
 import type { StageRef } from './types';
 
@@ -62,9 +66,11 @@ function resolveRef(text: string | undefined, opts: RefOptions): StageRef {
   const flags = opts.scope !== undefined || opts.stage !== undefined;
   if (text !== undefined && flags)
     throw new UsageError('Give the stage either as <ref> or as --scope/--stage, not both');
-  if (text !== undefined) return parseRefText(text);
+  if (text !== undefined) return parseStageArg(text);
   if (!flags)
-    throw new UsageError('Missing the stage: give <ref> (e.g. `book-1/ch-2:image`) or --scope ... --stage ...');
+    throw new UsageError(
+      'Missing the stage: give <ref> (e.g. `book-1/ch-2/image` as job ids show it, or `book-1/ch-2:image`) or --scope ... --stage ...',
+    );
   if (opts.stage === undefined) throw new UsageError('Missing --stage <kind>');
   const ref = { scope: opts.scope ?? [], stage: opts.stage };
   stageId(ref);
@@ -138,7 +144,7 @@ export function buildProgram(): Command {
   program
     .command('show')
     .description('Show one stage: deferred (why, until when, its wake-up log), in flight, pending, failed or idle.')
-    .argument('[ref]', 'stage ref, e.g. book-1/ch-2/sc-7:image (escape / : \\ inside a segment with \\)')
+    .argument('[ref]', 'the stage: its id as job ids show it (book-1/ch-2/sc-7/image) or book-1/ch-2/sc-7:image')
     .option('--scope <segment>', 'scope segment (repeat, outermost first)', collect)
     .option('--stage <kind>', 'stage kind')
     .action(async (text: string | undefined, opts: RefOptions) => {
@@ -152,19 +158,43 @@ export function buildProgram(): Command {
       const base = { ref: formatRefText(ref), scope: ref.scope, stage: ref.stage, stageId: sid };
       const info = stageJson(base, state, now);
       print(g.json ? JSON.stringify(info, null, 2) : showText(info));
+      if (state.state === 'idle')
+        throw new NothingMatchedError(
+          `Nothing is known of ${escapeControl(base.ref)} (${where(g)}): check the stage's name`,
+        );
     });
 
   program
     .command('clear')
-    .description('End every deferral under a scope prefix; those stages are dispatched once, now (by your workers).')
+    .description(
+      'Wake every deferred stage under a scope prefix: each deferral ends and the stage is dispatched once, now (by your workers).',
+    )
     .argument('<scope...>', 'scope segments, outermost first (each argument is one segment)')
-    .action(async (scope: string[]) => {
+    .option('--dry-run', 'list the deferred stages it would wake, change nothing', false)
+    .option('--yes', 'confirm a clear of a whole top-level scope (a book)', false)
+    .action(async (scope: string[], opts: { dryRun: boolean; yes: boolean }) => {
       const g = globals();
       hintSegments(scope);
       stageId({ scope, stage: 'x' }); // validates the scope before connecting
+      if (opts.dryRun) {
+        const page = await withSession(g, async (s) => listStages(s.reader, s.keys, scopePrefix(scope)));
+        if (g.json) return print(JSON.stringify({ scope, wouldWake: page.stages.map((d) => formatRefText(d.ref)) }));
+        const n = page.stages.length;
+        print(
+          `Would wake ${n} deferred stage${n === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)})${n ? ':' : '.'}`,
+        );
+        for (const d of page.stages) print(`  ${escapeControl(formatRefText(d.ref))}`);
+        if (n === 0) throw new NothingMatchedError(`No deferred stage under ${scopeLabel(scope)}`);
+        return;
+      }
+      if (scope.length === 1 && !opts.yes)
+        throw new UsageError(
+          `clear ${scopeLabel(scope)} wakes every deferred stage of that whole scope: see them with --dry-run, then confirm with --yes`,
+        );
       const count = await withSession(g, async (s) => (await s.engine()).clearDeferrals(scope));
-      if (g.json) return print(JSON.stringify({ scope, cleared: count }));
-      print(`Cleared ${count} deferral${count === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)}).`);
+      if (g.json) print(JSON.stringify({ scope, cleared: count }));
+      else print(`Woke ${count} deferred stage${count === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)}).`);
+      if (count === 0) throw new NothingMatchedError(`No deferred stage under ${scopeLabel(scope)}`);
     });
 
   program
@@ -187,15 +217,18 @@ export function buildProgram(): Command {
       const { woken } = await withSession(g, async (s) =>
         (await import('./engine')).wakeReportedByRun(await s.engine(), filter),
       );
-      if (g.json) return print(JSON.stringify({ woken }));
-      print(`Woke ${woken.length} stage${woken.length === 1 ? '' : 's'} (${where(g)})${woken.length ? ':' : '.'}`);
-      for (const ref of woken) print(`  ${escapeControl(formatRefText(ref))}`);
+      if (g.json) print(JSON.stringify({ woken }));
+      else {
+        print(`Woke ${woken.length} stage${woken.length === 1 ? '' : 's'} (${where(g)})${woken.length ? ':' : '.'}`);
+        for (const ref of woken) print(`  ${escapeControl(formatRefText(ref))}`);
+      }
+      if (woken.length === 0) throw new NothingMatchedError('No capacity-deferred stage matched');
     });
 
   program
     .command('cancel')
     .description("End a stage's deferral, remove its wake-up, and disarm a dispatch in flight.")
-    .argument('[ref]', 'stage ref, e.g. book-1/ch-2/sc-7:image')
+    .argument('[ref]', 'the stage: its id as job ids show it (book-1/ch-2/sc-7/image) or book-1/ch-2/sc-7:image')
     .option('--scope <segment>', 'scope segment (repeat, outermost first)', collect)
     .option('--stage <kind>', 'stage kind')
     .option('--reason <text>', 'reason recorded with the cancel', 'cancelled from the CLI')
@@ -208,10 +241,17 @@ export function buildProgram(): Command {
         await checkCancel(s.reader, s.keys, ref, stageId(ref), escapeControl(label));
         return (await s.engine()).cancelActiveDispatch(ref, opts.reason);
       });
-      if (g.json) return print(JSON.stringify({ ref: label, ...r }));
-      const what = r.hadDeferral ? 'ended its deferral' : 'it had no deferral';
-      const flight = r.inFlight ? '; a dispatch in flight was disarmed' : '';
-      print(`Cancelled ${escapeControl(label)}: ${what}${flight}; removed ${r.removedJobs} job(s).`);
+      const nothing = !r.hadDeferral && !r.inFlight && r.removedJobs === 0;
+      if (g.json) print(JSON.stringify({ ref: label, ...r }));
+      else if (!nothing) {
+        const what = r.hadDeferral ? 'ended its deferral' : 'it had no deferral';
+        const flight = r.inFlight ? '; a dispatch in flight was disarmed' : '';
+        print(`Cancelled ${escapeControl(label)}: ${what}${flight}; removed ${r.removedJobs} job(s).`);
+      }
+      if (nothing)
+        throw new NothingMatchedError(
+          `Nothing to cancel for ${escapeControl(label)} (${where(g)}): no deferral, no dispatch in flight, no job`,
+        );
     });
 
   return program;
@@ -237,6 +277,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) {
       // help and version print and end with code 0; usage errors are already printed
       return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof NothingMatchedError) {
+      say(error.message);
+      return 3;
     }
     if (error instanceof UsageError || (isStageDeferralError(error) && error.code.startsWith('INVALID_'))) {
       say(`error: ${(error as Error).message}`);

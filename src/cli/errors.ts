@@ -10,3 +10,6 @@ export class CliError extends Error {
     super(message);
   }
 }
+
+/** The command's stage or scope matched nothing (exit code 3): the message says what. */
+export class NothingMatchedError extends Error {}

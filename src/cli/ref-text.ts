@@ -1,8 +1,36 @@
 import { InvalidStageRefError } from '../errors';
-import { stageId } from '../stage-ref';
+import { parseStageId, stageId, stageIdOfJobId } from '../stage-ref';
 import type { StageRef } from '../types';
 
 const CONTROL_ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t' };
+
+/**
+ * A stage as the CLI takes it: its id as Bull Board's job ids show it
+ * (`book-1/ch-2/sc-7/image`, percent-encoded segments; a wake-up's whole job
+ * id `book-1/ch-2/sc-7/image@cap.…` too), or the CLI's text form below.
+ */
+export function parseStageArg(text: string): StageRef {
+  if (/[:\\]/.test(text)) return parseRefText(text);
+  const id = stageIdOfJobId(text);
+  let ref: StageRef;
+  try {
+    ref = parseStageId(id);
+  } catch {
+    throw new InvalidStageRefError(`Cannot read the stage ${JSON.stringify(text)}: a segment has a bad %-escape`);
+  }
+  if (ref.scope.length === 0) {
+    throw new InvalidStageRefError(
+      `Cannot read the stage ${JSON.stringify(text)}: expected its id as job ids show it, \`book-1/ch-2/sc-7/image\`, ` +
+        `or \`book-1/ch-2/sc-7:image\``,
+    );
+  }
+  // the id must be the stage's own encoding (`%2F` for a `/` inside a segment, never a raw `%`)
+  if (stageId(ref) !== id)
+    throw new InvalidStageRefError(
+      `Cannot read the stage ${JSON.stringify(text)}: not a stage id as job ids show it (it would read ${JSON.stringify(stageId(ref))})`,
+    );
+  return ref;
+}
 
 /**
  * The CLI's text form of a stage ref: scope segments joined by `/`, then `:`

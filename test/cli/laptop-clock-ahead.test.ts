@@ -38,7 +38,8 @@ describe('C29: an operator runs the CLI from a laptop whose clock runs ahead', (
       '--stage',
       'video',
     ]);
-    expect({ code: r.code, stdout: r.stdout.trim() }).toEqual({ code: 0, stdout: '{"woken":[]}' });
+    // nothing of that kind was deferred: exit 3 (nothing matched), and nothing woken
+    expect({ code: r.code, stdout: r.stdout.trim() }).toEqual({ code: 3, stdout: '{"woken":[]}' });
     // the operator promotes the image stage's wake-up (Bull Board's Promote)
     const [d] = await h.engine.listDeferred();
     await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
