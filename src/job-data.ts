@@ -118,8 +118,14 @@ export function parseJobData(data: unknown, jobId: string | undefined): Dispatch
   }
   const parsed = dispatchJobDataSchema.safeParse(data);
   if (!parsed.success) {
+    // a job added with a plain queue.add: say how a dispatch job is added, before what is wrong with it
+    const plain = typeof data !== 'object' || data === null || v === undefined;
+    const how = plain
+      ? 'it was not added by the dispatch contract: add dispatch jobs with `engine.enqueue(ref, payload)` ' +
+        '(or, from another language, as docs/producers.md says); '
+      : '';
     throw new InvalidJobDataError(
-      `Malformed dispatch job ${jobId ?? '?'}: ${formatZodError(parsed.error, data)}`,
+      `Malformed dispatch job ${jobId ?? '?'}: ${how}${formatZodError(parsed.error, data)}`,
       jobId,
     );
   }

@@ -46,8 +46,12 @@ describe('C19: the JSON Schema of the dispatch job data', () => {
         'then retry the job (docs/producers.md, "Versioning")',
     });
     // not a version: malformed data, as before
-    for (const v of [0, '2', 1.5, undefined]) {
+    for (const v of [0, '2', 1.5]) {
       expect(() => parseJobData({ ...data, v }, 'j')).toThrow(/^Malformed dispatch job j: Expected `v`/);
     }
+    // no `v` at all: a job of a plain queue.add, told how a dispatch job is added
+    expect(() => parseJobData({ ...data, v: undefined }, 'j')).toThrow(
+      /^Malformed dispatch job j: it was not added by the dispatch contract: add dispatch jobs with `engine.enqueue\(ref, payload\)`.*Expected `v`/,
+    );
   });
 });

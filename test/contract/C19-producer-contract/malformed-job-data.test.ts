@@ -18,4 +18,15 @@ describe('C19: malformed job data', () => {
     expect(failed.map((f) => f.message).join()).toMatch(/scope/);
     expect(h.executor.calls).toHaveLength(1);
   });
+
+  it('a job of a plain queue.add fails at once, unrecoverably, with a message that says to add it with engine.enqueue', async () => {
+    const h = harness();
+    await h.engine.queue.add('image', { sceneUrl: 's3://scenes/7' }, { attempts: 5 });
+    const worker = h.engine.createWorker();
+    const { failed } = completions(h, worker);
+    await waitFor(() => failed.length === 1, 'the plain job failed');
+    expect(failed[0]!.attemptsMade).toBe(1);
+    expect(failed[0]!.message).toMatch(/add dispatch jobs with `engine\.enqueue\(ref, payload\)`/);
+    expect(h.executor.calls).toHaveLength(0);
+  });
 });
