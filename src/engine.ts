@@ -31,9 +31,19 @@ export interface DispatchEngine<P = unknown> {
   isStageDeferred(ref: StageRef): Promise<boolean>;
   /** The Redis key whose existence is the stage's deferral (TTL = the remaining window). */
   deferredStageKey(ref: StageRef): string;
-  /** Ends the stage's deferral, removes its wake-up, and disarms a dispatch in flight. */
+  /**
+   * Cancels the stage's work: ends its deferral, removes its wake-up and a
+   * waiting job, and aborts a dispatch in flight (`ctx.signal`).
+   */
+  cancelStage(ref: StageRef, reason?: string): Promise<CancelResult>;
+  /** @deprecated The same as `cancelStage` (it cancels deferrals too); kept for 0.x. */
   cancelActiveDispatch(ref: StageRef, reason?: string): Promise<CancelResult>;
-  /** Ends every deferral in the scope; those stages are dispatched once, now. Returns the count. */
+  /**
+   * Wakes every deferred stage of a scope now: each deferral ends and the
+   * stage is dispatched once, with a fresh chain. Returns how many it woke.
+   */
+  wakeScope(scopePrefix: readonly string[]): Promise<number>;
+  /** @deprecated The same as `wakeScope` (a clear wakes the stages); kept for 0.x. */
   clearDeferrals(scopePrefix: readonly string[]): Promise<number>;
   /**
    * The deferred stages (all, or under a scope prefix). With `{ limit, cursor }`,
@@ -212,6 +222,14 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
 
     deferredStageKey(ref) {
       return store.markerKey(stageId(ref));
+    },
+
+    cancelStage(ref, reason) {
+      return engine.cancelActiveDispatch(ref, reason);
+    },
+
+    wakeScope(scope) {
+      return engine.clearDeferrals(scope);
     },
 
     async cancelActiveDispatch(ref, reason = 'cancelled') {

@@ -60,3 +60,18 @@ describe('C9: cancelActiveDispatch', () => {
     expect(await h.engine.queue.getWaitingCount()).toBe(0);
   });
 });
+
+describe('C9: the names that say what they do', () => {
+  it('cancelStage cancels as cancelActiveDispatch does, and wakeScope wakes a scope as clearDeferrals does', async () => {
+    const h = harness();
+    const a = ref('book-1', 'ch-1', 'sc-1');
+    const b = ref('book-1', 'ch-2', 'sc-1');
+    h.executor.fallback = notSent('no_worker_available');
+    await h.engine.dispatchStage(a, {});
+    await h.engine.dispatchStage(b, {});
+    expect(await h.engine.cancelStage(a, 'user')).toMatchObject({ hadDeferral: true, removedJobs: 1, reason: 'user' });
+    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    expect(await h.engine.wakeScope(['book-1', 'ch-2'])).toBe(1);
+    expect(await h.engine.isStageDeferred(b)).toBe(false);
+  });
+});
