@@ -14,6 +14,7 @@ import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
 import { promoteUnlessDeferred, wakeStages } from './store/wake';
+import { stageId } from './stage-ref';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -222,6 +223,31 @@ export class DeferralStore {
     return probeStage(this.parts, this.replicas, sid);
   }
 
+  /**
+   * Replaces the payload (and `buildId`, when given) of a job of the stage that
+   * has not begun: the stage's wake-up (`jobId` undefined: the one its marker
+   * names) or the given job. True when written (see `REPLACE`).
+   */
+  async replacePayload(sid: string, jobId: string | undefined, payload: unknown, buildId?: string): Promise<boolean> {
+    const c = await this.client();
+    const id = jobId ?? ((await c.get!(this.keys.marker(sid))) as string | null);
+    if (!id) return false;
+    const key = this.keys.job(id);
+    const read = (await c.hget!(key, 'data')) as string | null;
+    if (read === null) return false;
+    let data: Record<string, unknown>;
+    try {
+      data = JSON.parse(read) as Record<string, unknown>;
+    } catch {
+      return false;
+    }
+    // a job of another stage under that id (one re-added by hand) is not this stage's
+    if (!ownsStage(data, sid)) return false;
+    const next = JSON.stringify({ ...data, payload, ...(buildId !== undefined ? { buildId } : {}) });
+    const sets = ['delayed', 'prioritized', 'wait', 'paused'].map((name) => this.keys.set(name));
+    return (await c[CMD.sdReplace]!(key, ...sets, id, read, next)) === 1;
+  }
+
   async isDeferred(sid: string): Promise<boolean> {
     const c = await this.client();
     return (await c.exists!(this.keys.marker(sid))) === 1;
@@ -269,3 +295,12 @@ export class DeferralStore {
 }
 
 export { Job };
+
+/** Whether a job's data names the stage `sid` (data an operator wrote by hand may name none). */
+function ownsStage(data: Record<string, unknown>, sid: string): boolean {
+  try {
+    return stageId({ scope: data.scope as string[], stage: data.stage as string }) === sid;
+  } catch {
+    return false;
+  }
+}

@@ -966,7 +966,8 @@ function answerProblem(
   if (unreadable !== undefined) return `fields that can be read, got ${unreadable}`;
   if (typeof r.dispatched !== 'boolean') return `\`dispatched\` to be a boolean, got ${shown(r.dispatched)}`;
   if (r.jobs !== undefined && typeof r.jobs !== 'number') return `\`jobs\` to be a number, got ${shown(r.jobs)}`;
-  if (r.reason !== null && typeof r.reason !== 'string')
+  // (a dispatch may leave its reason out: it has none)
+  if (r.reason !== null && typeof r.reason !== 'string' && !(sent && r.reason === undefined))
     return `\`reason\` to be a string or null, got ${shown(r.reason)}`;
   if (sent) return null;
   if (r.retryable !== undefined && typeof r.retryable !== 'boolean')

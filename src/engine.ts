@@ -67,8 +67,13 @@ export interface DispatchEngine<P = unknown> {
    * window, so the signal is not lost.
    */
   wakeDeferred(filter?: { limit?: number; scope?: readonly string[]; stage?: string }): Promise<{ woken: StageRef[] }>;
-  /** Adds a dispatch job for the stage unless it has one waiting, running or deferred. */
-  enqueue(ref: StageRef, payload: P, opts?: { buildId?: string }): Promise<EnqueueResult>;
+  /**
+   * Adds a dispatch job for the stage unless it has one waiting, running or
+   * deferred. With `replace: true` the newest payload wins for a stage that is
+   * deferred or pending (its job not begun), as BullMQ's deduplication `replace`
+   * does; `payloadTaken` says whether this payload will reach the executor.
+   */
+  enqueue(ref: StageRef, payload: P, opts?: { buildId?: string; replace?: boolean }): Promise<EnqueueResult>;
   /** A BullMQ processor for your own Worker on `queueName` (with the same prefix). Producer-only engine: reading it throws `NoExecutorError`. */
   readonly processor: Processor;
   /** A Worker on the dispatch queue, closed by `close()`. Producer-only engine: `NoExecutorError`. */

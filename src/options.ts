@@ -1,7 +1,14 @@
 import type { ConnectionOptions } from 'bullmq';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors';
-import { BUILT_IN_OUTCOMES, DEFERRED_IDEMPOTENT_TTL_S, DEFERRED_STAGE_TTL_S, type OutcomeOptions } from './outcomes';
+import {
+  BUILT_IN_OUTCOMES,
+  DEFERRED_IDEMPOTENT_TTL_S,
+  DEFERRED_STAGE_TTL_S,
+  ENGINE_REASONS,
+  FAILURE_OUTCOMES,
+  type OutcomeOptions,
+} from './outcomes';
 import type { DeferralJournalEvent, DispatchContext, Executor, StageRef } from './types';
 
 /** Options of `createDispatchEngine`. */
@@ -108,6 +115,7 @@ export type FaultPoint = 'lock-taken' | 'executor-answered' | 'rolled-back' | 'd
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
 /** A reason of the host's own: what executors answer and events, logs and wake-up data show. */
 const reasonName = z.string().min(1).max(100);
+const RESERVED_REASONS: readonly string[] = [...FAILURE_OUTCOMES, ...ENGINE_REASONS];
 
 // strict: a misspelt option (`lockMS`, `window`) would otherwise be dropped silently and its default used
 const schema = z.strictObject({
@@ -135,6 +143,10 @@ const schema = z.strictObject({
           (r) => (o.idempotent ?? []).includes(r) || BUILT_IN_OUTCOMES.classOf(r) === 'idempotent',
         ) && !(o.idempotent ?? []).some((r) => BUILT_IN_OUTCOMES.classOf(r) === 'capacity'),
       'a reason in one class only (capacity or idempotent)',
+    )
+    .refine(
+      (o) => ![...(o.capacity ?? []), ...(o.idempotent ?? [])].some((r) => RESERVED_REASONS.includes(r)),
+      `no documented failure reason (${FAILURE_OUTCOMES.join(', ')}) nor one the engine answers itself (${ENGINE_REASONS.join(', ')})`,
     )
     .optional(),
   windows: z

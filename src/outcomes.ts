@@ -70,6 +70,20 @@ export class OutcomeTable {
   }
 }
 
+/** Reasons the engine answers itself: never a host's own outcome. */
+export const ENGINE_REASONS = [
+  'executor_error',
+  'rollback_error',
+  'rate_limited',
+  'dispatch_in_flight',
+  'deferred_capacity',
+  'deferred_idempotent',
+  'cancelled',
+  'stale_wake_up',
+  'superseded',
+  'dispatch_lock_lost',
+] as const;
+
 /** The built-in lists alone. */
 export const BUILT_IN_OUTCOMES = new OutcomeTable();
 
@@ -92,17 +106,31 @@ export class CapacityError extends Error {
   }
 }
 
-/** The answer a thrown `CapacityError` stands for, or undefined for any other throw. */
+/**
+ * The answer a thrown `CapacityError` stands for, or undefined for any other
+ * throw. Told by `instanceof` (a subclass too) or by its name (a copy of the
+ * class from another bundle or realm). A `retryAfterMs` that is not a number
+ * >= 0 (a missing `Retry-After` header read as NaN) is no hint: the capacity
+ * window applies; an empty or missing reason is `no_capacity`.
+ */
 export function capacityAnswer(error: unknown): ExecutorResult | undefined {
-  if (!(error instanceof Error) || error.name !== 'CapacityError') return undefined;
+  if (!(error instanceof CapacityError) && !isNamedCapacityError(error)) return undefined;
   const { reason, retryAfterMs } = error as Partial<CapacityError>;
   const answer: ExecutorResult = {
     dispatched: false,
     jobs: 0,
-    reason: typeof reason === 'string' ? reason : 'no_capacity',
+    reason: typeof reason === 'string' && reason !== '' ? reason : 'no_capacity',
   };
-  if (retryAfterMs !== undefined) answer.retryAfterMs = retryAfterMs;
+  if (typeof retryAfterMs === 'number' && retryAfterMs >= 0) answer.retryAfterMs = retryAfterMs;
   return answer;
+}
+
+function isNamedCapacityError(error: unknown): boolean {
+  try {
+    return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'CapacityError';
+  } catch {
+    return false;
+  }
 }
 
 /** An answer: nothing could take the stage now (capacity; `retryAfterMs` if the downstream said when). */

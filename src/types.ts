@@ -141,4 +141,10 @@ export interface EnqueueResult {
   /** The stage's job id (the new one, or the one already pending). */
   jobId?: string;
   until?: number;
+  /**
+   * Whether this call's payload will reach the executor: true for a job added,
+   * and with `replace: true` for a deferred or pending stage whose job had not
+   * begun (its payload replaced); false otherwise (the earlier payload stands).
+   */
+  payloadTaken: boolean;
 }

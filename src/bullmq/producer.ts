@@ -2,6 +2,7 @@ import { addDeduplicated } from './adapter';
 import type { DeferralStore } from '../deferral-store';
 import { checkCall, checkPayload, type Dispatcher } from '../dispatch';
 import { dispatchJobData, readyJobId } from '../job-data';
+import { InvalidOptionsError } from '../errors';
 import { stageId } from '../stage-ref';
 import type { EnqueueResult, StageRef } from '../types';
 
@@ -18,18 +19,29 @@ export async function enqueueStage<P>(
   dispatcher: Dispatcher<P>,
   ref: StageRef,
   payload: P,
-  call: { buildId?: string },
+  call: { buildId?: string; replace?: boolean },
 ): Promise<EnqueueResult> {
   const sid = stageId(ref);
   checkPayload(payload);
   checkCall(call);
+  if (call.replace !== undefined && typeof call.replace !== 'boolean')
+    throw new InvalidOptionsError(`Expected \`replace\` to be a boolean, got ${typeof call.replace}`);
+  // with `replace`, the newest payload wins for the stage's job that has not begun
+  const taken = async (jobId: string | undefined) =>
+    call.replace === true && (await store.replacePayload(sid, jobId, payload, call.buildId));
   const probe = await store.probe(sid);
   // (on Redis' clock, as the deferral's own `until`)
   if (probe.kind === 'deferred')
-    return { added: false, reason: 'deferred', until: store.redisNow() + probe.remainingMs };
-  if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight' };
+    return {
+      added: false,
+      reason: 'deferred',
+      until: store.redisNow() + probe.remainingMs,
+      payloadTaken: await taken(undefined),
+    };
+  if (probe.kind === 'in_flight') return { added: false, reason: 'dispatch_in_flight', payloadTaken: false };
   // the stage's licensed job, or a job that failed for good and was retried by hand
-  if (probe.kind === 'pending') return { added: false, reason: 'pending', jobId: probe.jobId };
+  if (probe.kind === 'pending')
+    return { added: false, reason: 'pending', jobId: probe.jobId, payloadTaken: await taken(probe.jobId) };
   const data = dispatchJobData(ref, payload, call.buildId);
   const jobId = readyJobId(sid);
   const job = await addDeduplicated(
@@ -40,5 +52,6 @@ export async function enqueueStage<P>(
   );
   const added = job.id === jobId;
   if (added) await store.replicated('enqueue', probe.connection);
-  return { added, reason: added ? null : 'pending', jobId: job.id as string };
+  const payloadTaken = added || (await taken(job.id as string));
+  return { added, reason: added ? null : 'pending', jobId: job.id as string, payloadTaken };
 }

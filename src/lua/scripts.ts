@@ -1146,3 +1146,22 @@ ${HELPERS}
 if liveLock(KEYS[1], false) then return 1 end
 return 0
 `;
+
+/**
+ * An enqueue with \`replace\`: the newest payload wins for the stage's job that
+ * has not begun. KEYS: the job's hash, its queue's delayed and prioritized
+ * sorted sets, its wait and paused lists. ARGV: the job id, the data read
+ * before, the new data. Writes only when the job still waits (in one of
+ * those) and its data is what was read: BullMQ's own moves run as scripts
+ * too, so no run can begin between the check and the write. Answers 1 when
+ * written, 0 when not (gone, running, finished, or its data changed).
+ */
+export const REPLACE = `
+if redis.call('HGET', KEYS[1], 'data') ~= ARGV[2] then return 0 end
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) or redis.call('ZSCORE', KEYS[3], ARGV[1])
+  or redis.call('LPOS', KEYS[4], ARGV[1]) or redis.call('LPOS', KEYS[5], ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'data', ARGV[3])
+  return 1
+end
+return 0
+`;

@@ -66,7 +66,7 @@ describe('C10: r2 (held up)', () => {
     const { failed, done } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'in backoff, holding the stage');
     expect(await stageView(h.engine, image)).toEqual({ deferred: false, listed: undefined, jobs: [jobId] });
-    expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId });
+    expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId, payloadTaken: false });
     await (await h.engine.queue.getJob(jobId!))!.remove(); // Bull Board: Remove
     expect(await h.engine.enqueue(image, {})).toMatchObject({ added: true });
     await waitFor(() => done.length === 1, 'dispatched');

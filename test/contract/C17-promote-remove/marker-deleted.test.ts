@@ -27,7 +27,12 @@ describe('C17: the marker deleted by hand (README FAQ)', () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     const wakeUp = await markerDeleted(h);
     expect(await h.engine.isStageDeferred(image)).toBe(false);
-    expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId: wakeUp });
+    expect(await h.engine.enqueue(image, {})).toEqual({
+      added: false,
+      reason: 'pending',
+      jobId: wakeUp,
+      payloadTaken: false,
+    });
     expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 0, delayed: 1 });
     // the wake-up runs (promoted here instead of waiting 60 s) and dispatches the stage
     h.executor.script(image, SENT);

@@ -46,9 +46,9 @@ describe('C18: addDeduplicated and a stale deduplication key', () => {
       expect(live.map((j) => j.id)).toHaveLength(1);
       const added = [a, b].filter((r) => r.added);
       const pending = [a, b].filter((r) => !r.added);
-      expect(added).toEqual([{ added: true, reason: null, jobId: live[0]!.id }]);
+      expect(added).toEqual([{ added: true, reason: null, jobId: live[0]!.id, payloadTaken: true }]);
       // the other enqueue met the key too: its answer names the job that is there, not the lost one
-      expect(pending).toEqual([{ added: false, reason: 'pending', jobId: live[0]!.id }]);
+      expect(pending).toEqual([{ added: false, reason: 'pending', jobId: live[0]!.id, payloadTaken: false }]);
     } finally {
       spy.mockRestore();
     }

@@ -25,7 +25,12 @@ describe('C19: the enqueue probe', () => {
     const { h, wakeUp } = await deferredThenMarkerDeleted();
     const lookups = jest.spyOn(h.engine.queue, 'getJobState');
     try {
-      expect(await h.engine.enqueue(image, {})).toEqual({ added: false, reason: 'pending', jobId: wakeUp });
+      expect(await h.engine.enqueue(image, {})).toEqual({
+        added: false,
+        reason: 'pending',
+        jobId: wakeUp,
+        payloadTaken: false,
+      });
       expect(lookups).not.toHaveBeenCalled();
     } finally {
       lookups.mockRestore();

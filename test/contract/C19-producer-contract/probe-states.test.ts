@@ -25,7 +25,12 @@ describe('C19: the enqueue probe in every stage state', () => {
     expect(second).toMatchObject({ added: true });
     // an operator retries the failed one by hand: pending with its id, its record kept
     await (await h.engine.queue.getJob(first.jobId!))!.retry('failed');
-    expect(await h.engine.enqueue(ref, null)).toEqual({ added: false, reason: 'pending', jobId: first.jobId });
+    expect(await h.engine.enqueue(ref, null)).toEqual({
+      added: false,
+      reason: 'pending',
+      jobId: first.jobId,
+      payloadTaken: false,
+    });
     // cancelled: both jobs removed (or marked), nothing pending any more, a new job is added
     const cancel = await h.engine.cancelActiveDispatch(ref);
     expect(cancel.removedJobs).toBe(2);
@@ -45,7 +50,12 @@ describe('C19: the enqueue probe in every stage state', () => {
     const [d] = await h.engine.listDeferred();
     expect(await h.engine.enqueue(ref, null)).toMatchObject({ added: false, reason: 'deferred' });
     expect(await h.engine.clearDeferrals(['states'])).toBe(1);
-    expect(await h.engine.enqueue(ref, null)).toEqual({ added: false, reason: 'pending', jobId: d!.wakeUpJobId });
+    expect(await h.engine.enqueue(ref, null)).toEqual({
+      added: false,
+      reason: 'pending',
+      jobId: d!.wakeUpJobId,
+      payloadTaken: false,
+    });
     const { done } = watch(h.engine.createWorker());
     await waitFor(() => done.length === 1, 'the wake-up to run');
     expect(await h.engine.enqueue(ref, null)).toMatchObject({ added: true });

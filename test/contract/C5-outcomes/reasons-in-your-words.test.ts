@@ -5,11 +5,11 @@ import {
   type DeferralJournalEvent,
   DispatchFailedError,
   dispatched,
-  InvalidExecutorResultError,
   InvalidOptionsError,
   noCapacity,
   type StageRef,
 } from '../../../src';
+import { runInNewContext } from 'node:vm';
 import { harness, SENT } from '../../helpers/engine';
 import { fast, watch } from '../../helpers/jobs';
 import { redisOptions, waitFor } from '../../helpers/redis';
@@ -86,11 +86,45 @@ describe('C5: reasons in the executor’s own words', () => {
     expect(await h.redis.pttl(h.engine.deferredStageKey(image))).toBeGreaterThan(40_000);
   });
 
-  it('a CapacityError with a bad retryAfterMs is INVALID_EXECUTOR_RESULT, nothing deferred', async () => {
+  it('a CapacityError whose retryAfterMs is no number >= 0 (a missing Retry-After read as NaN) defers for the capacity window', async () => {
     const h = harness();
-    h.executor.script(image, new CapacityError({ retryAfterMs: -1 }));
-    await expect(h.engine.dispatchStage(image, {})).rejects.toBeInstanceOf(InvalidExecutorResultError);
-    expect(await h.engine.isStageDeferred(image)).toBe(false);
+    for (const [i, retryAfterMs] of [Number.NaN, -1, '5000' as unknown as number].entries()) {
+      const ref = { ...image, stage: `s${i}` };
+      h.executor.script(ref, new CapacityError({ retryAfterMs }));
+      expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+      expect(await h.redis.pttl(h.engine.deferredStageKey(ref))).toBeGreaterThan(20_000);
+    }
+  });
+
+  it('a subclass of CapacityError with a name of its own, and one of another realm or bundle (told by its name), defer as capacity', async () => {
+    class GpuPoolFull extends CapacityError {
+      constructor() {
+        super({ reason: 'gpu_pool_full' });
+        this.name = 'GpuPoolFull';
+      }
+    }
+    const foreign = runInNewContext(
+      "(() => { const e = new Error('no capacity'); e.name = 'CapacityError'; e.reason = 'farm_full'; return e; })()",
+    ) as unknown;
+    const h = harness();
+    const video = { ...image, stage: 'video' };
+    h.executor.script(image, new GpuPoolFull());
+    h.executor.script(video, async () => {
+      throw foreign;
+    });
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'gpu_pool_full' });
+    expect(await h.engine.dispatchStage(video, {})).toMatchObject({ dispatched: false, reason: 'farm_full' });
+    expect(await h.engine.isStageDeferred(image)).toBe(true);
+    expect(await h.engine.isStageDeferred(video)).toBe(true);
+  });
+
+  it('{ dispatched: true } alone (no jobs, no reason) is a plain dispatch: no resultInvalid', async () => {
+    const h = harness();
+    const invalid: unknown[] = [];
+    h.engine.on('resultInvalid', (e) => invalid.push(e));
+    h.executor.script(image, async () => ({ dispatched: true }) as never);
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+    expect(invalid).toEqual([]);
   });
 
   it('a reason in no list fails the job with DISPATCH_FAILED naming the deferrable reasons and how to add one', async () => {
@@ -117,6 +151,8 @@ describe('C5: reasons in the executor’s own words', () => {
     [{ capacity: [''] }],
     [{ capacity: 'gpu_pool_full' }],
     [{ capasity: ['x'] }],
+    [{ capacity: ['send_failed'] }],
+    [{ capacity: ['executor_error'] }],
   ])('outcomes %j is INVALID_OPTIONS before anything is opened', (outcomes) => {
     expect(() =>
       createDispatchEngine({ connection: { ...redisOptions(), lazyConnect: true }, outcomes } as never),

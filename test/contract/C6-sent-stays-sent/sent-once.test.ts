@@ -30,7 +30,7 @@ describe('C6: a sent stage stays sent: nothing after the executor answered dispa
   it.each([
     ['`jobs` not a number', { jobs: '1' }, '`jobs` to be a number, got "1"'],
     ['`jobs` a BigInt', { jobs: 1n }, '`jobs` to be a number, got 1'],
-    ['`reason` missing', { reason: undefined }, '`reason` to be a string or null, got undefined'],
+    ['`reason` a number', { reason: 5 }, '`reason` to be a string or null, got 5'],
   ])(
     'an answer dispatched: true with %s stands as a dispatch, sent once; resultInvalid names the field',
     async (_, bad, problem) => {
