@@ -31,11 +31,14 @@ import IORedis from 'ioredis';
 import { createDispatchEngine } from '../../src/engine';
 import type { FaultPoint } from '../../src/options';
 import { stageId, stageIdOfJobId } from '../../src/stage-ref';
+import { redisOptions } from '../helpers/redis';
 import { FLEET_ENGINE_OPTIONS, answer, rng, type Outcome } from './harness';
 
 const env = process.env;
-const url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const rec = new IORedis(env.REC_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+// the tests' Redis (REDIS_URL, see helpers/redis.ts); the record on REC_URL, else on that Redis too
+const rec = env.REC_URL
+  ? new IORedis(env.REC_URL, { maxRetriesPerRequest: null })
+  : new IORedis({ ...redisOptions(), maxRetriesPerRequest: null });
 const R = env.REC as string;
 const seed = Number(env.SEED ?? 1);
 const faultPoint = env.FAULT_POINT ?? '';
@@ -130,7 +133,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 
 // by hand, not harness(): a child process (no jest), its answers a seeded function shared by every worker process
 const engine = createDispatchEngine({
-  connection: { host: url.hostname, port: Number(url.port || 6379) },
+  connection: redisOptions(),
   prefix: env.PREFIX as string,
   queueName: env.QUEUE as string,
   executor: async (ref, _payload, ctx) => {

@@ -6,6 +6,7 @@ import {
   type DispatchEngineOptions,
 } from '../../../src';
 import { nearestKey, resolveOptions } from '../../../src/options';
+import { redisOptions } from '../../helpers/redis';
 
 /**
  * Issue 13.4, "a clean first hour": a misspelt option is refused, not dropped
@@ -14,7 +15,7 @@ import { nearestKey, resolveOptions } from '../../../src/options';
  * that part).
  */
 const base = {
-  connection: { host: '127.0.0.1', port: 6379, lazyConnect: true },
+  connection: { ...redisOptions(), lazyConnect: true },
   executor: async () => ({ dispatched: true, jobs: 1, reason: null }),
 };
 

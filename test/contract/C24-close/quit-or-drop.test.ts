@@ -1,11 +1,12 @@
 import Redis from 'ioredis';
 import { quitOrDrop } from '../../../src/store/client';
+import { redisOptions } from '../../helpers/redis';
 
 /**
  * Passing checks of commit 1356aa9's `quitOrDrop` (src/store/client.ts), used by
  * engine.close (the engine's own worker connections) and DeferralStore.close (its renewal
- * connection). Nothing here writes to Redis: the ioredis cases only connect to 127.0.0.1:6379
- * and quit.
+ * connection). Nothing here writes to Redis: the ioredis cases only connect to the tests' Redis
+ * (`REDIS_URL`) and quit.
  */
 const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
@@ -49,7 +50,7 @@ describe('C24: quitOrDrop', () => {
   });
 
   it("quitOrDrop of an ioredis connection already `end` drops it again, arming ioredis' 2 s disconnect timer on its closed socket", async () => {
-    const c = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: null });
+    const c = new Redis({ ...redisOptions(), lazyConnect: true, maxRetriesPerRequest: null });
     await c.connect();
     await c.quit();
     await new Promise((r) => (c.status === 'end' ? r(undefined) : c.once('end', r)));
@@ -70,7 +71,7 @@ describe('C24: quitOrDrop', () => {
   });
 
   it('an ioredis connection never connected (lazyConnect, `wait`) ends without opening a socket for long', async () => {
-    const c = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+    const c = new Redis({ ...redisOptions(), lazyConnect: true });
     const started = performance.now();
     await quitOrDrop(c);
     const deadline = Date.now() + 2000;
