@@ -160,7 +160,8 @@ export function buildProgram(): Command {
       print(g.json ? JSON.stringify(info, null, 2) : showText(info));
       if (state.state === 'idle')
         throw new NothingMatchedError(
-          `Nothing is known of ${escapeControl(base.ref)} (${where(g)}): check the stage's name`,
+          `Nothing is known of ${escapeControl(base.ref)} (${where(g)}): no deferral, no dispatch in flight, ` +
+            "no job of the stage's own (a typo? a job added by hand without the contract's deduplication id is not looked for)",
         );
     });
 
@@ -177,13 +178,19 @@ export function buildProgram(): Command {
       hintSegments(scope);
       stageId({ scope, stage: 'x' }); // validates the scope before connecting
       if (opts.dryRun) {
-        const page = await withSession(g, async (s) => listStages(s.reader, s.keys, scopePrefix(scope)));
-        if (g.json) return print(JSON.stringify({ scope, wouldWake: page.stages.map((d) => formatRefText(d.ref)) }));
-        const n = page.stages.length;
-        print(
-          `Would wake ${n} deferred stage${n === 1 ? '' : 's'} under ${scopeLabel(scope)} (${where(g)})${n ? ':' : '.'}`,
+        // one page at most: the dry run's work and output stay bounded however many are deferred
+        const page = await withSession(g, async (s) =>
+          listStages(s.reader, s.keys, scopePrefix(scope), { limit: MAX_PAGE }),
         );
-        for (const d of page.stages) print(`  ${escapeControl(formatRefText(d.ref))}`);
+        const n = page.stages.length;
+        const more = page.nextCursor !== null;
+        if (g.json) print(JSON.stringify({ scope, wouldWake: page.stages.map((d) => formatRefText(d.ref)), more }));
+        else {
+          const what = `${n} deferred stage${n === 1 ? '' : 's'}${more ? ' and more' : ''}`;
+          print(`Would wake ${what} under ${scopeLabel(scope)} (${where(g)})${n ? ':' : '.'}`);
+          for (const d of page.stages) print(`  ${escapeControl(formatRefText(d.ref))}`);
+          if (more) print(`  … and more: \`list ${scope.map(shellQuote).join(' ')} --limit …\` pages them all`);
+        }
         if (n === 0) throw new NothingMatchedError(`No deferred stage under ${scopeLabel(scope)}`);
         return;
       }
@@ -236,17 +243,20 @@ export function buildProgram(): Command {
       const g = globals();
       const ref = resolveRef(text, opts);
       const label = formatRefText(ref);
-      const r = await withSession(g, async (s) => {
+      const { r, state } = await withSession(g, async (s) => {
         // never remove a job that is not the engine's: checked before any write
         await checkCancel(s.reader, s.keys, ref, stageId(ref), escapeControl(label));
-        return (await s.engine()).cancelActiveDispatch(ref, opts.reason);
+        const r = await (await s.engine()).cancelStage(ref, opts.reason);
+        // (a failed job of the stage is kept, marked cancelled: the cancel reached it)
+        return { r, state: (await readStage(s.reader, s.keys, stageId(ref))).state };
       });
-      const nothing = !r.hadDeferral && !r.inFlight && r.removedJobs === 0;
+      const nothing = !r.hadDeferral && !r.inFlight && r.removedJobs === 0 && state === 'idle';
       if (g.json) print(JSON.stringify({ ref: label, ...r }));
       else if (!nothing) {
         const what = r.hadDeferral ? 'ended its deferral' : 'it had no deferral';
         const flight = r.inFlight ? '; a dispatch in flight was disarmed' : '';
-        print(`Cancelled ${escapeControl(label)}: ${what}${flight}; removed ${r.removedJobs} job(s).`);
+        const failed = state === 'failed' ? '; its failed job will not dispatch it if retried' : '';
+        print(`Cancelled ${escapeControl(label)}: ${what}${flight}${failed}; removed ${r.removedJobs} job(s).`);
       }
       if (nothing)
         throw new NothingMatchedError(

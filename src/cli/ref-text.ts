@@ -11,6 +11,14 @@ const CONTROL_ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t' };
  */
 export function parseStageArg(text: string): StageRef {
   if (/[:\\]/.test(text)) return parseRefText(text);
+  // a job id's tail (`@cap.…`, `@idem.…`, `@r.…`, `@j.…`) names its stage; any other `@` is no
+  // part of a stage id (it is written %40), so the text is not one
+  const at = text.indexOf('@');
+  if (at >= 0 && !/^@(cap|idem|r|j)\./.test(text.slice(at)))
+    throw new InvalidStageRefError(
+      `Cannot read the stage ${JSON.stringify(text)}: a raw \`@\` is no part of a stage id (write %40), ` +
+        'and what follows it is not a job id of the stage',
+    );
   const id = stageIdOfJobId(text);
   let ref: StageRef;
   try {

@@ -68,7 +68,11 @@ describe('C29: clear --dry-run, and a whole book wants --yes', () => {
   it('--dry-run lists the stages a clear would wake and changes nothing', async () => {
     const r = await cli('--json', 'clear', 'book-1', '--dry-run');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ scope: ['book-1'], wouldWake: ['book-1/ch-2:image', 'book-1/ch-2:video'] });
+    expect(JSON.parse(r.stdout)).toEqual({
+      scope: ['book-1'],
+      wouldWake: ['book-1/ch-2:image', 'book-1/ch-2:video'],
+      more: false,
+    });
     expect(await engine.isStageDeferred(image)).toBe(true);
     expect(await engine.isStageDeferred(video)).toBe(true);
   });
