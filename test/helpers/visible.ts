@@ -169,3 +169,34 @@ export async function released(h: Where, ref: StageRef, timeoutMs = 5000): Promi
     timeoutMs,
   );
 }
+
+/**
+ * The engine keys (see {@link engineKeys}) whose name, or one of whose values, contains `text`
+ * (a job id, say): `[]` when nothing the engine keeps names it, whatever its internal layout.
+ */
+export async function keptNaming(h: Where, text: string): Promise<string[]> {
+  const base = `${h.prefix}:${h.queueName}:`;
+  const out: string[] = [];
+  for (const rel of await engineKeys(h)) {
+    const key = `${base}${rel}`;
+    if (rel.includes(text)) {
+      out.push(rel);
+      continue;
+    }
+    const type = await h.redis.type(key);
+    const values =
+      type === 'string'
+        ? [(await h.redis.get(key)) ?? '']
+        : type === 'zset'
+          ? await h.redis.zrange(key, '0', '-1')
+          : type === 'set'
+            ? await h.redis.smembers(key)
+            : type === 'hash'
+              ? Object.entries(await h.redis.hgetall(key)).flat()
+              : type === 'list'
+                ? await h.redis.lrange(key, 0, -1)
+                : [];
+    for (const v of values) if (v.includes(text)) out.push(`${rel} ∋ ${v}`);
+  }
+  return out;
+}

@@ -1,20 +1,22 @@
-import { parseLicence } from '../../../src/job-data';
-import type { StageRef } from '../../../src';
+import { stageId, type StageRef } from '../../../src';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 
-/** Review of issue 12: the slimmer wake-up (no `wakeUp`/`until` in its data, no `timestamp` in its options). */
+/** The slimmer wake-up: no `wakeUp`/`until` in its data, no `timestamp` in its options. */
 const NO = notSent('no_worker_available');
 
 describe('C15: the slimmer wake-up', () => {
-  it("the delayed score, the job's timestamp + delay and the window end in its id agree (Bull Board's will-run-at)", async () => {
+  it("the delayed score, the job's timestamp + delay and the window's end listDeferred answers agree (Bull Board's will-run-at); the id reads stage path, class and chain counts", async () => {
     const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
     const ref: StageRef = { scope: ['t'], stage: 'image' };
     h.executor.script(ref, NO);
     await h.engine.dispatchStage(ref, {});
     const [d] = await h.engine.listDeferred();
     const job = (await h.engine.queue.getJob(d!.wakeUpJobId))!;
-    const until = parseLicence(job.id!)!.until;
+    const until = d!.until;
+    // README, "Bull Board": the id reads `<stage path>@<class>.<capacity>.<idempotent>.<failures>.…`
+    const reads = `${stageId(ref)}@cap.1.0.0.`;
+    expect(job.id!.slice(0, reads.length)).toBe(reads);
     expect(job.timestamp + job.delay).toBe(until);
     expect(job.delay).toBe(300_000);
     expect(job.opts).not.toHaveProperty('timestamp');

@@ -1,5 +1,6 @@
 import { harness, notSent, SENT } from '../../helpers/engine';
-import { fast, sleep, watch } from '../../helpers/jobs';
+import { fast, watch } from '../../helpers/jobs';
+import { retriedAfterCancel } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
@@ -41,29 +42,26 @@ describe('C17: a job scheduler producing dispatch jobs for one stage', () => {
     expect(suppressed.length).toBeGreaterThan(2);
   });
 
-  it('a scheduler job (no attempts) that fails is failed for good and recorded (@j.repeat:…?); later ticks dispatch, each once', async () => {
+  it('a scheduler job (no attempts) that fails is failed for good and a cancel still reaches it; later ticks dispatch, each once', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 1500 } } });
     h.executor.script(image, new Error('down'));
     h.executor.fallback = SENT;
     const worker = h.engine.createWorker({ concurrency: 4 });
-    const { done } = watch(worker);
+    const { done, failed } = watch(worker);
     await h.engine.queue.upsertJobScheduler('tick-image', { every: 300 }, { name: 'image', data });
-    await waitFor(() => h.executor.calls.length >= 1, 'first call');
-    const members = await waitFor(
-      async () =>
-        (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).find((m) => m.endsWith('?')),
-      'the failed job recorded',
-    );
-    expect(members).toMatch(/^book-1\/ch-2\/sc-7\/image@j\.repeat:tick-image:\d+\?$/);
-    // the next tick dispatches (a success supersedes the job in its backoff): then the held job must not send again
+    await waitFor(() => failed.length >= 1, 'the first tick failed', 5000);
+    const heldId = failed[0]!.id;
+    expect(heldId).toMatch(/^repeat:tick-image:\d+$/);
+    // the next tick dispatches; the failed job must not send again
     await waitFor(() => done.some((d) => d.result.dispatched), 'a tick dispatched', 5000);
-    await sleep(1800); // the held job's backoff ends
     await h.engine.queue.removeJobScheduler('tick-image');
-    await sleep(100);
+    await worker.close();
     const sent = h.executor.calls.filter((c) => c.result?.dispatched);
-    const heldId = members.split('@j.')[1]!;
-    expect(await h.engine.queue.getJobState(heldId.slice(0, -1))).toBe('failed');
+    expect(await h.engine.queue.getJobState(heldId)).toBe('failed');
     expect(sent.length).toBe(done.filter((d) => d.result.dispatched).length);
+    // on record as failed for good: a cancel of the stage reaches it (retried by hand, it sends nothing)
+    const retried = await retriedAfterCancel(h, image, heldId);
+    expect({ calls: retried.calls, failedAgain: retried.state === 'failed' }).toEqual({ calls: 0, failedAgain: false });
   });
 });
 void fast;

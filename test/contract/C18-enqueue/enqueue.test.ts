@@ -1,6 +1,8 @@
 import { promote } from '../../../src/bullmq/adapter';
 import { harness, notSent, snapshot, expectUnwritten } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
+import { keptFor } from '../../helpers/visible';
+import { stageJobs } from '../../helpers/observe';
 
 const a = { scope: ['book', 'ch', 'sc'], stage: 'image' };
 
@@ -60,6 +62,9 @@ describe('C18: enqueue adds nothing while the stage has a job waiting, running o
     await h.redis.del(h.engine.deferredStageKey(a));
     const r = await h.engine.enqueue(a, {});
     expect(r.added).toBe(true);
-    expect(await h.redis.zcard(`${h.prefix}:${h.queueName}:sd:licences`)).toBe(0);
+    // the removed wake-up holds nothing of the stage any more: the new job is the stage's only
+    // job, and nothing the engine keeps for the stage names the removed one (C27)
+    expect(await stageJobs(h.engine, a)).toEqual([r.jobId]);
+    expect((await keptFor(h, a)).filter((k) => k.includes(d!.wakeUpJobId))).toEqual([]);
   });
 });

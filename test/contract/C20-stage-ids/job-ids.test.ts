@@ -1,23 +1,21 @@
 /**
- * The job ids and licence members the engine writes, read back: what a
- * licence encodes (class, chain, window end, marks), which job it stands for,
- * and the data a dispatch job carries. Pure functions, no Redis: these pin
- * the encodings the Lua scripts and the CLI rely on (issue 14, item 2: they
- * kill mutants of src/job-data.ts the engine-level suites let through).
+ * The job ids the engine writes, in the format docs/design.md ("wake-up") and docs/producers.md
+ * document, and the data a dispatch job carries (the published job data shape); and, through a
+ * running engine, that distinct stages whose ids extend one another get distinct keys and job ids.
+ * How the engine reads its own licences back is pinned in internal-licence-encoding.test.ts.
  */
 import { InvalidJobDataError } from '../../../src/errors';
 import {
   dispatchJobData,
   FRESH_CHAIN,
   isWakeUpId,
-  jobIdOfLicence,
-  memberOf,
   parseJobData,
-  parseLicence,
   readyJobId,
   refOf,
   wakeUpJobId,
 } from '../../../src/job-data';
+import { stageId, type StageRef } from '../../../src';
+import { harness, notSent } from '../../helpers/engine';
 import { thrown } from '../../helpers/thrown';
 
 const sid = 'book-1/ch-2/image';
@@ -30,7 +28,7 @@ function thrownMessage(f: () => unknown): string {
 const chain = { capacity: 3, idempotent: 1, failures: 2 };
 const until = Date.UTC(2030, 0, 2, 3, 4, 5, 678);
 
-describe('C20: wake-up ids and licences', () => {
+describe('C20: wake-up ids and ready job ids', () => {
   it('a wake-up id names the stage, the class tag and the chain, then the window end in base 36 and a 4-character nonce', () => {
     const cap = wakeUpJobId(sid, 'capacity', chain, until);
     expect(cap.startsWith(`${sid}@cap.3.1.2.${until.toString(36)}`)).toBe(true);
@@ -45,12 +43,16 @@ describe('C20: wake-up ids and licences', () => {
     expect(ids.size).toBeGreaterThan(45); // 36^4 nonces: a collision in 50 draws is rare, not 5 of them
   });
 
-  it('the nonce is always 4 characters, so the window end reads back exactly from any wake-up id', () => {
+  it('the nonce is always 4 characters, so the window end is always the same characters of any wake-up id', () => {
     // a nonce below 36^3 (1 in 36) is zero-padded: 500 ids meet one almost surely (1 - (35/36)^500 > 1 - 1e-6)
+    const head = `${sid}@cap.3.1.2.${until.toString(36)}`;
     for (let i = 0; i < 500; i++) {
       const id = wakeUpJobId(sid, 'capacity', chain, until);
-      expect({ id, until: parseLicence(id)?.until }).toEqual({ id, until });
-      expect({ id, tail: id.slice(-4) }).toEqual({ id, tail: expect.stringMatching(/^[0-9a-z]{4}$/) });
+      expect({ id, head: id.slice(0, head.length), tail: id.slice(head.length) }).toEqual({
+        id,
+        head,
+        tail: expect.stringMatching(/^[0-9a-z]{4}$/),
+      });
     }
   });
 
@@ -62,55 +64,6 @@ describe('C20: wake-up ids and licences', () => {
     const t = parseInt(m![2]!.slice(0, -4), 36);
     expect(t).toBeGreaterThanOrEqual(before);
     expect(t).toBeLessThanOrEqual(Date.now());
-  });
-
-  it('parseLicence reads back class, chain and window end of an unmarked licence', () => {
-    expect(parseLicence(wakeUpJobId(sid, 'capacity', chain, until))).toEqual({
-      cls: 'capacity',
-      chain,
-      until,
-      fresh: false,
-      failed: false,
-    });
-    expect(parseLicence(wakeUpJobId(sid, 'idempotent', chain, until))).toMatchObject({ cls: 'idempotent', chain });
-  });
-
-  it('a licence marked `!` (cleared) starts a fresh chain; one marked `?` (failed for good) is also failed', () => {
-    const lic = wakeUpJobId(sid, 'capacity', chain, until);
-    expect(parseLicence(`${lic}!`)).toEqual({ cls: 'capacity', chain: FRESH_CHAIN, until, fresh: true, failed: false });
-    expect(parseLicence(`${lic}?`)).toEqual({ cls: 'capacity', chain: FRESH_CHAIN, until, fresh: true, failed: true });
-  });
-
-  it('a ready job, a job added by hand, or anything else is not a licence parseLicence can read', () => {
-    expect(parseLicence(readyJobId(sid))).toBeNull();
-    expect(parseLicence(`${sid}@j.my-job`)).toBeNull();
-    expect(parseLicence(`${sid}@cap.1.0.0`)).toBeNull();
-    expect(parseLicence(`${sid}@cap.1.0.0.Zz`)).toBeNull(); // base 36 is lower case
-    expect(parseLicence(`${wakeUpJobId(sid, 'capacity', chain, until)}-`)).toBeNull(); // anchored at the end
-    expect(parseLicence(`${wakeUpJobId(sid, 'capacity', chain, until)}!!`)).toBeNull(); // one mark at most
-  });
-
-  it('jobIdOfLicence drops a mark and unwraps the `@j.` form of a job added by hand', () => {
-    const lic = wakeUpJobId(sid, 'capacity', chain, until);
-    expect(jobIdOfLicence(lic)).toBe(lic);
-    expect(jobIdOfLicence(`${lic}!`)).toBe(lic);
-    expect(jobIdOfLicence(`${lic}?`)).toBe(lic);
-    expect(jobIdOfLicence(`${sid}@j.my-job`)).toBe('my-job');
-    expect(jobIdOfLicence(`${sid}@j.my-job?`)).toBe('my-job');
-    expect(jobIdOfLicence(`${sid}@j.a@j.b`)).toBe('a@j.b'); // only the first `@` splits
-    expect(jobIdOfLicence(`${sid}@xj.a`)).toBe(`${sid}@xj.a`); // `j.` right after the `@` only
-    // a job added by hand may have `!` or `?` inside its id: only a last character is a mark
-    expect(jobIdOfLicence(`${sid}@j.what?now`)).toBe('what?now');
-    expect(jobIdOfLicence(`${sid}@j.go!go`)).toBe('go!go');
-  });
-
-  it('memberOf keeps an id the engine named for the stage and wraps any other id as `@j.`', () => {
-    const lic = wakeUpJobId(sid, 'capacity', chain, until);
-    expect(memberOf(sid, lic)).toBe(lic);
-    expect(memberOf(sid, 'my-job')).toBe(`${sid}@j.my-job`);
-    // another stage's id, even one whose stage id starts with this one's, is wrapped
-    expect(memberOf(sid, `${sid}x@r.1`)).toBe(`${sid}@j.${sid}x@r.1`);
-    expect(jobIdOfLicence(memberOf(sid, 'my-job'))).toBe('my-job');
   });
 
   it('isWakeUpId holds for the engine’s wake-ups of that stage only', () => {
@@ -188,5 +141,39 @@ describe('C20: dispatch job data', () => {
   it('FRESH_CHAIN is all zeros and frozen', () => {
     expect(FRESH_CHAIN).toEqual({ capacity: 0, idempotent: 0, failures: 0 });
     expect(Object.isFrozen(FRESH_CHAIN)).toBe(true);
+  });
+});
+
+describe('C20: stages whose ids extend one another get distinct keys and job ids', () => {
+  const a: StageRef = { scope: ['book-1', 'ch-2'], stage: 'image' };
+  it.each([
+    ['a longer stage kind', { scope: ['book-1', 'ch-2'], stage: 'imagex' }],
+    ['a deeper scope', { scope: ['book-1', 'ch-2', 'image'], stage: 'x' }],
+    ['an encoded "@"', { scope: ['book-1', 'ch-2'], stage: 'image@cap' }],
+  ] as [string, StageRef][])('%s: enqueue, deferral and cancel of one never touch the other', async (_what, b) => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    expect(stageId(a)).not.toBe(stageId(b));
+    expect(h.engine.deferredStageKey(a)).not.toBe(h.engine.deferredStageKey(b));
+    const [ea, eb] = [await h.engine.enqueue(a, {}), await h.engine.enqueue(b, {})];
+    expect([ea.added, eb.added]).toEqual([true, true]);
+    expect(ea.jobId).not.toBe(eb.jobId);
+    // each stage defers with its own wake-up, whose id starts with its own stage id and '@'
+    h.executor.script(a, notSent('no_worker_available'));
+    h.executor.script(b, notSent('no_worker_available'));
+    await h.engine.dispatchStage(a, {});
+    await h.engine.dispatchStage(b, {});
+    const listed = await h.engine.listDeferred(['book-1']);
+    const wakeUps = [a, b].map((r) => listed.find((d) => stageId(d.ref) === stageId(r))?.wakeUpJobId ?? '');
+    expect(wakeUps.map((id, i) => id.startsWith(`${stageId([a, b][i]!)}@`))).toEqual([true, true]);
+    expect(wakeUps[0]).not.toBe(wakeUps[1]);
+    for (const id of [...wakeUps, ea.jobId!, eb.jobId!]) {
+      expect(id).not.toMatch(/:/);
+      expect(id).not.toMatch(/^\d+$/);
+    }
+    // cancelling one leaves the other deferred, its wake-up and its waiting job in place
+    await h.engine.cancelActiveDispatch(a);
+    expect([await h.engine.isStageDeferred(a), await h.engine.isStageDeferred(b)]).toEqual([false, true]);
+    expect(await h.engine.queue.getJobState(wakeUps[1]!)).toBe('delayed');
+    expect(await h.engine.queue.getJobState(eb.jobId!)).toBe('waiting');
   });
 });
