@@ -246,9 +246,9 @@ export function buildProgram(): Command {
       const { r, state } = await withSession(g, async (s) => {
         // never remove a job that is not the engine's: checked before any write
         await checkCancel(s.reader, s.keys, ref, stageId(ref), escapeControl(label));
-        const r = await (await s.engine()).cancelStage(ref, opts.reason);
-        // (a failed job of the stage is kept, marked cancelled: the cancel reached it)
-        return { r, state: (await readStage(s.reader, s.keys, stageId(ref))).state };
+        // (read first: a failed job of the stage the cancel reaches is kept, marked cancelled, no longer listed)
+        const { state } = await readStage(s.reader, s.keys, stageId(ref));
+        return { r: await (await s.engine()).cancelStage(ref, opts.reason), state };
       });
       const nothing = !r.hadDeferral && !r.inFlight && r.removedJobs === 0 && state === 'idle';
       if (g.json) print(JSON.stringify({ ref: label, ...r }));
