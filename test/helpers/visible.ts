@@ -104,31 +104,7 @@ export async function engineKeys(h: Where): Promise<string[]> {
  * engine's internal layout; a deferred stage shows at least its marker (`deferredStageKey`).
  */
 export async function keptFor(h: Where, ref: StageRef): Promise<string[]> {
-  const base = `${h.prefix}:${h.queueName}:`;
-  const sid = stageId(ref);
-  const out: string[] = [];
-  for (const rel of await engineKeys(h)) {
-    const key = `${base}${rel}`;
-    if (rel.includes(sid)) {
-      out.push(rel);
-      continue;
-    }
-    const type = await h.redis.type(key);
-    const values =
-      type === 'string'
-        ? [(await h.redis.get(key)) ?? '']
-        : type === 'zset'
-          ? await h.redis.zrange(key, '0', '-1')
-          : type === 'set'
-            ? await h.redis.smembers(key)
-            : type === 'hash'
-              ? Object.entries(await h.redis.hgetall(key)).flat()
-              : type === 'list'
-                ? await h.redis.lrange(key, 0, -1)
-                : [];
-    for (const v of values) if (v.includes(sid)) out.push(`${rel} ∋ ${v}`);
-  }
-  return out;
+  return keptNaming(h, stageId(ref));
 }
 
 /**
