@@ -10,11 +10,15 @@ if [ $# -eq 0 ]; then
   exec npm run test:core:cluster
 fi
 args=()
+# a clause id (C7, c7, C7,C8) runs the folders docs/contract.md names for it; anything else goes to jest
 for a in "$@"; do
-  if [[ "$a" =~ ^C[0-9]+$ ]]; then
-    line=$(awk -v c="$a" 'index($0, "**" c " —") == 1 { f = 1 } f && /^Tests: / { print; exit }' docs/contract.md)
-    [ -n "$line" ] || { echo "No clause $a in docs/contract.md" >&2; exit 2; }
-    while read -r folder; do args+=("$folder"); done < <(grep -o '`[^`]*`' <<<"$line" | tr -d '`')
+  if [[ "$a" =~ ^[cC][0-9]+(,[cC][0-9]+)*$ ]]; then
+    for id in ${a//,/ }; do
+      id="C${id:1}"
+      line=$(awk -v c="$id" 'index($0, "**" c " —") == 1 { f = 1 } f && /^Tests: / { print; exit }' docs/contract.md)
+      [ -n "$line" ] || { echo "No clause $id in docs/contract.md" >&2; exit 2; }
+      while read -r folder; do args+=("$folder"); done < <(grep -o '`[^`]*`' <<<"$line" | tr -d '`')
+    done
   else
     args+=("$a")
   fi

@@ -5,6 +5,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import ts from 'typescript';
 
 const ROOT = join(__dirname, '..', '..');
 const CONTRACT = readFileSync(join(ROOT, 'docs', 'contract.md'), 'utf8');
@@ -34,6 +35,47 @@ function testFiles(dir: string): string[] {
 const all = clauses(CONTRACT);
 const rel = (p: string) => relative(ROOT, p).split('\\').join('/');
 const owner = (file: string) => all.find((c) => c.folders.some((f) => file.startsWith(`${f}/`)));
+/** The clauses naming a folder the file is in. */
+const owners = (file: string) => all.filter((c) => c.folders.some((f) => file.startsWith(`${f}/`))).map((c) => c.id);
+
+/** Names a test title is given under: jest's, and the suites' conditional forms of `describe`. */
+const TEST_CALLS = new Set(['describe', 'it', 'test', 'maybe', 'describeWithRedisServer']);
+
+/** The call's jest function, when it is one (`it`, `describe.skip`, `it.each([...])`, `(c ? describe : describe.skip)`). */
+function jestCallee(e: ts.Expression): boolean {
+  if (ts.isIdentifier(e)) return TEST_CALLS.has(e.text);
+  if (ts.isPropertyAccessExpression(e)) return jestCallee(e.expression);
+  if (ts.isCallExpression(e)) return jestCallee(e.expression); // it.each([...])(title, ...)
+  if (ts.isParenthesizedExpression(e)) return jestCallee(e.expression);
+  if (ts.isConditionalExpression(e)) return jestCallee(e.whenTrue) || jestCallee(e.whenFalse);
+  return false;
+}
+
+/** Every test and describe of a file: its title as written (null: not a literal) and whether it is top-level. */
+function titlesOf(path: string): { title: string | null; topLevel: boolean; line: number }[] {
+  const sf = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.ES2022, true);
+  const out: { title: string | null; topLevel: boolean; line: number }[] = [];
+  const visit = (node: ts.Node, depth: number) => {
+    if (ts.isCallExpression(node) && jestCallee(node.expression) && !ts.isCallExpression(node.parent)) {
+      const arg = node.arguments[0];
+      const title =
+        arg && (ts.isStringLiteral(arg) || ts.isNoSubstitutionTemplateLiteral(arg))
+          ? arg.text
+          : arg && ts.isTemplateExpression(arg)
+            ? arg.head.text
+            : null;
+      // (an it.each's table is its own call: only the call that takes the title counts)
+      if (!(ts.isCallExpression(node.expression) && node.arguments.length === 1 && !title)) {
+        out.push({ title, topLevel: depth === 0, line: sf.getLineAndCharacterOfPosition(node.getStart()).line + 1 });
+      }
+      node.arguments.forEach((a) => visit(a, depth + 1));
+      return;
+    }
+    ts.forEachChild(node, (child) => visit(child, depth));
+  };
+  visit(sf, 0);
+  return out;
+}
 
 describe('docs/contract.md and the test tree', () => {
   it('numbers its clauses C1 … Cn, each once, in order', () => {
@@ -56,24 +98,25 @@ describe('docs/contract.md and the test tree', () => {
     expect(orphans).toEqual([]);
     const misfiled = files.filter((f) => {
       const m = /^test\/contract\/(C\d+)-/.exec(f);
-      return m !== null && owner(f)?.id !== m[1];
+      return m !== null && (owners(f).length !== 1 || owner(f)?.id !== m[1]);
     });
     expect(misfiled).toEqual([]);
   });
 
-  it("every test file's top-level titles start with its clause", () => {
+  it("every test file's top-level titles start with a clause of its folder, and no title names another", () => {
     const wrong: string[] = [];
     for (const file of testFiles(join(ROOT, 'test')).map(rel)) {
-      const clause = owner(file);
-      if (!clause) continue;
-      const text = readFileSync(join(ROOT, file), 'utf8');
-      // a call at column 0: describe/it/test (maybe .each(…), .skip, or chosen by a condition), or the
-      // title line of a multi-line it.each([…])
-      const call =
-        /^(?:(?:[^\s/*][^\n]*?)?\b(?:describe\w*|it|test|maybe)(?:\.each\([^\n]*?\)|\.skip|\.only)?\)?|\]\))\(\s*(['"`])(.*?)\1/gm;
-      const titles = [...text.matchAll(call)].map((m) => m[2]!);
-      if (titles.length === 0) wrong.push(`${file}: no top-level title`);
-      for (const t of titles) if (!t.startsWith(`${clause.id}:`)) wrong.push(`${file}: ${t}`);
+      const allowed = owners(file);
+      if (allowed.length === 0) continue;
+      const found = titlesOf(join(ROOT, file));
+      if (found.length === 0) wrong.push(`${file}: no test`);
+      for (const t of found) {
+        if (t.title === null) wrong.push(`${file}:${t.line}: a title that is not written out`);
+        else if (t.topLevel && !allowed.some((c) => t.title!.startsWith(`${c}:`)))
+          wrong.push(`${file}:${t.line}: ${t.title}`);
+        else if (/^C\d+:/.test(t.title) && !allowed.some((c) => t.title!.startsWith(`${c}:`)))
+          wrong.push(`${file}:${t.line}: names another clause: ${t.title}`);
+      }
     }
     expect(wrong).toEqual([]);
   });

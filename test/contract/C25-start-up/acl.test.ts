@@ -1,8 +1,8 @@
 import IORedis from 'ioredis';
-import { createDispatchEngine } from '../../src/engine';
-import type { ExecutorResult, StageRef } from '../../src/types';
-import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
-import { aclUser, dropAclUsers } from '../helpers/acl';
+import { createDispatchEngine } from '../../../src/engine';
+import type { ExecutorResult, StageRef } from '../../../src/types';
+import { aclUser, dropAclUsers } from '../../helpers/acl';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../../helpers/redis';
 
 /** With `waitForReplicas` the engine also sends WAIT and reads CLIENT INFO (docs/reliability.md). */
 const WAIT_RULES = ['+wait', '+client|info'];
@@ -14,7 +14,7 @@ describe.each([
     extra: WAIT_RULES,
     waitForReplicas: { replicas: 1, timeoutMs: 1 },
   },
-])('C14: under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
+])('C25: under a Redis ACL user restricted to the prefix: $name', ({ extra, waitForReplicas }) => {
   let admin: IORedis;
   /** How to connect as the ACL user. */
   let connection: Awaited<ReturnType<typeof aclUser>>;
@@ -75,7 +75,7 @@ describe.each([
   });
 });
 
-describe('C14: a Redis user missing a permission is refused at start-up, before anything is written', () => {
+describe('C25: a Redis user missing a permission is refused at start-up, before anything is written', () => {
   let admin: IORedis;
   beforeAll(() => {
     admin = client();
