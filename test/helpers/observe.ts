@@ -152,3 +152,18 @@ export async function retriedAfterCancel(
     await worker.close();
   }
 }
+
+/**
+ * Internal: the holds (licences and failed-for-good records) the engine keeps on `ref`. A hold
+ * left on a stage nothing holds any more changes no answer (a cancel marked its jobs): it is
+ * memory no user sees, kept for a stage that is not deferred, in flight, waiting out a retry or
+ * failed for good.
+ */
+export async function holdsOn(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string[]> {
+  const sid = stageId(ref);
+  return redis.zrangebylex(`${q.prefix}:${q.queueName}:sd:licences`, `[${sid}@`, `[${sid}@\xff`);
+}
