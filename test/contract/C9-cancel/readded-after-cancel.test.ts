@@ -31,7 +31,7 @@ describe('C9: a failed wake-up re-added by hand after a cancel', () => {
     const { done, failed } = watch(worker);
     await waitFor(() => failed.length === 1, 'the wake-up failed for good');
     const wakeUp = (await h.engine.queue.getJobs(['failed']))[0]!;
-    expect(wakeUp.data).toMatchObject({ wakeUp: true, class: 'capacity' });
+    expect(wakeUp.data).toMatchObject({ class: 'capacity', reason: 'no_worker_available' });
     await h.engine.cancelActiveDispatch(image, 'book withdrawn');
     // the failed job itself, retried by hand: the cancel marked it
     await wakeUp.retry('failed');
