@@ -167,3 +167,15 @@ export async function holdsOn(
   const sid = stageId(ref);
   return redis.zrangebylex(`${q.prefix}:${q.queueName}:sd:licences`, `[${sid}@`, `[${sid}@\xff`);
 }
+
+/**
+ * Internal: the chain (`capacity.idempotent.failures`) job `jobId` carries while it holds its
+ * stage, for a test whose trap is set only when a job carries one (no public view shows it).
+ */
+export async function chainCarriedBy(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  jobId: string,
+): Promise<string | null> {
+  return redis.hget(`${q.prefix}:${q.queueName}:${jobId}`, 'sdk');
+}
