@@ -179,3 +179,26 @@ export async function chainCarriedBy(
 ): Promise<string | null> {
   return redis.hget(`${q.prefix}:${q.queueName}:${jobId}`, 'sdk');
 }
+
+/**
+ * Internal: the stage's dispatch lock as it is stored (null when there is none), to put back
+ * with {@link restoreDispatchLock}: a process that dies before its lazy release leaves it so.
+ */
+export async function dispatchLockOf(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string | null> {
+  return redis.get(`${q.prefix}:${q.queueName}:sd:inflight:${stageId(ref)}`);
+}
+
+/** Internal: puts back a dispatch lock read by {@link dispatchLockOf}, live for `ms`. */
+export async function restoreDispatchLock(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+  value: string,
+  ms: number,
+): Promise<void> {
+  await redis.set(`${q.prefix}:${q.queueName}:sd:inflight:${stageId(ref)}`, value, 'PX', ms);
+}
