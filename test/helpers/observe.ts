@@ -202,3 +202,18 @@ export async function restoreDispatchLock(
 ): Promise<void> {
   await redis.set(`${q.prefix}:${q.queueName}:sd:inflight:${stageId(ref)}`, value, 'PX', ms);
 }
+
+/**
+ * Internal: when `ref`'s capacity chain began (its score in its kind's wait index, ms), null when
+ * it waits in none. wakeDeferred's order shows it only among several chains; a test of one
+ * chain's start across its deferrals reads it here.
+ */
+export async function chainStartOf(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string | null> {
+  const sid = stageId(ref);
+  const kind = sid.slice(sid.lastIndexOf('/') + 1);
+  return redis.zscore(`${q.prefix}:${q.queueName}:sd:wq:${kind}`, sid);
+}
