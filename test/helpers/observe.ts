@@ -152,3 +152,94 @@ export async function retriedAfterCancel(
     await worker.close();
   }
 }
+
+/**
+ * Internal: the holds (licences and failed-for-good records) the engine keeps on `ref`. A hold
+ * left on a stage nothing holds any more changes no answer (a cancel marked its jobs): it is
+ * memory no user sees, kept for a stage that is not deferred, in flight, waiting out a retry or
+ * failed for good.
+ */
+export async function holdsOn(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string[]> {
+  const sid = stageId(ref);
+  return redis.zrangebylex(`${q.prefix}:${q.queueName}:sd:licences`, `[${sid}@`, `[${sid}@\xff`);
+}
+
+/**
+ * Internal: the chain (`capacity.idempotent.failures`) job `jobId` carries while it holds its
+ * stage, for a test whose trap is set only when a job carries one (no public view shows it).
+ */
+export async function chainCarriedBy(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  jobId: string,
+): Promise<string | null> {
+  return redis.hget(`${q.prefix}:${q.queueName}:${jobId}`, 'sdk');
+}
+
+/**
+ * Internal: the stage's dispatch lock as it is stored (null when there is none), to put back
+ * with {@link restoreDispatchLock}: a process that dies before its lazy release leaves it so.
+ */
+export async function dispatchLockOf(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string | null> {
+  return redis.get(`${q.prefix}:${q.queueName}:sd:inflight:${stageId(ref)}`);
+}
+
+/** Internal: puts back a dispatch lock read by {@link dispatchLockOf}, live for `ms`. */
+export async function restoreDispatchLock(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+  value: string,
+  ms: number,
+): Promise<void> {
+  await redis.set(`${q.prefix}:${q.queueName}:sd:inflight:${stageId(ref)}`, value, 'PX', ms);
+}
+
+/**
+ * Internal: when `ref`'s capacity chain began (its score in its kind's wait index, ms), null when
+ * it waits in none. wakeDeferred's order shows it only among several chains; a test of one
+ * chain's start across its deferrals reads it here.
+ */
+export async function chainStartOf(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ref: StageRef,
+): Promise<string | null> {
+  const sid = stageId(ref);
+  const kind = sid.slice(sid.lastIndexOf('/') + 1);
+  return redis.zscore(`${q.prefix}:${q.queueName}:sd:wq:${kind}`, sid);
+}
+
+/**
+ * Internal: the clock lead (ms) the fleet's Worker hosts recorded, null when none is: what the
+ * early-wake tolerance follows. Its effect (a wake-up promoted early by a leading host is not
+ * dispatched inside its window) takes a host whose clock leads and a window's wait to see.
+ */
+export async function fleetClockLead(redis: IORedis, q: { prefix: string; queueName: string }): Promise<number | null> {
+  const v = await redis.get(`${q.prefix}:${q.queueName}:sd:lead`);
+  return v === null ? null : Number(v);
+}
+
+/** Internal: sets the fleet's recorded clock lead (as another host's record), or drops it (`null`). */
+export async function setFleetClockLead(
+  redis: IORedis,
+  q: { prefix: string; queueName: string },
+  ms: number | null,
+): Promise<void> {
+  const key = `${q.prefix}:${q.queueName}:sd:lead`;
+  if (ms === null) await redis.del(key);
+  else await redis.set(key, ms, 'PX', 60_000);
+}
+
+/** Internal: how long the fleet's recorded clock lead lives on (its PTTL, ms; negative: none or no TTL). */
+export async function fleetClockLeadPttl(redis: IORedis, q: { prefix: string; queueName: string }): Promise<number> {
+  return redis.pttl(`${q.prefix}:${q.queueName}:sd:lead`);
+}

@@ -1,6 +1,6 @@
-import { parseLicence } from '../../../src/job-data';
 import { harness, notSent } from '../../helpers/engine';
 import { fast, watch } from '../../helpers/jobs';
+import { listedDeferral } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 
 /**
@@ -18,16 +18,18 @@ describe('C11: a job (not a wake-up) that holds the licence after a real failure
   it('its retry’s capacity deferral goes on with that chain (the deferrals before the failure count)', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 }, retry: { attempts: 3, backoff: fast } });
     h.executor.script(image, NO, crash, NO);
-    const wakeUps: string[] = [];
-    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
+    const deferrals: number[] = [];
+    h.engine.on('deferred', (e) => deferrals.push(e.deferrals));
     // a deferral: its wake-up holds the licence (a chain of one capacity deferral)
     expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
     await h.redis.del(h.engine.deferredStageKey(image));
     // a job added by hand runs in that chain, fails (it takes the licence), and its retry defers
     await h.engine.queue.add('image', handData, { jobId: 'chain-1', attempts: 3, backoff: fast });
     const { failed } = watch(h.engine.createWorker());
-    await waitFor(() => wakeUps.length === 2, 'the retry deferred');
+    await waitFor(() => deferrals.length === 2, 'the retry deferred');
     expect(failed).toHaveLength(1);
-    expect(parseLicence(wakeUps[1]!)!.chain).toEqual({ capacity: 2, idempotent: 0, failures: 1 });
+    // the retry's deferral is the chain's second capacity deferral in a row, as listDeferred shows it
+    expect(deferrals).toEqual([1, 2]);
+    expect(await listedDeferral(h.engine, image)).toMatchObject({ class: 'capacity', deferrals: 2 });
   });
 });

@@ -4,6 +4,7 @@ import { DeferralStore } from '../../../src/deferral-store';
 import { expectUnwritten, harness, notSent, SENT, snapshot, type Harness } from '../../helpers/engine';
 import { fast, fetchBy, heldExecutor, latch, watch } from '../../helpers/jobs';
 import { onCluster, waitFor } from '../../helpers/redis';
+import { failedRecordsOf } from '../../helpers/observe';
 
 /**
  * Issue 14, item 2: behaviours of src/bullmq/processor.ts that mutants of it
@@ -253,7 +254,6 @@ describe('C11: line 72: a closed engine refuses every job without spending an at
         expect(await h.engine.dispatchStage(image, {})).toMatchObject({ until: expect.any(Number) });
         expect((await h.engine.wakeDeferred({})).woken).toHaveLength(1);
         const job: Job = await fetchBy(h, 'bull-1');
-        const index = `${h.prefix}:${h.queueName}:sd:licences`;
         // worker A runs it; while its executor runs, A stalls past BullMQ's lockDuration and the job
         // is handed to worker B (BullMQ's lock of it now holds B's token)
         const a = (h.engine.processor(job, 'bull-1') as Promise<unknown>).catch((e: unknown) => e);
@@ -262,12 +262,12 @@ describe('C11: line 72: a closed engine refuses every job without spending an at
         gate.open();
         // A: quiet (DelayedError: BullMQ would refuse its failure), and no failed-job record
         expect(await a).toMatchObject({ name: 'DelayedError' });
-        expect((await h.redis.zrange(index, '0', '-1')).filter((m) => m.endsWith('?'))).toEqual([]);
+        expect(await failedRecordsOf(h.redis, h, image)).toEqual([]);
         // B: the same chain, so the same end: the job fails for good, recorded; no new deferral
         const b = await (h.engine.processor(job, 'bull-2') as Promise<unknown>).catch((e: unknown) => e);
         if (code) expect(b).toMatchObject({ code });
         else expect(b).toMatchObject({ message: 'broken' });
-        expect(await h.redis.zrange(index, '0', '-1')).toEqual([`${job.id}?`]);
+        expect(await failedRecordsOf(h.redis, h, image)).toEqual([job.id]);
       },
     );
   },

@@ -4,7 +4,7 @@ import { crashAfterFail, settledState } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * CHANGELOG (fifteenth session): a wake-up redelivered after a crash
+ * CHANGELOG: a wake-up redelivered after a crash
  * between its failed-for-good record and BullMQ's failure "runs once more and fails again";
  * a fix: such a redelivery gets no fresh retry budget. For a wake-up that carried a
  * chain's failures in its licence, the budget restarts anyway: FAIL (the processor's) dropped its
@@ -33,11 +33,10 @@ describe('C11: the retry budget of a wake-up redelivered after a crash between F
       new Error('500 f'),
       new Error('500 g'),
     );
-    const { worker, crashed, redis } = crashAfterFail(
+    const { worker, crashed } = crashAfterFail(
       h,
-      // the wake-up's final failure: FAIL marked it
-      async (job) =>
-        job.id!.includes('@') && (await redis.hexists(`${h.prefix}:${h.queueName}:${job.id}`, 'sdf')) === 1,
+      // the wake-up's final failure: it fails for good (FAIL recorded it), as BullMQ is told
+      (job, error) => job.data.class !== undefined && error.name === 'UnrecoverableError',
     );
     try {
       await h.engine.enqueue(image, {});

@@ -2,7 +2,8 @@ import { harness, notSent, teardown, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import { DeferralStore } from '../../../src/deferral-store';
 import type { StageRef } from '../../../src';
-import { members, watch } from '../../helpers/members';
+import { watch } from '../../helpers/members';
+import { FREE, holdsOn, stageView } from '../../helpers/observe';
 
 /**
  * Found by the second review: the processor released a failed attempt's lock
@@ -73,15 +74,22 @@ describe('C12: HOLD after the release races a host tick', () => {
     expect(h.executor.calls.filter((c) => c.ref.stage === 'image')).toHaveLength(2);
   });
 
-  it('a cancel in between: nothing of the cancelled stage is kept in Redis', async () => {
+  it('a cancel in between: the cancelled stage is free, and a job enqueued afterwards dispatches it', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 200 } } });
-    h.executor.script(image, new Error('down'));
+    h.executor.script(image, new Error('down'), SENT);
     tickBeforeHold(() => h.engine.cancelActiveDispatch(image));
     await h.engine.enqueue(image, {});
     const { done } = watch(h.engine.createWorker());
     await waitFor(() => done.length >= 1, 'the job ran again and stopped as cancelled');
     expect(done[0]!.result).toMatchObject({ cancelled: true });
-    // memory: nothing for a stage that is not deferred, in flight, waiting out a retry or failed
-    expect(await members(h.redis, h.prefix, h.queueName)).toEqual([]);
+    expect(h.executor.callsFor(image)).toBe(1);
+    // memory no user sees (no public view shows a hold left on a free stage): none is kept
+    expect(await holdsOn(h.redis, h, image)).toEqual([]);
+    // nothing holds the stage any more: not deferred, no job of it left, and a new job sends it
+    expect(await stageView(h.engine, image)).toEqual(FREE);
+    expect((await h.engine.enqueue(image, {})).added).toBe(true);
+    await waitFor(() => done.length >= 2, 'the new job ran');
+    expect(done[1]!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.callsFor(image)).toBe(2);
   });
 });

@@ -1,18 +1,18 @@
-import { stageId, type ExecutorResult } from '../../../src';
+import type { ExecutorResult } from '../../../src';
 import { dispatchJobData } from '../../../src/job-data';
 import { harness, SENT } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
 import { onCluster, waitFor } from '../../helpers/redis';
 import { bullLock, fetchBy, held } from '../../helpers/held';
+import { dispatchLockOf, restoreDispatchLock } from '../../helpers/observe';
 
 /**
- * Review of issue 12: a job's stage lock tied to BullMQ's own lock of the job
+ * A job's stage lock tied to BullMQ's own lock of the job
  * (`<job id>\n<fence>\n<BullMQ token>`, live while `<base><job id>:lock` holds
  * that token), on the paths test/contract/C12-one-in-flight/job-tied-lock.test.ts does not walk.
  */
 const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const data = dispatchJobData(ref, {}, undefined);
-const stageIdOf = stageId(ref);
 
 /** An executor whose first call blocks until released; counts the calls running at once. */
 function gated() {
@@ -99,15 +99,13 @@ function gated() {
       await fetchBy(h, 'my-token');
       const first = await h.engine.processor((await h.engine.queue.getJob('hand-2'))!, 'my-token');
       expect(first).toMatchObject({ dispatched: true });
-      const lock = `${h.prefix}:${h.queueName}:sd:inflight:${stageIdOf}`;
       // the process dies after BullMQ's completion, before its lazy release: the dead tied lock stays
-      const value = await h.redis.get(lock);
+      const value = await dispatchLockOf(h.redis, h, ref);
       await (await h.engine.queue.getJob('hand-2'))!.moveToCompleted(first, 'my-token', false);
       // (this process' own lazy release is let go first, then its effect undone: as if it never ran)
-      await waitFor(async () => (await h.redis.exists(lock)) === 0, 'the lazy release to be sent');
-      await h.redis.set(lock, value!, 'PX', 30_000);
+      await waitFor(async () => (await dispatchLockOf(h.redis, h, ref)) === null, 'the lazy release to be sent');
       expect(value).not.toBeNull();
-      expect(await h.redis.exists(lock)).toBe(1);
+      await restoreDispatchLock(h.redis, h, ref, value!, 30_000);
       // an operator retries the completed job; the manual loop fetches it with its one token
       await (await h.engine.queue.getJob('hand-2'))!.retry('completed');
       await fetchBy(h, 'my-token');

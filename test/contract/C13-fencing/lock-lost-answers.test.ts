@@ -1,9 +1,8 @@
 import { UnrecoverableError } from 'bullmq';
 import type { DispatchContext, ExecutorResult, StageRef } from '../../../src';
-import { stageId } from '../../../src';
-import { DeferralStore } from '../../../src/deferral-store';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { latch, watch } from '../../helpers/jobs';
+import { chainCarriedBy, expireDispatchLockNow, holdsOn } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 import { recording, untilAborted } from '../../helpers/attempts';
 
@@ -48,11 +47,10 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     a.engine.createWorker();
     await waitFor(() => seen.length === 1, 'the executor to start');
     await a.engine.close();
-    const store = new DeferralStore(a.engine.queue);
-    expect(await a.redis.zrange(store.keys.index, '0', '-1')).toEqual([]);
     const b = harness({}, { prefix: a.prefix, queueName: a.queueName });
     expect(await b.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
-    expect(await a.redis.exists(store.keys.job(added.jobId!))).toBe(1);
+    // had the interrupted job held the stage, that send would have revoked it and removed the job
+    expect(await b.engine.queue.getJobState(added.jobId!)).not.toBe('unknown');
   });
 
   const throwsAfterCancel: [string, (ctx: DispatchContext) => Promise<ExecutorResult>, object, object][] = [
@@ -135,7 +133,7 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     await h.redis.del(h.engine.deferredStageKey(image));
     const result = h.engine.dispatchStage(image, {});
     await waitFor(() => second !== undefined, 'the second executor to start');
-    await h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
+    await expireDispatchLockNow(h.redis, h, image);
     const r = await result;
     expect((second!.signal.reason as Error).message).toBe('Dispatch lock lost');
     expect(r).toMatchObject({ dispatched: false, reason: 'dispatch_lock_lost', retryable: true });
@@ -176,7 +174,6 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     const s = { scope: ['book-14', 'ch-3', 'sc-1'], stage: 's' };
     const t = { scope: ['book-14', 'ch-3', 'sc-1'], stage: 't' };
     const h = harness({ limits: { maxCapacityDeferrals: 120, maxIdempotentDeferrals: 1 } });
-    const store = new DeferralStore(h.engine.queue);
     const q = h.engine.queue;
     const data = (ref: StageRef) => ({ v: 1, scope: ref.scope, stage: ref.stage, payload: {} });
     const opts = { attempts: 3, backoff: { type: 'fixed' as const, delay: 60_000 } };
@@ -188,8 +185,9 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     await waitFor(() => failed.length === 1, 'X failed for good');
     await (await q.getJob('X'))!.retry('failed');
     await waitFor(() => failed.length === 2, 'X failed again after the retry by hand');
-    const sid = stageId(s);
-    expect(await h.redis.zrange(store.keys.index, '0', '-1')).toEqual([`${sid}@j.X!`]);
+    // X holds stage s (its one hold), waiting out its backoff
+    expect(await holdsOn(h.redis, h, s)).toHaveLength(1);
+    expect(await q.getJobState('X')).toBe('delayed');
     // the operator removes X: the licence stays
     await q.remove('X');
     // stage t: one idempotent deferral, ended by hand; then a job with the reused id X fails under t's licence
@@ -197,7 +195,10 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     await h.redis.del(h.engine.deferredStageKey(t));
     await q.add('t', data(t), { ...opts, jobId: 'X' });
     await waitFor(() => failed.length === 3, 'X (of stage t) failed once');
-    expect(await h.redis.hget(store.keys.job('X'), 'sdk')).toBe('0.1.0');
+    // X of stage t waits out its backoff, in t's chain of one idempotent deferral (the trap: a
+    // chain on a job whose id s's hold names; no public view shows it)
+    expect(await q.getJobState('X')).toBe('delayed');
+    expect(await chainCarriedBy(h.redis, h, 'X')).toBe('0.1.0');
     // stage s, under its '!' licence: a fresh chain, so its first idempotent answer is a deferral
     const r = await h.engine.dispatchStage(s, {});
     expect(r).toMatchObject({

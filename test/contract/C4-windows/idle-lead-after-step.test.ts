@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { harness, notSent, SENT } from '../../helpers/engine';
+import { fleetClockLead } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 import { promotedByClockAhead, spawnAheadHost } from '../../helpers/runs';
 import type { StageRef } from '../../../src';
@@ -37,9 +38,8 @@ describe('C4: an idle fleet host whose clock steps ahead after its engine starte
 
     const hostA = await spawnAheadHost(h, join(__dirname, '..', '..', 'helpers', 'clock-steps.cjs'));
     try {
-      const leadKey = `${h.prefix}:${h.queueName}:sd:lead`;
       // in step at its start: nothing to record
-      expect(await h.redis.get(leadKey)).toBeNull();
+      expect(await fleetClockLead(h.redis, h)).toBeNull();
       // host A's clock steps 6 s ahead; idle, it then has its 20 s refresh
       hostA.child.kill('SIGUSR2');
       await waitFor(() => hostA.said().includes('stepped'), 'host A stepped', 5000);
@@ -51,12 +51,12 @@ describe('C4: an idle fleet host whose clock steps ahead after its engine starte
       );
       expect(real()).toBeLessThan(until - 5000);
       // what host A recorded for the fleet by now
-      const recorded = await h.redis.get(leadKey);
+      const recorded = await fleetClockLead(h.redis, h);
       // host A's worker promotes the wake-up by its clock; host B, right clock, runs it
       const { result, calledAt } = await promotedByClockAhead(h, real);
       expect(result).toMatchObject({ dispatched: true });
       // Redis and this machine share a clock: not before the window's end
-      expect({ recorded: Number(recorded) > 5000, early: calledAt < until }).toEqual({
+      expect({ recorded: (recorded ?? 0) > 5000, early: calledAt < until }).toEqual({
         recorded: true,
         early: false,
       });

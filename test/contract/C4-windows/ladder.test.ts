@@ -1,12 +1,13 @@
 import type { StageRef } from '../../../src';
 import { expectWindowLeft, harness, notSent, SENT } from '../../helpers/engine';
 import { fast, heldExecutor } from '../../helpers/jobs';
+import { chainStartOf } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 
 /**
  * PASSING CHECKS (not defects): the ladder and the chain start across paths no
  * existing test pins: a real failure retried by BullMQ mid-chain, a retryAfterMs step, an
- * early wake; the chain start (sd:wq:<kind> score) is kept by all of them and the entry goes
+ * early wake; the chain start (wakeDeferred's order, read through chainStartOf) is kept by all of them and the entry goes
  * with the success; and a wake whose `limit` is spent on other stages still shortens an
  * in-flight attempt's deferral, as the README says.
  */
@@ -29,7 +30,6 @@ describe('C4: the capacity ladder', () => {
       NO,
       SENT,
     );
-    const waitKey = `${h.prefix}:${h.queueName}:sd:wq:image`;
     const seen: { deferrals: number; delay: number; score: string | null }[] = [];
     let woke = false;
     h.engine.on('deferred', (e) => {
@@ -38,7 +38,7 @@ describe('C4: the capacity ladder', () => {
         seen.push({
           deferrals: e.deferrals,
           delay: job!.opts.delay!,
-          score: await h.redis.zscore(waitKey, 'book-1/ch/image'),
+          score: await chainStartOf(h.redis, h, ref),
         });
         // after the 4th deferral (1600 ms), capacity returns early once
         if (e.deferrals === 5 && !woke) {
@@ -64,7 +64,7 @@ describe('C4: the capacity ladder', () => {
       [5, 3200],
     ]);
     expect(new Set(seen.map((s) => s.score)).size).toBe(1);
-    expect(await h.redis.zscore(waitKey, 'book-1/ch/image')).toBeNull();
+    expect(await chainStartOf(h.redis, h, ref)).toBeNull();
     expect(h.executor.calls).toHaveLength(7);
     await worker.close();
   });

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { stageId } from '../../../src';
+import { expireDispatchLockNow, FREE, holdsOn, listedDeferral, stageJobs, stageView } from '../../helpers/observe';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { endsChain, first, interceptBatch, wrapBatch } from '../../helpers/faults';
 
@@ -35,7 +35,8 @@ describe('C6: a dispatched stage whose release reply is lost is sent once', () =
     expect(h.executor.callsOf(ref).filter((c) => c.result?.dispatched === true)).toHaveLength(1);
     expect(failed).toEqual([]);
     // the retried release found the lock gone (the first one had run): nothing of the stage is left
-    expect(await h.redis.zcard(`${h.prefix}:${h.queueName}:sd:licences`)).toBe(0);
+    expect(await stageView(h.engine, ref)).toEqual(FREE);
+    expect(await holdsOn(h.redis, h, ref)).toEqual([]);
   });
 
   it('the reply of every try of a release is lost: the direct call answers dispatched and releaseFailed is emitted once', async () => {
@@ -61,12 +62,11 @@ describe('C6: a dispatched stage whose release reply is lost is sent once', () =
 
   it('a repeat after Redis refused the try before (an error reply: it did not run) keeps lockLost: the lock was lost, the deferral another attempt made stands', async () => {
     const h = harness();
-    const lock = `${h.prefix}:${h.queueName}:sd:inflight:${stageId(ref)}`;
     h.executor.script(
       ref,
       async () => {
         // the lock expires (a pause longer than lockMs) and another attempt defers the stage
-        await h.redis.del(lock);
+        await expireDispatchLockNow(h.redis, h, ref);
         expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
         return SENT;
       },
@@ -109,9 +109,13 @@ describe('C6: a dispatched stage whose release reply is lost is sent once', () =
     expect(result).toMatchObject({ dispatched: true });
     expect(result).not.toHaveProperty('lockLost');
     expect(await h.engine.isStageDeferred(ref)).toBe(true);
-    const licences = await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1');
-    expect(licences).toHaveLength(1);
-    expect(await (await h.engine.queue.getJob(licences[0]!))?.getState()).toBe('delayed');
+    // the newer deferral's wake-up stays, delayed, the stage's only job
+    const listed = await listedDeferral(h.engine, ref);
+    expect(await stageJobs(h.engine, ref)).toEqual([listed!.wakeUpJobId]);
+    expect(await h.engine.queue.getJobState(listed!.wakeUpJobId)).toBe('delayed');
+    // (no one-line mutation of src/ found that this test catches: the hold is also read, through
+    // the named internal helper, as the test read it before)
+    expect(await holdsOn(h.redis, h, ref)).toEqual([listed!.wakeUpJobId]);
   });
 
   it('a reply lost, then a try refused, then an answer that finds the lock gone: not lockLost (a try before it may have run)', async () => {

@@ -5,14 +5,14 @@ import type { StageRef } from '../../../src';
 
 /**
  * Path: a wake-up fails for good (kept: the failed-job record); the host cancels the
- * stage (`cancelActiveDispatch`: the failed wake-up is marked `sdc`); an operator then re-adds
+ * stage (`cancelActiveDispatch`: the failed wake-up is marked cancelled); an operator then re-adds
  * the failed wake-up in Bull Board's way, `queue.add(job.name, job.data)`.
  * Expected: README, operator table, row "retries a failed job (...), retries a kept completed
  * job, or re-adds a failed wake-up with `queue.add(job.name, job.data)`": "the stage is
  * dispatched ..., unless it is deferred (suppressed), in flight (delayed until it is not), or
  * was cancelled after the job failed (completes as cancelled)".
  * What happens: the cancel's mark lives on the failed job's own hash (CANCEL in
- * src/lua/scripts.ts: `sdc` on each job it knows of) and its record leaves the licence index;
+ * src/lua/scripts.ts: a mark on each job it knows of) and the stage keeps nothing of it;
  * the re-added job is a new job under a new id, with no mark and nothing left to find, so begin
  * runs it and the cancelled stage is sent. (Either the README row over-promises for the re-add
  * path, or the cancel must leave something a re-added job of the stage meets.)
@@ -31,12 +31,7 @@ describe('C9: a failed wake-up re-added by hand after a cancel', () => {
     const { done, failed } = watch(worker);
     await waitFor(() => failed.length === 1, 'the wake-up failed for good');
     const wakeUp = (await h.engine.queue.getJobs(['failed']))[0]!;
-    expect(wakeUp.id).toMatch(/@cap\./);
-    await waitFor(
-      async () =>
-        (await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:licences`, '0', '-1')).some((m) => m.endsWith('?')),
-      'recorded',
-    );
+    expect(wakeUp.data).toMatchObject({ class: 'capacity', reason: 'no_worker_available' });
     await h.engine.cancelActiveDispatch(image, 'book withdrawn');
     // the failed job itself, retried by hand: the cancel marked it
     await wakeUp.retry('failed');
