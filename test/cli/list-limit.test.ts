@@ -4,7 +4,7 @@ import { closeFileEngine, fileEngine } from '../helpers/engine';
 import { isolated } from '../helpers/redis';
 import { cliOn } from './run';
 
-/** Review of issue 12: the CLI's `list` page shares the engine's bounds. */
+/** Check of the CLI's `list` page shares the engine's bounds. */
 const names = isolated();
 let engine: DispatchEngine;
 

@@ -4,7 +4,7 @@ import { redisOptions } from '../helpers/redis';
 import type { StageRef } from '../../src';
 
 /**
- * Path: the sixteenth session put every `until` on Redis' clock: `deferredStage`
+ * Path: every `until` is on Redis' clock: `deferredStage`
  * (src/store/listing.ts:22) now gives the wake-up id's `until` (`lic.until`) instead of
  * `now + PTTL`. The CLI still turns it into "time left" with the clock of the machine it runs
  * on: `deferredJson` (src/cli/output.ts:25, `remainingMs: Math.max(0, d.until - now)`) and

@@ -7,7 +7,7 @@ import { onCluster, waitFor } from '../helpers/redis';
 import { bullLock, fetchBy } from '../helpers/held';
 
 /**
- * Review of issue 12 (the stage lock tied to BullMQ's job lock): a tied lock
+ * Check of a tied lock
  * is dead once BullMQ's lock of its job is gone (the job completed), whatever
  * its key's TTL. The lazy release deletes the key later (or never, if it is
  * lost: the process died after BullMQ's completion, Redis failed); until then

@@ -29,7 +29,7 @@ async function cli(args: string[]) {
 }
 
 (onCluster ? describe.skip : describe)('C29: the CLI wake command with an empty --stage', () => {
-  it('11.1: wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
+  it('wake --stage "" is a usage error (exit 2) and wakes nothing', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(image, {});

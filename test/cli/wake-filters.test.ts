@@ -27,7 +27,7 @@ async function cli(on: { prefix: string; queueName: string }, ...args: string[])
 }
 
 describe('C29: CLI wake', () => {
-  it("11.1: wake --stage '' is a usage error and wakes nothing", async () => {
+  it("wake --stage '' is a usage error and wakes nothing", async () => {
     const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
     h.executor.fallback = notSent('no_worker_available');
     await h.engine.dispatchStage(video, {});

@@ -4,7 +4,7 @@ import { closeFileEngine, fileEngine } from '../helpers/engine';
 import { isolated } from '../helpers/redis';
 import { cliOn } from './run';
 
-/** Issue 11: `wake [scope…] --stage S --limit N` (with `--json`). */
+/** `wake [scope…] --stage S --limit N` (with `--json`). */
 const names = isolated();
 let engine: DispatchEngine;
 const refs: StageRef[] = [

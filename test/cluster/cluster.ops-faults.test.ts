@@ -17,7 +17,7 @@ import { describeWithRedisServer, NO_WORKER, taggedIsolated } from './support';
 jest.setTimeout(60_000);
 
 /**
- * Issue 15's cluster items (15.1, 15.2, 15.12): a failover, a completed slot move (reshard) and a
+ * 's cluster items (15.1, 15.2, 15.12): a failover, a completed slot move (reshard) and a
  * slot held MIGRATING, against a private 3 + 3 cluster, with the client settings docs/scaling.md
  * recommends (`retryDelayOnTryAgain` left at ioredis' 100 ms).
  */
@@ -50,7 +50,7 @@ async function timed<T>(run: () => Promise<T>): Promise<Timed<T>> {
 const describeOutcome = (t: Timed<unknown>) =>
   t.ok ? `ok in ${t.ms} ms` : `${t.error.constructor.name} in ${t.ms} ms: ${t.error.message.slice(0, 120)}`;
 
-describeWithRedisServer('C21: cluster operations under faults (issue 15: failover, reshard, slot migration)', () => {
+describeWithRedisServer('C21: cluster operations under faults (failover, reshard, slot migration)', () => {
   let harness: RedisClusterHarness;
   let cluster: Cluster;
   const prefixes: string[] = [];

@@ -109,7 +109,7 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
             'open deferrals on the victim',
             30_000,
           );
-          // a producer keeps enqueuing new stages on the victim's queue across the failover (issue 15.1)
+          // a producer keeps enqueuing new stages on the victim's queue across the failover ()
           const enqueues: { start: number; ms: number; error?: string }[] = [];
           let producing = true;
           const producer = (async () => {

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * Review of issue 13.1: scripts/compat-matrix.sh installs each pair "over a
+ * Check of scripts/compat-matrix.sh installs each pair "over a
  * scratch copy; the working tree is never touched". A git worktree whose
  * node_modules is a symlink (as every agent worktree here links
  * /work/main/node_modules) must not have the pair installed into the

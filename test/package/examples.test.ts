@@ -2,7 +2,7 @@ import { runToExit } from '../helpers/process';
 import { client, closeClients, dropPrefix, redisOptions } from '../helpers/redis';
 
 /**
- * Issue 13.4: an example a newcomer runs first must end by itself. A
+ * an example a newcomer runs first must end by itself. A
  * connection left open (the Worker's duplicate was) keeps Node alive forever.
  */
 const DEADLINE_MS = 30_000;
@@ -47,7 +47,7 @@ describe('C30: every example exits by itself', () => {
   );
 
   it(
-    '13.2, 13.4: examples/nestjs/main.ts defers a stage, its wake-up dispatches it through the executor provider, app.close() and exit 0',
+    'examples/nestjs/main.ts defers a stage, its wake-up dispatches it through the executor provider, app.close() and exit 0',
     async () => {
       const r = await runExample('examples/nestjs/main.ts');
       expect({ timedOut: r.timedOut, code: r.code, signal: r.signal }).toEqual({

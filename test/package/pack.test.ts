@@ -14,7 +14,7 @@ function redisUrl(): string {
 }
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** The files a producer in another language reads (issue 13.3). */
+/** The files a producer in another language reads (). */
 const CONTRACT = ['schema/dispatch-job-data.v1.json', 'src/lua/enqueue-probe.lua', 'test/vectors/stage-ids.json'];
 
 let dir: string;

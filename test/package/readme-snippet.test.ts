@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 /**
- * Issue 13.4: the README's "Register it in an existing BullMQ setup" snippet
+ * the README's "Register it in an existing BullMQ setup" snippet
  * is what a newcomer pastes first. It must compile as it stands in an ESM
  * project (`"type": "module"`, `nodenext`) and in a CommonJS one: no default
  * import of ioredis used as a constructor (not constructable under ESM
@@ -85,7 +85,7 @@ describe('C30: the README snippet compiles as pasted', () => {
   });
 
   it.each<Flavour>(['esm', 'cjs'])(
-    '13.4: it type-checks in a %s project (module and moduleResolution nodenext)',
+    'it type-checks in a %s project (module and moduleResolution nodenext)',
     async (flavour) => {
       await expect(typeCheck(`snippet-${flavour}`, flavour, readmeSnippet())).resolves.toBe('');
     },

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { redisOptions } from '../helpers/redis';
 
 /**
- * Issue 13.4: `npm test` on a fresh machine. `pretest` runs
+ * `npm test` on a fresh machine. `pretest` runs
  * scripts/ensure-test-deps.sh (install chromium and redis-server where it can,
  * else one line saying how), and `npm test` goes through scripts/with-redis.sh
  * itself, which must not start a second Redis under `.ci/run`'s.

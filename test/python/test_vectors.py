@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 13.3: the Python producer example against the published contract.
+"""The Python producer example against the published contract.
 
 Run by test/contract/C19-producer-contract/python-producer.test.ts (or by hand: /usr/bin/python3 test/python/test_vectors.py).
 1. examples/python/enqueue.py's stage_id against test/vectors/stage-ids.json:

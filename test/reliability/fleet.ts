@@ -36,7 +36,7 @@ export interface FleetOptions {
   terminalRate?: number;
   /** An operator retries the failed jobs by hand (`job.retry('failed')`, half of them resetting attempts) every this many ms. */
   retryByHandEveryMs?: number;
-  /** Capacity returns: `engine.wakeDeferred({ limit: 1..4 })` every this many ms (issue 11). */
+  /** Capacity returns: `engine.wakeDeferred({ limit: 1..4 })` every this many ms (). */
   wakeEveryMs?: number;
   /** BullMQ lockDuration of the workers, ms (default 1000: fast recovery after a kill). */
   workerLockMs?: number;

@@ -5,7 +5,7 @@ import { fetchBy, holdPromotion, stalledCheck, watch } from '../../helpers/jobs'
 import { client, waitFor } from '../../helpers/redis';
 
 /**
- * Left this gap, fixed in the twenty-second session: a wake-up the clear promoted
+ * Left this gap, fixed : a wake-up the clear promoted
  * whose run began, and deferred again or finished, before its batch's CLEAR was not counted
  * (its marker and licence were the new deferral's or gone), and its run had read the licence
  * before CLEAR's `!`, so the stage went on with its old chain. The clear now marks each

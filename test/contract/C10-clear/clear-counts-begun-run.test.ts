@@ -9,7 +9,7 @@ import { waitFor } from '../../helpers/redis';
  * run's mark ('r') must keep it counted. Here the clear's promotion is held until the wake-up's
  * run began (it removed its marker and holds the stage, its executor answering late), and only
  * then does the clear record. A mutation that wrote the wake's 'w' for the run's own mark (the
- * scoring of src/lua/scripts.ts in the nineteenth session) survived every suite before this one.
+ * scoring of src/lua/scripts.ts ) survived every suite before this one.
  */
 const a: StageRef = { scope: ['r39-begun', 'ch-1'], stage: 'image' };
 

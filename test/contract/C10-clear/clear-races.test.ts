@@ -14,7 +14,7 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C10: r2 (held up)', () => {
+describe('C10: clears beside cancels, retries and held jobs', () => {
   it('two clears at once: one counts the deferral, the stage is dispatched once', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT);

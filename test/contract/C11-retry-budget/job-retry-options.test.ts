@@ -4,7 +4,7 @@ import { fast, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * the contract on the paths operators, shutdowns and clocks take.
  * Each title names the item it pins.
  */
 // the engines of each test are torn down by harness() itself

@@ -7,7 +7,7 @@ import { onCluster, waitFor } from '../../helpers/redis';
 import { failedRecordsOf } from '../../helpers/observe';
 
 /**
- * Issue 14, item 2: behaviours of src/bullmq/processor.ts that mutants of it
+ * behaviours of src/bullmq/processor.ts that mutants of it
  * survived (docs/testing.md, "Surviving mutants"). Each test names the line's
  * behaviour it guards.
  */

@@ -5,7 +5,7 @@ import { watch } from '../../helpers/jobs';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /**
- * Review of issue 13.1: with bullmq a peer, an app may hold two copies (a
+ * Check of with bullmq a peer, an app may hold two copies (a
  * Worker of the app's, the plugin's own); BullMQ knows an UnrecoverableError
  * by its name too (`err.name == 'UnrecoverableError'`), so the app's copy's
  * class fails a job for good. The engine must see it the same way and record

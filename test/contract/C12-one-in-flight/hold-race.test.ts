@@ -6,7 +6,7 @@ import { watch } from '../../helpers/members';
 import { FREE, holdsOn, stageView } from '../../helpers/observe';
 
 /**
- * Found by the second review: the processor released a failed attempt's lock
+ * Found: the processor released a failed attempt's lock
  * and only later, in a second round trip, installed the job as the stage's
  * licence, so a host's tick in between could be revoked by it. The job now
  * takes the licence in the release itself (one script, while it holds the

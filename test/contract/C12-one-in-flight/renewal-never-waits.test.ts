@@ -7,7 +7,7 @@ const slow: StageRef = { scope: ['book'], stage: 'video' };
 const blocked: StageRef = { scope: ['book'], stage: 'image' };
 
 /**
- * Issue 15.3: a `WAIT` blocks the connection it runs on for up to its
+ * a `WAIT` blocks the connection it runs on for up to its
  * timeout. Here no replica exists, so every `WAIT` blocks for all of
  * `timeoutMs` (3 s) on the engine's connection, three times `lockMs`.
  */

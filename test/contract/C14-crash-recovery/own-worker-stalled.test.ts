@@ -14,7 +14,7 @@ import type { StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe("C14: the user's own Worker and a job BullMQ fails by itself", () => {
-  it('r16b, fixed by attachWorker: stalled with maxStalledCount 0 on the own Worker: cancel, then a retry by hand does not dispatch the cancelled stage', async () => {
+  it('stalled with maxStalledCount 0 on the own Worker: cancel, then a retry by hand does not dispatch the cancelled stage', async () => {
     const h = harness();
     const { jobId } = await h.engine.enqueue(image, {});
     await fetchBy({ queueName: h.queueName, prefix: h.prefix }, 'frozen', 200); // a worker froze past its lock

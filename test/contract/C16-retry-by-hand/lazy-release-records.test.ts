@@ -5,7 +5,7 @@ import { watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Path: the sixteenth session's chain-end rule (src/lua/scripts.ts, `release`, mode '1', the
+ * Path: the chain-end rule (src/lua/scripts.ts, `release`, mode '1', the
  * `?` loop): "a job failed for good that is not finished runs again: redelivered (its worker
  * died before BullMQ failed it ...). The stage went out meanwhile, so it is superseded". That
  * loop runs only in an AWAITED release. A success whose begin saw no licence and no failed-job

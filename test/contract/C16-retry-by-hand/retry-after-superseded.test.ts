@@ -9,7 +9,7 @@ import type { StageRef } from '../../../src';
  * Path: the chain-end rule, `supersedeRecords` (src/lua/scripts.ts:437-457), run by a success's
  * release (mode '1', and a fix the lazy mode 'z', scripts.ts:466-469). For a
  * failed-job record whose job has no `finishedOn` it now does, besides 'sds', `HDEL sdf sdt sdp`
- * (scripts.ts:451-452, new in the sixteenth session). A job whose last failure the engine has
+ * (scripts.ts:451-452). A job whose last failure the engine has
  * recorded but that BullMQ has not moved to failed yet (its worker alive, a few ms from
  * moveToFailed) is such a job. After BullMQ fails it, `begin` tells a retry by hand only from
  * 'sdf' or its '?' record (scripts.ts:336-339: `retried = (sdf and sdf ~= atm) or ((sdf or
@@ -17,7 +17,7 @@ import type { StageRef } from '../../../src';
  * `superseded` (scripts.ts:342). Only a Worker listener (`createWorker`, or `attachWorker` on a
  * Worker of one's own, engine.ts:297) writes the record again after BullMQ's failure; a Worker of
  * one's own that runs `engine.processor` without attachWorker (or a listener whose markFailed
- * hit a Redis blip: `.catch(() => undefined)`) never does. Before the sixteenth session the
+ * hit a Redis blip: `.catch(() => undefined)`) never does. Before, the
  * same run kept 'sdf' (only 'sds' was set) and the retry ran: this test passes at a3ea110.
  * With `attachWorker(manual)` plus the 'failed' event the Worker would emit, it passes too.
  *
@@ -35,7 +35,7 @@ import type { StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-29', 'ch-1', 'sc-2'], stage: 'image' };
 
 describe('C16: a retry by hand of a job failed while another job sent the stage', () => {
-  it("on a Worker of one's own, an operator's retry of a job that failed for good while another job sent the stage dispatches (it completed as superseded (it ran before the sixteenth session)", async () => {
+  it("on a Worker of one's own, an operator's retry of a job that failed for good while another job sent the stage dispatches (it completed as superseded", async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
     const { manual, x, y, xError, sent } = await failureBesideSuccess(h, image, 'r29b-', 5000);

@@ -115,7 +115,7 @@ describe('C16: a kept job whose finished mark cannot be written', () => {
     );
     const { done, failed } = watch(h.engine.createWorker());
     await waitFor(() => done.length === 1 || failed.length === 1, 'the job settled');
-    // the processor's mark (refused), then the Worker's 'completed' listener's (fifteenth session)
+    // the processor's mark (refused), then the Worker's 'completed' listener's
     await waitFor(() => mark.mock.calls.length === 2, 'the listener marked it too');
     expect(mark).toHaveBeenCalledTimes(2);
     expect(failed).toEqual([]);

@@ -31,7 +31,7 @@ async function deferredWithDeletedWakeUp() {
 }
 
 describe('C17: a wake-up deleted in Bull Board', () => {
-  it('11.1: wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
+  it('wakeDeferred({ limit: 1 }) wakes a stage that can still run, not one whose wake-up is gone', async () => {
     const h = await deferredWithDeletedWakeUp();
     const { done } = watch(h.engine.createWorker());
     const { woken } = await h.engine.wakeDeferred({ limit: 1, stage: 'image' });

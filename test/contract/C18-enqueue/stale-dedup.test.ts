@@ -3,7 +3,7 @@ import { addDeduplicated, redisClient } from '../../../src/bullmq/adapter';
 import { harness } from '../../helpers/engine';
 
 /**
- * Review of issue 13.1, the adapter's stale deduplication key recovery
+ * Check of the adapter's stale deduplication key recovery
  * (`addDeduplicated`), as it runs on BullMQ 5.81 and 6.0.0: their add returns
  * the job a deduplication key names even when that job is gone. On later 6.x
  * BullMQ recovers the key itself, so `queue.add` is wrapped here to answer as

@@ -3,7 +3,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review of issue 13.3: a producer in another language following BullMQ's
+ * Check of a producer in another language following BullMQ's
  * own docs. BullMQ for Python shows `deduplication: {id, ttl}` ("throttle
  * mode") next to the simple mode; the contract's `de:<stageId>` must hold as
  * long as the job waits, since a cancel reaches a waiting job through it.

@@ -2,7 +2,7 @@ import { harness, notSent } from '../../helpers/engine';
 import { keptFor, probe } from '../../helpers/visible';
 
 /**
- * Issue 13.3: the enqueue probe (src/lua/enqueue-probe.lua) answers in one
+ * the enqueue probe (src/lua/enqueue-probe.lua) answers in one
  * call whether the job holding a stage's licence is pending: the engine's
  * enqueue makes no job-state lookup of its own before BullMQ's add.
  */

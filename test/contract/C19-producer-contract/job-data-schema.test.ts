@@ -3,7 +3,7 @@ import { jsonSchema, SCHEMA_FILE } from '../../../scripts/gen-schema';
 import { dispatchJobData, JOB_DATA_VERSION, parseJobData } from '../../../src/job-data';
 import { InvalidJobDataError, UnsupportedJobVersionError } from '../../../src';
 
-/** Issue 13.3: the dispatch job data, published as JSON Schema for producers in any language. */
+/** the dispatch job data, published as JSON Schema for producers in any language. */
 describe('C19: the JSON Schema of the dispatch job data', () => {
   const published = JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')) as {
     properties: Record<string, unknown>;

@@ -1,9 +1,9 @@
 /**
  * The producer contract's checks on a job, as pure functions (no Redis): what
  * `checkJobOptions` refuses and lets through, and that `parseJobData` takes a
- * well-formed job's data as it is. Issue 14, item 2: these kill mutants of
+ * well-formed job's data as it is. these kill mutants of
  * src/job-data.ts that the Redis-level suites (producers.contract, r4)
- * reach only through a Worker. Issue 13.3 is the contract they pin.
+ * reach only through a Worker. is the contract they pin.
  */
 import { InvalidJobDataError, InvalidJobOptionsError, UnsupportedJobVersionError } from '../../../src/errors';
 import { encodeStageKind } from '../../../src/stage-ref';
@@ -104,7 +104,7 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
     ],
     ['a backoff without a type', job(ready, { backoff: { delay: 10 } }), /`backoff`/],
     ['a backoff given as a number', job(ready, { backoff: 10 }), /`backoff`/],
-    // the licence index's marks and its name for a job added by hand (review of the twelfth session's rewrite)
+    // the licence index's marks and its name for a job added by hand (review of the rewrite)
     ['an id ending in `!`', job(`${sid}@r.1!`), /ends in `!` or `\?`: a dispatch job id never does/],
     ['an id ending in `?`', job('by-hand?'), /ends in `!` or `\?`/],
     ['an id of the form `<stageId>@j.…`', job(`${sid}@j.7`), /has the engine's form for naming a job added by hand/],
@@ -113,7 +113,7 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
       job(`${sid}x@r.1`),
       /names stage id "book-1\/ch-2\/imagex", but/,
     ],
-  ])('13.3: refuses %s with INVALID_JOB_OPTIONS naming the job and the docs', (_what, j, message) => {
+  ])('refuses %s with INVALID_JOB_OPTIONS naming the job and the docs', (_what, j, message) => {
     const e = refusal(j);
     expect(e).toBeDefined();
     expect(e!.code).toBe('INVALID_JOB_OPTIONS');
@@ -193,7 +193,7 @@ describe('C19: keptWhenFinished: whether BullMQ keeps a job it finishes (removeO
     [{ age: ' ' }, true], // BullMQ's script reads a blank string as no number, not as 0
     [{}, true],
     [null, true],
-  ])('14.2: %j -> kept %s', (remove, kept) => {
+  ])('%j -> kept %s', (remove, kept) => {
     expect(keptWhenFinished(remove)).toBe(kept);
   });
 });

@@ -4,7 +4,7 @@ import * as lua from '../../../src/lua/scripts';
 import { ENQUEUE_PROBE } from '../../../src/lua/generated';
 
 /**
- * Issue 13.3: the enqueue probe ships as src/lua/enqueue-probe.lua, the one
+ * the enqueue probe ships as src/lua/enqueue-probe.lua, the one
  * source of the script; src/lua/generated.ts holds its text for the bundles
  * (`npm run lua` regenerates it).
  */

@@ -3,7 +3,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review of issue 13.3: a producer that adds the contract's job without the
+ * Check of a producer that adds the contract's job without the
  * enqueue probe (docs/producers.md says it then only costs a suppressed job
  * per tick of a deferred stage).
  */

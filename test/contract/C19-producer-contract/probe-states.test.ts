@@ -4,7 +4,7 @@ import { waitFor } from '../../helpers/redis';
 import { keptFor } from '../../helpers/visible';
 
 /**
- * Review of issue 13.3: the probe's reply (as `enqueue` answers it) in the
+ * Check of the probe's reply (as `enqueue` answers it) in the
  * stage states a producer meets that the 13.3 tests do not walk through.
  */
 const ref = { scope: ['states'], stage: 'image' };

@@ -6,7 +6,7 @@ import { latch, watch } from '../../helpers/jobs';
 import { onCluster, waitFor } from '../../helpers/redis';
 
 /**
- * Issue 13.3: a producer in Python (examples/python/enqueue.py, Debian's
+ * a producer in Python (examples/python/enqueue.py, Debian's
  * python3-redis under /usr/bin/python3) against the published contract:
  * test/python/test_vectors.py checks its encoder against the vectors and runs
  * the shipped probe on stages this engine deferred, holds in flight or has

@@ -3,7 +3,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Review of issue 13.3: a producer that copies the id of a job it saw in Bull
+ * Check of a producer that copies the id of a job it saw in Bull
  * Board (a wake-up's `<stageId>@cap.…`) instead of the `@r.` form. The doc
  * says a producer never writes those; the worker must say so, not complete
  * the job as a stale wake-up without a word.

@@ -4,7 +4,7 @@ import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Issue 13.3: a job that breaks the producer contract (docs/producers.md,
+ * a job that breaks the producer contract (docs/producers.md,
  * "Job options") fails with a typed error that says what is wrong; it is
  * never dispatched, nor completed as `cancelled` without a word.
  */

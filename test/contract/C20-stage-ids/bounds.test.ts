@@ -1,6 +1,6 @@
 /**
  * The exact bounds of a stage ref and the precedence of not-sent reasons, at
- * their edges (issue 14, item 2: they kill boundary mutants of
+ * their edges (they kill boundary mutants of
  * src/stage-ref.ts and src/outcomes.ts). Pure functions, no Redis.
  */
 import { InvalidStageRefError } from '../../../src/errors';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { InvalidStageRefError, MAX_SCOPE_SEGMENTS, MAX_STAGE_ID_LENGTH, parseStageId, stageId } from '../../../src';
 
 /**
- * Issue 13.3: the stage-id encoding as test vectors (test/vectors/stage-ids.json,
+ * the stage-id encoding as test vectors (test/vectors/stage-ids.json,
  * shipped), the spec a producer in another language checks its encoder
  * against (test/python/test_vectors.py runs the same file).
  */

@@ -3,7 +3,7 @@ import { payloadThroughWakeUp } from '../../helpers/runs';
 import type { StageRef } from '../../../src';
 
 /**
- * Path: `checkPayload` (src/dispatch.ts:678-686). The sixteenth session made it count every own
+ * Path: `checkPayload` (src/dispatch.ts:678-686). A change made it count every own
  * key (Reflect.ownKeys), so a hidden field or a non-enumerable own `toJSON` is refused. But the
  * ARRAY branch (`if (Array.isArray(obj))`) never looks at the array's prototype: the prototype
  * check (`proto !== Object.prototype && proto !== null` -> "a class instance") runs only in the

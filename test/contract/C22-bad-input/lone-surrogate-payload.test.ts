@@ -15,7 +15,7 @@ const cut: StageRef = { scope: ['book-1'], stage: 'image' };
 const fine: StageRef = { scope: ['book-2'], stage: 'image' };
 
 describe('C22: a payload with a lone surrogate', () => {
-  it('fixed: a payload with a lone surrogate is INVALID_PAYLOAD before anything is called or written; the views read the rest', async () => {
+  it('a payload with a lone surrogate is INVALID_PAYLOAD before anything is called or written; the views read the rest', async () => {
     const h = harness();
     h.executor.fallback = notSent('no_worker_available');
     const refused = await h.engine.dispatchStage(cut, { caption: 'a cake 🎂'.slice(0, -1) }).catch((e: unknown) => e);

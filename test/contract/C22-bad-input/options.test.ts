@@ -9,7 +9,7 @@ import { nearestKey, resolveOptions } from '../../../src/options';
 import { redisOptions } from '../../helpers/redis';
 
 /**
- * Issue 13.4, "a clean first hour": a misspelt option is refused, not dropped
+ * "a clean first hour": a misspelt option is refused, not dropped
  * in silence with its default used. Nothing here reaches Redis: options are
  * validated before the engine opens anything (test/contract/C25-start-up/connection.test.ts proves
  * that part).

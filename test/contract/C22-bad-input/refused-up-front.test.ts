@@ -3,7 +3,7 @@ import { DeferralStore } from '../../../src/deferral-store';
 import { expectUnwritten, harness, snapshot } from '../../helpers/engine';
 
 /**
- * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * the contract on the paths operators, shutdowns and clocks take.
  * Each title names the item it pins.
  */
 // the engines of each test are torn down by harness() itself

@@ -2,7 +2,7 @@ import { type StageRef } from '../../../src';
 import { harness, notSent } from '../../helpers/engine';
 
 /**
- * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * the contract on the paths operators, shutdowns and clocks take.
  * Each title names the item it pins.
  */
 // the engines of each test are torn down by harness() itself

@@ -63,7 +63,7 @@ describe('C23: engine events', () => {
 });
 
 describe('C23: jobLog', () => {
-  it('`jobLog: false` (the default since issue 12) writes no log list for the wake-up; `jobLog: true` one line', async () => {
+  it('`jobLog: false` (the default) writes no log list for the wake-up; `jobLog: true` one line', async () => {
     const quiet = harness();
     const loud = harness({ jobLog: true });
     for (const h of [quiet, loud]) h.executor.script(image, notSent('no_worker_available'));

@@ -7,7 +7,7 @@ import { connect, waitFor } from '../../helpers/redis';
 import { blocking } from '../../helpers/attempts';
 
 /**
- * Issue 10: the contract on the paths operators, shutdowns and clocks take.
+ * the contract on the paths operators, shutdowns and clocks take.
  * Each title names the item it pins.
  */
 // the engines of each test are torn down by harness() itself

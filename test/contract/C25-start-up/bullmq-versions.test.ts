@@ -213,7 +213,7 @@ describe('C25: a connection that is not Redis through ioredis', () => {
   const setDefault = (bullmq as Record<string, unknown>).setDefaultBackendFactory as
     ((factory?: unknown) => void) | undefined;
   // BullMQ 6 can make every Queue of the process a PostgreSQL (or other) one; BullMQ 5 has only Redis
-  (setDefault ? it : it.skip)('13.1: a non-Redis BullMQ backend is refused with UNSUPPORTED_CONNECTION', async () => {
+  (setDefault ? it : it.skip)('a non-Redis BullMQ backend is refused with UNSUPPORTED_CONNECTION', async () => {
     class PostgresLikeBackend extends EventEmitter {
       qualifiedName = 'q';
       keys = {};

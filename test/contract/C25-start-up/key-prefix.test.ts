@@ -15,7 +15,7 @@ import {
 } from '../../helpers/redis';
 
 /**
- * Review of issue 13.1 as a user who already runs BullMQ: connections BullMQ
+ * Check of as a user who already runs BullMQ: connections BullMQ
  * takes in shapes the engine must refuse clearly, and the processor on a
  * user's own Worker.
  */

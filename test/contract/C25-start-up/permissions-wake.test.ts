@@ -7,7 +7,7 @@ import { client, closeClients, dropPrefix, isolated, keysUnder } from '../../hel
 /**
  * The start-up permission probe (src/lua/scripts.ts PERMISSIONS, run by
  * src/store/client.ts checkPermissions) claims to try "every command the engine's scripts
- * use". WAKE (issue 11) uses INCR (the wake sequences) and ZRANGE (the wait indexes); the
+ * use". WAKE () uses INCR (the wake sequences) and ZRANGE (the wait indexes); the
  * probe tries INCRBY and ZRANGEBYLEX instead. A user missing INCR or ZRANGE passes
  * waitUntilReady, and wakeDeferred then fails with a raw NOPERM ReplyError, not the typed
  * MissingPermissionError (docs/reliability.md 7b: "every operation rejects with
@@ -43,7 +43,7 @@ async function engineWithout(command: string) {
 
 describe('C25: the permission probe and the commands of WAKE', () => {
   it.each(['incr', 'zrange'])(
-    '14.2: a user without %s is refused at start-up with MISSING_PERMISSION naming it; wakeDeferred too',
+    'a user without %s is refused at start-up with MISSING_PERMISSION naming it; wakeDeferred too',
     async (command) => {
       const { engine } = await engineWithout(command);
       const ready = await engine.waitUntilReady().then(
@@ -58,7 +58,7 @@ describe('C25: the permission probe and the commands of WAKE', () => {
     },
   );
 
-  it('14.2: a user without incr writes nothing: refused before the deferral (no marker or licence without a wake-up)', async () => {
+  it('a user without incr writes nothing: refused before the deferral (no marker or licence without a wake-up)', async () => {
     const { engine, prefix } = await engineWithout('incr');
     const ref = { scope: ['book-1'], stage: 'image' };
     const r = await engine.dispatchStage(ref, {}).then(

@@ -3,7 +3,7 @@ import { expectUnwritten, harness, notSent, SENT, snapshot, teardown } from '../
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /**
- * Issue 13.4: a scheduler or an API process that only enqueues, inspects and
+ * a scheduler or an API process that only enqueues, inspects and
  * signals needs no executor. Its engine does everything but dispatch; the
  * dispatching half (dispatchStage, processor, createWorker) refuses with a
  * typed error before anything is called or written.

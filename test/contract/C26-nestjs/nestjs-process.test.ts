@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { ROOT, runToExit } from '../../helpers/process';
 import { client, closeClients, dropPrefix, isolated, redisOptions } from '../../helpers/redis';
 
-/** Review of 13.2: a Nest app whose start failed leaves nothing open; its process ends by itself. */
+/** Check of 13.2: a Nest app whose start failed leaves nothing open; its process ends by itself. */
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const DEADLINE_MS = 20_000;
 

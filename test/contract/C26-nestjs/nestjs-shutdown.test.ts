@@ -20,7 +20,7 @@ import { latch } from '../../helpers/jobs';
 import { closedByTest, closeNest, look, place, startNest } from '../../helpers/nest';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
-/** Review of issue 13.2 (the NestJS subpath), as a NestJS user would use it. Real Redis. */
+/** Check of as a NestJS user would use it. Real Redis. */
 const image: StageRef = { scope: ['book-1'], stage: 'image' };
 
 afterEach(closeNest);

@@ -21,7 +21,7 @@ import { latch } from '../../helpers/jobs';
 import { closedByTest, closeNest, look, place, startNest } from '../../helpers/nest';
 import { connect, redisOptions, waitFor } from '../../helpers/redis';
 
-/** Issue 13.2: the NestJS module, with `@nestjs/testing` against the real Redis. */
+/** the NestJS module, with `@nestjs/testing` against the real Redis. */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 /** The executor's own dependency: a pool of render slots the test opens and closes. */

@@ -1,7 +1,7 @@
 import { InvalidOptionsError, stageId, type DeferredPage, type StageRef } from '../../../src';
 import { harness, notSent } from '../../helpers/engine';
 
-/** Issue 12: the views scale with the work: `listDeferred(scope?, { limit, cursor })` pages. */
+/** the views scale with the work: `listDeferred(scope?, { limit, cursor })` pages. */
 const ref = (book: string, i: number): StageRef => ({
   scope: [book, `s-${String(i).padStart(4, '0')}`],
   stage: 'image',

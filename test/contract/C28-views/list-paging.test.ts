@@ -4,7 +4,7 @@ import { StoreKeys } from '../../../src/store/keys';
 import { ioReader, type Cmd, type Reader } from '../../../src/store/reader';
 import { harness, notSent } from '../../helpers/engine';
 
-/** Review of issue 12's listDeferred pages. */
+/** Check of 's listDeferred pages. */
 const long = { windows: { capacitySeconds: 600, jitter: 0 } };
 const NO = notSent('no_worker_available');
 

@@ -2,7 +2,7 @@ import type { StageRef } from '../../../src';
 import { windowFor } from '../../../src/dispatch';
 import { expectWindowLeft, harness, notSent, SENT } from '../../helpers/engine';
 
-/** Issue 11: wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
+/** wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
 const ref = (book: string, stage = 'image'): StageRef => ({ scope: [book, 'ch'], stage });
 const NO = notSent('no_worker_available');
 const long = { windows: { capacitySeconds: 60, jitter: 0 } };

@@ -2,7 +2,7 @@ import { expectWindowLeft, harness, notSent } from '../../helpers/engine';
 import type { StageRef } from '../../../src';
 
 /**
- * Issue 11's contract: "For a capacity outcome the window is `retryAfterMs` clamped to
+ * 's contract: "For a capacity outcome the window is `retryAfterMs` clamped to
  * [50 ms, the class's maximum] … a negative, NaN or non-number value is
  * `InvalidExecutorResultError`"; the README's semantics table says the same ("negative, NaN or not
  * a number"). `Infinity` is none of these (a downstream saying "not for a long while": a pool with

@@ -5,7 +5,7 @@ import { cliInProcess, instrumentedHarness, wakeupsOf } from '../../helpers/metr
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /**
- * Finding left by the eighteenth session. A wake from the ops CLI (WAKE's 'e' mark:
+ * A gap found when tried: A wake from the ops CLI (WAKE's 'e' mark:
  * the CLI's process reports nothing) was reported only by the wake-up's run when that run began
  * its stage. When another call sends the stage first (the host's scheduler sees the stage no
  * longer deferred and dispatches it), the wake-up's run answers stale, or never runs (the

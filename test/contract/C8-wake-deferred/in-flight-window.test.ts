@@ -12,7 +12,7 @@ const ref: StageRef = { scope: ['book-1', 'ch'], stage: 'image' };
 const NO = notSent('no_worker_available');
 
 describe('C8: a wake during an attempt makes its deferral longer than without the wake', () => {
-  it('11.1 no lost wake-up: capacitySeconds 1, inFlightRetryMs 5000: a wake in flight never lengthens the 1 s window', async () => {
+  it('no lost wake-up: capacitySeconds 1, inFlightRetryMs 5000: a wake in flight never lengthens the 1 s window', async () => {
     const h = harness({ windows: { capacitySeconds: 1, capacityMaxSeconds: 60, jitter: 0 }, inFlightRetryMs: 5000 });
     // capacity returns while the attempt runs; the attempt then answers "no capacity"
     h.executor.script(ref, async () => {
@@ -25,7 +25,7 @@ describe('C8: a wake during an attempt makes its deferral longer than without th
     expectWindowLeft(await h.redis.pttl(h.engine.deferredStageKey(ref)), 1000);
   });
 
-  it('11.3: a retryAfterMs hint of 100 ms and a wake in flight: the window stays the hint, not inFlightRetryMs', async () => {
+  it('a retryAfterMs hint of 100 ms and a wake in flight: the window stays the hint, not inFlightRetryMs', async () => {
     const h = harness({ windows: { capacitySeconds: 30, capacityMaxSeconds: 600, jitter: 0 } });
     h.executor.script(ref, async () => {
       await h.engine.wakeDeferred({ stage: 'image' });
@@ -44,7 +44,7 @@ describe('C8: a wake during an attempt makes its deferral longer than without th
     expect(until[0]! - t0).toBeLessThan(1000);
   });
 
-  it('11.3: a retryAfterMs hint of 60 s and a wake in flight: the hint stands (the stage never asks before it)', async () => {
+  it('a retryAfterMs hint of 60 s and a wake in flight: the hint stands (the stage never asks before it)', async () => {
     // README's table: "the window is the hint ... lengthened (never shortened)"; docs/design.md:
     // "(never earlier than the hint)". The wake rule re-records 1 s and drops the hint. Either the
     // docs say the wake overrides a hint, or the hint wins: today they contradict each other.

@@ -3,7 +3,7 @@ import { harness, notSent, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import { inWaitIndex, setChainStart } from '../../helpers/observe';
 
-/** Review of issue 12: the capacity wait index, one sorted set per stage kind (`sd:wq:<kind>`, kinds in `sd:wqk`). */
+/** Check of the capacity wait index, one sorted set per stage kind (`sd:wq:<kind>`, kinds in `sd:wqk`). */
 const NO = notSent('no_worker_available');
 const long = { windows: { capacitySeconds: 600, jitter: 0 } };
 

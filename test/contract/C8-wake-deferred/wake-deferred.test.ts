@@ -4,7 +4,7 @@ import { heldExecutor } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 import { setChainStart } from '../../helpers/observe';
 
-/** Issue 11: wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
+/** wake deferred stages when capacity returns, adaptive windows, retry-after hints. */
 const ref = (book: string, stage = 'image'): StageRef => ({ scope: [book, 'ch'], stage });
 const NO = notSent('no_worker_available');
 const long = { windows: { capacitySeconds: 60, jitter: 0 } };

@@ -10,7 +10,7 @@ import type { StageRef } from '../../../src';
  * (`job.moveToDelayed`). wakeDeferred lands between that begin and the move: WAKE finds the marker
  * and W's hash, deletes the marker and reports the stage woken; its promote of W fails ("not in
  * the delayed state": W is active) and is swallowed. The processor then moves W back to delayed
- * for the whole rest of its old window. Contract (issue 11): "its wake-up job runs now"; what
+ * for the whole rest of its old window. Contract (): "its wake-up job runs now"; what
  * happens: the stage wakeDeferred reported woken waits out its old window (up to
  * maxClockSkewMs + the fleet's lead, seconds with a host seconds ahead), the freed slot unused.
  * The test makes "early" with maxClockSkewMs 10 s and an 8 s window, W promoted as the fast

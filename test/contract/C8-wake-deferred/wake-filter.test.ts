@@ -11,7 +11,7 @@ const video: StageRef = { scope: ['book-1'], stage: 'video' };
 
 describe('C8: a misspelt wakeDeferred filter', () => {
   it.each([{ kind: 'image' }, { stages: 'image' }, { scopes: ['book-2'] }, { Stage: 'image' }])(
-    '11.1 bad input: %p is INVALID_OPTIONS before anything is woken',
+    'bad input: %p is INVALID_OPTIONS before anything is woken',
     async (filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

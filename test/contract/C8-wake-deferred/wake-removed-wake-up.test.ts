@@ -18,7 +18,7 @@ describe('C8: wakeDeferred and a wake-up removed by hand', () => {
     ['unfiltered', {}],
     ['by scope', { scope: ['s'] }],
   ])(
-    '11.1 (%s): a stage whose wake-up is gone is skipped and not counted: limit 1 wakes the stage with a live wake-up',
+    '(%s): a stage whose wake-up is gone is skipped and not counted: limit 1 wakes the stage with a live wake-up',
     async (_n, filter) => {
       const h = harness({ windows: { capacitySeconds: 300, jitter: 0 } });
       h.executor.fallback = notSent('no_worker_available');

@@ -3,7 +3,7 @@ import { waitFor } from '../../helpers/redis';
 import type { EngineEvents, StageRef } from '../../../src';
 
 /**
- * Issue 11.1: "Event: `woken` carries `early: true` for these; metric
+ * "Event: `woken` carries `early: true` for these; metric
  * `stage_deferral.wakeups` with an `early` attribute". One early wake was reported twice: by
  * `wakeDeferred` (early) and again, without `early`, when its promoted wake-up ran, so the metric
  * counted two wake-ups, one of them "on time", for one stage woken once. A wake is now reported

@@ -22,7 +22,7 @@ function stubQueue() {
 
 afterEach(() => jest.restoreAllMocks());
 
-describe('C9: the store methods cancel and clear went through at d66dcc9', () => {
+describe("C9: the store's cancel and clear: their jobs removed, their licences listed", () => {
   it('cancel removes its jobs through DeferralStore.removeJobs (as defer does)', async () => {
     // CANCEL's reply: no deferral, not in flight, a pending enqueued job 'pending-1', no licences
     jest.spyOn(Transactions.prototype, 'one').mockResolvedValue([0, 0, 'pending-1']);
