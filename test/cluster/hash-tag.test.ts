@@ -80,6 +80,7 @@ describe('C21: the Lua scripts', () => {
       'OWN_MEMBERS',
       'PERMISSIONS',
       'PROBE',
+      'REPLACE',
       'RETRIED',
       'WAKE',
     ]);
