@@ -27,9 +27,9 @@
  *            --test-timeout MS (jest's per test, 15 s), --limit N, --id ID,... (mutants by id, as --list prints them)
  *
  * --resume matches earlier results to the mutants by script and line text (not by line number, which
- * drifts when the file changes elsewhere). With the suites unchanged every result is reused; after a
- * change to the suites only the killed and timed-out ones are (a test added can kill more, not fewer):
- * the survivors are run again.
+ * drifts when the file changes elsewhere). Killed and timed-out results are reused (a test added can
+ * kill more, not fewer); a survivor only if measured with the suites as they are now (each row keeps
+ * the hash of its suites), else it is run again.
  *
  * The baseline runs the suites of the scripts selected (all of them without --script).
  * Results: reports/lua-mutation.json (committed), one row per mutant.
@@ -230,6 +230,8 @@ interface Mutant {
 }
 interface Result extends Mutant {
   status: 'Killed' | 'Survived' | 'Timeout' | 'CompileError';
+  /** The hash of the suites the result was measured with (a row of an earlier version has none). */
+  testsHash?: string;
   killedBy?: string;
   ms: number;
 }
@@ -503,7 +505,9 @@ async function main() {
   const reuse = new Map<string, Result>();
   if (flag('resume')) {
     for (const r of previous.results ?? []) {
-      if (previous.testsHash === testsHash || r.status !== 'Survived') reuse.set(key(r, before), r);
+      // a survivor is reused only if measured with the suites as they are now (its own hash: the
+      // file's is that of the last run, which may have run other scripts)
+      if (r.testsHash === testsHash || r.status !== 'Survived') reuse.set(key(r, before), r);
     }
   }
   const dir = makeSandbox();
@@ -565,7 +569,7 @@ async function main() {
       }
       restore();
       await fresh();
-      results.set(m.id, { ...m, ...r });
+      results.set(m.id, { ...m, ...r, testsHash });
       save();
       console.log(
         `[${i}/${mutants.length}] ${r.status.padEnd(8)} ${m.id}  ${m.original.trim()}  =>  ${m.mutated.trim() || '(deleted)'}` +
