@@ -99,7 +99,19 @@ const CORE = [
  * out; test/cli/show-licence and C19-producer-contract/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
  */
 const OWN: Record<string, string[]> = {
-  WAKE: ['test/contract/C8-wake-deferred/wake-deferred.test.ts', 'test/contract/C4-windows/adaptive-and-hints.test.ts'],
+  WAKE: [
+    'test/contract/C8-wake-deferred/wake-deferred.test.ts',
+    'test/contract/C4-windows/adaptive-and-hints.test.ts',
+    // the wake's report ('sdw': by the caller, or by the wake-up's run after a CLI wake)
+    'test/contract/C8-wake-deferred/woken-once.test.ts',
+    'test/contract/C8-wake-deferred/cli-wake-counted.test.ts',
+    'test/contract/C8-wake-deferred/cli-wake-sent-first.test.ts',
+  ],
+  // the finish mark of a kept job: only the run that holds BullMQ's lock marks it
+  FINISHED: [
+    'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',
+    'test/contract/C16-retry-by-hand/kept-completed-late-listener.test.ts',
+  ],
   PERMISSIONS: ['test/contract/C25-start-up/permissions.test.ts', 'test/reliability/acl.test.ts'],
   EXTEND: [
     'test/contract/C12-one-in-flight/lock-renewal.test.ts',
