@@ -1,34 +1,42 @@
 /**
- * Mutation testing of the Lua in src/lua/scripts.ts (issue 14, item 2).
+ * Mutation testing of the engine's Lua: the scripts in src/lua/scripts.ts and the shipped
+ * enqueue probe, src/lua/enqueue-probe.lua (script `ENQUEUE_PROBE`; the engine runs it from
+ * src/lua/generated.ts, which holds its text, and a Python producer reads the file itself).
  * Stryker sees each script as one string literal, so this script mutates the
- * Lua itself, line by line:
+ * Lua itself, line by line (block comments `--[[ ... ]]` skipped):
  *   delete  the line is blanked (statements only: a line that opens or closes
  *           a block would only make a syntax error)
  *   flip    one comparison is negated (`==`/`~=`, `<`/`>=`, `>`/`<=`),
  *           outside string literals and comments
  * and runs the core suites (after the script's own, `OWN`) against each mutant in a sandbox copy of the
  * project (src/ in the work tree is never written). A mutant is killed when a
- * suite fails, timed out when the run exceeds --timeout, survived otherwise.
+ * suite fails, timed out when the run exceeds --timeout, survived otherwise. A mutant of the
+ * probe is written to the sandbox's .lua file and to its generated.ts; one Redis will not load
+ * (SCRIPT LOAD refuses it: a syntax error) is a compile error, not run and left out of the score,
+ * as Stryker does. (A mutant of scripts.ts is not checked so: one that does not load is killed.)
  *
  *   npm run test:mutation:lua                      # every mutant
  *   npm run test:mutation:lua -- --script DEFER,CANCEL --ops flip
+ *   npm run test:mutation:lua -- --script ENQUEUE_PROBE   # the shipped probe only
  *   npm run test:mutation:lua -- --resume          # reuse reports/lua-mutation.json
  *   npm run test:mutation:lua -- --list            # print the mutants, run nothing
  *   npm run test:mutation:lua -- --id HELPERS:44:delete --tests test/contract/C16-retry-by-hand/retry-completed.test.ts
  *                                                  # one mutant against one suite (a check: the report is not written)
+ *   npm run test:mutation:lua -- --skip test/a.test.ts,...   # leave suites out (the report's hash changes with them)
  *   options: --workers N (jest workers, 2), --timeout MS (a whole run: 3 x the baseline, at least 60 s),
  *            --test-timeout MS (jest's per test, 15 s), --limit N, --id ID,... (mutants by id, as --list prints them)
  *
  * --resume matches earlier results to the mutants by script and line text (not by line number, which
- * drifts when the file changes elsewhere). With the suites unchanged every result is reused; after a
- * change to the suites only the killed and timed-out ones are (a test added can kill more, not fewer):
- * the survivors are run again.
+ * drifts when the file changes elsewhere). Killed and timed-out results are reused (a test added can
+ * kill more, not fewer); a survivor only if measured with the suites as they are now (each row keeps
+ * the hash of its suites), else it is run again.
  *
+ * The baseline runs the suites of the scripts selected (all of them without --script).
  * Results: reports/lua-mutation.json (committed), one row per mutant.
  * The suites run against a private redis-server the run starts (and restarts when a mutant's
  * endless script leaves it busy), never the shared one.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -36,6 +44,11 @@ import { PrivateRedis, waitForPong } from '../test/helpers/private-redis';
 
 const ROOT = resolve(__dirname, '..');
 const SOURCE = 'src/lua/scripts.ts';
+/** The shipped probe: a Lua file of its own, all of it one script. */
+const PROBE_FILE = 'src/lua/enqueue-probe.lua';
+const PROBE_SCRIPT = 'ENQUEUE_PROBE';
+/** Its text as src/lua/generated.ts holds it (scripts/gen-lua.ts), which the engine runs. */
+const GENERATED = 'src/lua/generated.ts';
 const CORE = [
   'test/contract/C19-producer-contract/hand-added-holds-stage.test.ts',
   'test/contract/C6-sent-stays-sent/revoked-licence.test.ts',
@@ -83,10 +96,22 @@ const CORE = [
  * Suites run before the core ones for a script's mutants: those that reach what the core
  * suites do not (wakeDeferred, the start-up ACL check, the renewal, the job-tied lock). The CLI's
  * suites in test/cli run the built CLI, dist/cli.js, which the sandbox does not build: they are left
- * out; r6/cli-show and r9/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
+ * out; test/cli/show-licence and C19-producer-contract/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
  */
 const OWN: Record<string, string[]> = {
-  WAKE: ['test/contract/C8-wake-deferred/wake-deferred.test.ts', 'test/contract/C4-windows/adaptive-and-hints.test.ts'],
+  WAKE: [
+    'test/contract/C8-wake-deferred/wake-deferred.test.ts',
+    'test/contract/C4-windows/adaptive-and-hints.test.ts',
+    // the wake's report ('sdw': by the caller, or by the wake-up's run after a CLI wake)
+    'test/contract/C8-wake-deferred/woken-once.test.ts',
+    'test/contract/C8-wake-deferred/cli-wake-counted.test.ts',
+    'test/contract/C8-wake-deferred/cli-wake-sent-first.test.ts',
+  ],
+  // the finish mark of a kept job: only the run that holds BullMQ's lock marks it
+  FINISHED: [
+    'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',
+    'test/contract/C16-retry-by-hand/kept-completed-late-listener.test.ts',
+  ],
   PERMISSIONS: ['test/contract/C25-start-up/permissions.test.ts', 'test/reliability/acl.test.ts'],
   EXTEND: [
     'test/contract/C12-one-in-flight/lock-renewal.test.ts',
@@ -176,19 +201,39 @@ const OWN: Record<string, string[]> = {
     'test/contract/C22-bad-input/malformed-filters.test.ts',
     'test/contract/C23-observability/cancel-enqueue-report.test.ts',
   ],
+  // the shipped probe: its own suites, the enqueues, then those of the states it reads (members
+  // of jobs added by hand, reused ids, records retried by hand, the job-tied lock)
+  [PROBE_SCRIPT]: [
+    'test/contract/C19-producer-contract/enqueue-probe.test.ts',
+    'test/contract/C19-producer-contract/probe-states.test.ts',
+    'test/contract/C18-enqueue/enqueue.test.ts',
+    'test/contract/C18-enqueue/enqueue-replicas.test.ts',
+    'test/contract/C18-enqueue/enqueued-defer-then-threw.test.ts',
+    'test/contract/C18-enqueue/stale-dedup.test.ts',
+    'test/contract/C19-producer-contract/python-producer.test.ts',
+    'test/contract/C19-producer-contract/hand-id-verdict.test.ts',
+    'test/contract/C17-promote-remove/marker-deleted.test.ts',
+    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/stall-failed-lock-lives.test.ts',
+  ],
   // the CLI's show reads through these (src/cli/read.ts, run from the source)
   LOCK_LIVE: ['test/cli/show-licence.test.ts', 'test/contract/C19-producer-contract/hand-ids.test.ts'],
   OWN_MEMBERS: ['test/contract/C19-producer-contract/hand-ids.test.ts', 'test/cli/show-licence.test.ts'],
 };
 const only = arg('tests')?.split(',');
-/** Every suite a mutant may run (the baseline runs them all). */
-const TESTS = only ?? [...new Set([...CORE, ...Object.values(OWN).flat()])];
+/** Suites left out of this run (--skip: e.g. one that fails without a mutant); the report's hash says so. */
+const skip = new Set(arg('skip')?.split(',') ?? []);
+const kept = (tests: string[]) => tests.filter((t) => !skip.has(t));
+/** Every suite a mutant may run. */
+const TESTS = only ?? kept([...new Set([...CORE, ...Object.values(OWN).flat()])]);
 /** The suites a mutant of `script` runs: its own first, then the core ones. */
-const testsOf = (script: string): string[] => only ?? [...new Set([...(OWN[script] ?? []), ...CORE])];
+const testsOf = (script: string): string[] => only ?? kept([...new Set([...(OWN[script] ?? []), ...CORE])]);
 const REPORT = join(ROOT, 'reports/lua-mutation.json');
 
 interface Mutant {
   id: string;
+  /** The file mutated (src/lua/scripts.ts, or the probe's .lua file). */
+  file: string;
   script: string;
   line: number;
   op: 'delete' | 'flip';
@@ -196,7 +241,9 @@ interface Mutant {
   mutated: string;
 }
 interface Result extends Mutant {
-  status: 'Killed' | 'Survived' | 'Timeout';
+  status: 'Killed' | 'Survived' | 'Timeout' | 'CompileError';
+  /** The hash of the suites the result was measured with (a row of an earlier version has none). */
+  testsHash?: string;
   killedBy?: string;
   ms: number;
 }
@@ -255,10 +302,30 @@ function codeOnly(text: string): string {
 
 const FLIP: Record<string, string> = { '==': '~=', '~=': '==', '<=': '>', '>=': '<', '<': '>=', '>': '<=' };
 
-function mutantsOf(source: string): Mutant[] {
+/** The lines of a Lua file outside its block comments (`--[[` to `]]`), all of them script `script`. */
+function fileLines(lines: string[], script: string): { line: number; script: string }[] {
+  const out: { line: number; script: string }[] = [];
+  let inComment = false;
+  lines.forEach((text, i) => {
+    if (inComment) {
+      if (text.includes(']]')) inComment = false;
+      return;
+    }
+    if (/^\s*--\[\[/.test(text)) {
+      inComment = !text.includes(']]');
+      return;
+    }
+    out.push({ line: i, script });
+  });
+  return out;
+}
+
+/** The mutants of `file` (src/lua/scripts.ts, or the probe's .lua file), whose text is `source`. */
+function mutantsOf(file: string, source: string): Mutant[] {
   const lines = source.split('\n');
   const mutants: Mutant[] = [];
-  for (const { line, script } of luaLines(lines)) {
+  const lua = file === PROBE_FILE ? fileLines(lines, PROBE_SCRIPT) : luaLines(lines);
+  for (const { line, script } of lua) {
     const text = lines[line] as string;
     const code = codeOnly(text).trim();
     if (code === '' || text.includes('${')) continue;
@@ -266,7 +333,7 @@ function mutantsOf(source: string): Mutant[] {
       /^(end|else|elseif|until)\b|^[})]/.test(code) ||
       /(\bthen|\bdo|\belse|[{(,])$/.test(code) ||
       (/\bfunction\b/.test(code) && !/\bend\)?$/.test(code));
-    const base = { script, line: line + 1, original: text };
+    const base = { file, script, line: line + 1, original: text };
     if (!opensOrCloses) {
       mutants.push({ ...base, id: `${script}:${line + 1}:delete`, op: 'delete', mutated: '' });
     }
@@ -283,6 +350,12 @@ function mutantsOf(source: string): Mutant[] {
   return mutants;
 }
 
+/** Whether Redis loads `script` (SCRIPT LOAD compiles it, runs nothing). */
+function loads(port: number, script: string): boolean {
+  const r = spawnSync('redis-cli', ['-p', String(port), '-x', 'SCRIPT', 'LOAD'], { input: script, encoding: 'utf8' });
+  return r.status === 0 && /^[0-9a-f]{40}\s*$/.test(r.stdout);
+}
+
 function hashOf(paths: string[]): string {
   const h = createHash('sha256');
   for (const p of paths) h.update(readFileSync(join(ROOT, p)));
@@ -293,7 +366,8 @@ function makeSandbox(): string {
   const dir = join(ROOT, '.stryker-tmp', `lua-sandbox-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const p of ['src', 'test', 'jest.config.ts', 'tsconfig.json', 'package.json']) {
+  // (examples/python: the Python producer's suite runs its enqueue.py, which reads the probe's file)
+  for (const p of ['src', 'test', 'examples', 'jest.config.ts', 'tsconfig.json', 'package.json']) {
     cpSync(join(ROOT, p), join(dir, p), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
@@ -386,7 +460,12 @@ function runJest(
 
 async function main() {
   const source = readFileSync(join(ROOT, SOURCE), 'utf8');
-  let mutants = mutantsOf(source);
+  const probe = readFileSync(join(ROOT, PROBE_FILE), 'utf8');
+  const generated = readFileSync(join(ROOT, GENERATED), 'utf8');
+  const probeLiteral = JSON.stringify(probe);
+  if (!generated.includes(probeLiteral)) throw new Error(`${GENERATED} does not hold ${PROBE_FILE}: run npm run lua`);
+  const all = [...mutantsOf(SOURCE, source), ...mutantsOf(PROBE_FILE, probe)];
+  let mutants = all;
   const ids = arg('id')?.split(',');
   if (ids) mutants = mutants.filter((m) => ids.includes(m.id));
   const scripts = arg('script')?.split(',');
@@ -432,18 +511,18 @@ async function main() {
     }
     return out;
   };
-  const all = mutantsOf(source);
   const now = ranked(all);
   const before = ranked(previous.results ?? []);
   const key = (m: Mutant, r: Map<string, number>) => `${text(m)}\n${r.get(m.id) ?? 0}`;
   const reuse = new Map<string, Result>();
   if (flag('resume')) {
     for (const r of previous.results ?? []) {
-      if (previous.testsHash === testsHash || r.status !== 'Survived') reuse.set(key(r, before), r);
+      // a survivor is reused only if measured with the suites as they are now (its own hash: the
+      // file's is that of the last run, which may have run other scripts)
+      if (r.testsHash === testsHash || r.status !== 'Survived') reuse.set(key(r, before), r);
     }
   }
   const dir = makeSandbox();
-  const target = join(dir, SOURCE);
   const started = Date.now();
   // the report keeps the rows of every mutant that still exists (by its current id)
   const current = new Map(all.map((m) => [key(m, now), m]));
@@ -456,15 +535,22 @@ async function main() {
     only ||
     writeFileSync(
       REPORT,
-      `${JSON.stringify({ source: SOURCE, tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
+      `${JSON.stringify({ sources: [SOURCE, PROBE_FILE], tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
     );
+  /** The sandbox's files as they are without a mutant. */
+  const restore = () => {
+    writeFileSync(join(dir, SOURCE), source);
+    writeFileSync(join(dir, PROBE_FILE), probe);
+    writeFileSync(join(dir, GENERATED), generated);
+  };
   try {
-    const baseline = await runJest(dir, 900_000, TESTS);
-    console.log(`baseline: ${baseline.status} in ${(baseline.ms / 1000).toFixed(0)} s`);
+    // the baseline: every suite the selected mutants may run
+    const baseTests = only ?? [...new Set(mutants.flatMap((m) => testsOf(m.script)))];
+    const baseline = await runJest(dir, 900_000, baseTests);
+    console.log(`baseline: ${baseline.status} in ${(baseline.ms / 1000).toFixed(0)} s (${baseTests.length} suites)`);
     if (baseline.status !== 'Survived') throw new Error(`the suites fail without a mutant: ${baseline.killedBy}`);
     // a mutant that makes a suite wait out its deadlines counts as detected (Timeout), as in Stryker
     const timeoutMs = Number(arg('timeout') ?? Math.max(60_000, 3 * baseline.ms));
-    const lines = source.split('\n');
     let i = 0;
     for (const m of mutants) {
       i++;
@@ -473,12 +559,29 @@ async function main() {
         results.set(m.id, { ...old, ...m });
         continue;
       }
-      const mutated = [...lines];
-      mutated[m.line - 1] = m.mutated;
-      writeFileSync(target, mutated.join('\n'));
-      const r = await runJest(dir, timeoutMs, testsOf(m.script));
+      const lines = (m.file === PROBE_FILE ? probe : source).split('\n');
+      lines[m.line - 1] = m.mutated;
+      const mutated = lines.join('\n');
+      let r: { status: Result['status']; killedBy?: string; ms: number };
+      if (m.file === PROBE_FILE) {
+        if (!loads(redis.port, mutated)) {
+          r = { status: 'CompileError', ms: 0 };
+        } else {
+          writeFileSync(join(dir, PROBE_FILE), mutated);
+          // (a function as the replacement: the Lua holds `$'`, which a replacement string would expand)
+          writeFileSync(
+            join(dir, GENERATED),
+            generated.replace(probeLiteral, () => JSON.stringify(mutated)),
+          );
+          r = await runJest(dir, timeoutMs, testsOf(m.script));
+        }
+      } else {
+        writeFileSync(join(dir, SOURCE), mutated);
+        r = await runJest(dir, timeoutMs, testsOf(m.script));
+      }
+      restore();
       await fresh();
-      results.set(m.id, { ...m, ...r });
+      results.set(m.id, { ...m, ...r, testsHash });
       save();
       console.log(
         `[${i}/${mutants.length}] ${r.status.padEnd(8)} ${m.id}  ${m.original.trim()}  =>  ${m.mutated.trim() || '(deleted)'}` +
@@ -486,7 +589,7 @@ async function main() {
       );
     }
   } finally {
-    writeFileSync(target, source);
+    restore();
     rmSync(dir, { recursive: true, force: true });
     await redis.stop();
   }
@@ -494,13 +597,15 @@ async function main() {
   const run = mutants.map((m) => results.get(m.id) as Result);
   const byScript = new Map<string, Result[]>();
   for (const r of run) byScript.set(r.script, [...(byScript.get(r.script) ?? []), r]);
-  console.log(`\nscript      mutants  killed  timeout  survived  score`);
+  // the score leaves out the compile errors (mutants Redis would not load), as Stryker's does
+  console.log(`\nscript          mutants  killed  timeout  survived  compile  score`);
   for (const [script, rs] of [...byScript, ['all', run] as [string, Result[]]]) {
     const k = rs.filter((r) => r.status === 'Killed').length;
     const t = rs.filter((r) => r.status === 'Timeout').length;
     const s = rs.filter((r) => r.status === 'Survived').length;
+    const c = rs.filter((r) => r.status === 'CompileError').length;
     console.log(
-      `${script.padEnd(12)}${String(rs.length).padStart(7)}${String(k).padStart(8)}${String(t).padStart(9)}${String(s).padStart(10)}  ${((100 * (k + t)) / rs.length).toFixed(1)} %`,
+      `${script.padEnd(16)}${String(rs.length).padStart(7)}${String(k).padStart(8)}${String(t).padStart(9)}${String(s).padStart(10)}${String(c).padStart(9)}  ${((100 * (k + t)) / (k + t + s)).toFixed(1)} %`,
     );
   }
   for (const r of run.filter((x) => x.status === 'Survived')) {
