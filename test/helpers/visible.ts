@@ -126,6 +126,16 @@ export async function internalRecordedStage(h: Where, jobId: string): Promise<st
   return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdi');
 }
 
+/**
+ * INTERNAL ENCODING (see {@link internalMarkedSuperseded}): the mark a clear batch left on BullMQ
+ * job `jobId` (its job-hash field `sdq`: the batch's nonce, `+` once a run used it), `null`: none.
+ * A mark left on a wake-up whose promotion was refused does nothing once its batch's pending count
+ * is gone; that the batch also takes it back is a second guard no user sees on its own.
+ */
+export async function internalClearMarkOf(h: Where, jobId: string): Promise<string | null> {
+  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdq');
+}
+
 /** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
 export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
   const key = `${h.prefix}:${h.queueName}:${jobId}`;
