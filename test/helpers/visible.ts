@@ -136,6 +136,15 @@ export async function internalClearMarkOf(h: Where, jobId: string): Promise<stri
   return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdq');
 }
 
+/**
+ * INTERNAL ENCODING (see {@link internalMarkedSuperseded}): the clear batches' pending counts still
+ * open (`sd:clrp:<nonce>`, a day at most). One left after its clear answered is memory no user sees
+ * (its day runs out; a run that meets it meanwhile counts itself for a clear long answered).
+ */
+export async function internalOpenClearCounts(h: Where): Promise<string[]> {
+  return h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`);
+}
+
 /** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
 export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
   const key = `${h.prefix}:${h.queueName}:${jobId}`;
