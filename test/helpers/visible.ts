@@ -145,6 +145,16 @@ export async function internalOpenClearCounts(h: Where): Promise<string[]> {
   return h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`);
 }
 
+/**
+ * INTERNAL ENCODING (see {@link internalOpenClearCounts}): the members of every open clear batch's
+ * pending count: '' (the batch opened it) and the ids of wake-ups whose runs counted themselves.
+ */
+export async function internalClearCountMembers(h: Where): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of await internalOpenClearCounts(h)) out.push(...(await h.redis.smembers(key)));
+  return out.sort();
+}
+
 /** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
 export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
   const key = `${h.prefix}:${h.queueName}:${jobId}`;
