@@ -271,12 +271,6 @@ export async function clearRecordFailsAfterRunning(queue: unknown, error: () => 
   };
 }
 
-/** The clear batches' kept answers on `h`'s queue (`sd:clr:<nonce>`): what their records wrote. */
-export async function keptAnswers(h: Harness): Promise<(string | null)[]> {
-  const keys = await h.redis.keys(`${h.prefix}:${h.queueName}:sd:clr:*`);
-  return Promise.all(keys.map((k) => h.redis.get(k)));
-}
-
 /** `clearDeferrals(scope)`'s outcome: its count, or what its `ClearIncompleteError` reported. */
 export function clearOutcome(
   engine: Harness['engine'],

@@ -3,8 +3,14 @@ import { StoreKeys } from '../../src/store/keys';
 
 export { fast, latch, sleep, watch } from './jobs';
 
-/** The licence-index members of every stage of the queue. */
-export async function members(redis: IORedis, prefix: string, queueName: string): Promise<string[]> {
+/**
+ * INTERNAL ENCODING, not part of the contract (docs/contract.md, "Conflicts and implementation
+ * details": licence strings are internal): the members of the queue's licence index, every
+ * stage's licences and failed-job records as the engine writes them. No test asserts them any
+ * more; a test that needs what a user sees reads `listDeferred`, `isStageDeferred`, the enqueue
+ * probe or BullMQ's states (test/helpers/observe.ts, test/helpers/visible.ts).
+ */
+export async function internalLicenceMembers(redis: IORedis, prefix: string, queueName: string): Promise<string[]> {
   return redis.zrange(new StoreKeys(prefix, queueName).index, '0', '-1');
 }
 
