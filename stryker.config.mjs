@@ -84,6 +84,12 @@ export const gateSuites = [
   // processor.ts: the engine's own backoff, the executor's UnrecoverableError, a kept job retried,
   // maxStartedAttempts (quick suites: seconds each)
   'contract/C11-retry-budget/processor-backoff',
+  'contract/C2-no-side-effect/job-never-forced',
+  'contract/C12-one-in-flight/job-tied-to-bullmq-lock',
+  'contract/C13-fencing/lapsed-bullmq-lock',
+  'contract/C17-promote-remove/hash-deleted-while-running',
+  'contract/C24-close/closed-engine-refuses-jobs',
+  'contract/C27-costs/finished-mark-cost',
   'contract/C25-start-up/engine-edges',
   'contract/C22-bad-input/malformed-filters',
   'contract/C23-observability/cancel-enqueue-report',
