@@ -178,3 +178,28 @@ export const FLEET_ENGINE_OPTIONS = {
 
 /** Jest timeout of the long tests: 15 min in CI, 1 h in the soak run. */
 export const LONG_MS = SOAK ? 3_600_000 : 900_000;
+
+// Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
+/** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
+export function countingEngine(
+  prefix: string,
+  queueName: string,
+  outcome: Outcome,
+  extra: Partial<Parameters<typeof engineFor>[2]> = {},
+) {
+  let n = 0;
+  const engine = engineFor(prefix, queueName, {
+    executor: async () => {
+      n += 1;
+      return answer(outcome);
+    },
+    windows: { capacitySeconds: 60, jitter: 0 },
+    ...extra,
+  });
+  return { engine, calls: () => n };
+}
+export const capacityEngine = (
+  prefix: string,
+  queueName: string,
+  extra: Partial<Parameters<typeof engineFor>[2]> = {},
+) => countingEngine(prefix, queueName, 'capacity', extra);

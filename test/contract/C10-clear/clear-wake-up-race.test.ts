@@ -3,7 +3,15 @@ import type { DispatchEngine } from '../../../src/engine';
 import type { StageRef } from '../../../src/types';
 import { stageView } from '../../helpers/observe';
 import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
-import { ManualWorker, answer, engineFor, envInt, latch, type Outcome } from '../../reliability/harness';
+import {
+  ManualWorker,
+  answer,
+  engineFor,
+  envInt,
+  latch,
+  type Outcome,
+  capacityEngine,
+} from '../../reliability/harness';
 
 let redis: IORedis;
 beforeAll(() => {
@@ -12,28 +20,6 @@ beforeAll(() => {
 afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
-
-// Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
-/** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
-function countingEngine(
-  prefix: string,
-  queueName: string,
-  outcome: Outcome,
-  extra: Partial<Parameters<typeof engineFor>[2]> = {},
-) {
-  let n = 0;
-  const engine = engineFor(prefix, queueName, {
-    executor: async () => {
-      n += 1;
-      return answer(outcome);
-    },
-    windows: { capacitySeconds: 60, jitter: 0 },
-    ...extra,
-  });
-  return { engine, calls: () => n };
-}
-const capacityEngine = (prefix: string, queueName: string, extra: Partial<Parameters<typeof engineFor>[2]> = {}) =>
-  countingEngine(prefix, queueName, 'capacity', extra);
 
 /** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
 const stateOf = (engine: DispatchEngine) => stageView(engine, ref);

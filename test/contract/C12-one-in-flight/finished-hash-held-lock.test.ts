@@ -1,32 +1,12 @@
 import type IORedis from 'ioredis';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../../helpers/redis';
-import { ManualWorker, answer, engineFor, type Outcome } from '../../reliability/harness';
+import { ManualWorker, countingEngine } from '../../reliability/harness';
 
 let redis: IORedis;
 beforeAll(() => {
   redis = client();
 });
 afterAll(closeClients);
-
-// Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
-/** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
-function countingEngine(
-  prefix: string,
-  queueName: string,
-  outcome: Outcome,
-  extra: Partial<Parameters<typeof engineFor>[2]> = {},
-) {
-  let n = 0;
-  const engine = engineFor(prefix, queueName, {
-    executor: async () => {
-      n += 1;
-      return answer(outcome);
-    },
-    windows: { capacitySeconds: 60, jitter: 0 },
-    ...extra,
-  });
-  return { engine, calls: () => n };
-}
 
 /** Closes workers and engines in order, then drops the test's keys. */
 async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {

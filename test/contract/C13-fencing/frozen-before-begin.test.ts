@@ -3,7 +3,14 @@ import type { DispatchEngine } from '../../../src/engine';
 import type { StageRef } from '../../../src/types';
 import { stageView } from '../../helpers/observe';
 import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
-import { ManualWorker, answer, engineFor, type Outcome } from '../../reliability/harness';
+import {
+  ManualWorker,
+  answer,
+  engineFor,
+  type Outcome,
+  countingEngine,
+  capacityEngine,
+} from '../../reliability/harness';
 
 let redis: IORedis;
 beforeAll(() => {
@@ -12,28 +19,6 @@ beforeAll(() => {
 afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
-
-// Engines by hand (engineFor), not harness(): a race builds and closes its engines inside one property run, many per test.
-/** An engine whose executor always answers `outcome` (60 s windows, no jitter), and its call count. */
-function countingEngine(
-  prefix: string,
-  queueName: string,
-  outcome: Outcome,
-  extra: Partial<Parameters<typeof engineFor>[2]> = {},
-) {
-  let n = 0;
-  const engine = engineFor(prefix, queueName, {
-    executor: async () => {
-      n += 1;
-      return answer(outcome);
-    },
-    windows: { capacitySeconds: 60, jitter: 0 },
-    ...extra,
-  });
-  return { engine, calls: () => n };
-}
-const capacityEngine = (prefix: string, queueName: string, extra: Partial<Parameters<typeof engineFor>[2]> = {}) =>
-  countingEngine(prefix, queueName, 'capacity', extra);
 
 /** Closes workers and engines in order, then drops the test's keys. */
 async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
