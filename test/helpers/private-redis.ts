@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
+import { createDispatchEngine, type DispatchEngine } from '../../src';
 import { freePort } from './ports';
 
 export { freePort } from './ports';
@@ -128,4 +129,46 @@ export class PrivateRedis {
 /** A throwaway redis-server (no persistence) with `extraArgs`; the older name of `PrivateRedis.start`. */
 export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
   return PrivateRedis.start([...NO_PERSISTENCE, ...extraArgs]);
+}
+
+/**
+ * An engine on a private Redis nothing else writes to, for the tests that count exactly: its
+ * executor always answers capacity. Registers the file's `beforeAll`/`afterAll`; read the
+ * handle's fields inside tests. `counters()`: the server's writes and calls per command.
+ */
+export function exactEngine() {
+  const h = {} as {
+    server: PrivateRedis;
+    redis: IORedis;
+    engine: DispatchEngine;
+    calls: number;
+    counters(): Promise<{ writes: number; commands: Record<string, number> }>;
+  };
+  h.calls = 0;
+  h.counters = async () => {
+    const persistence = await h.redis.info('persistence');
+    const stats = await h.redis.info('commandstats');
+    const commands: Record<string, number> = {};
+    for (const m of stats.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) commands[m[1]!] = Number(m[2]);
+    return { writes: Number(/rdb_changes_since_last_save:(\d+)/.exec(persistence)?.[1]), commands };
+  };
+  beforeAll(async () => {
+    h.server = await PrivateRedis.start();
+    h.redis = new IORedis({ port: h.server.port });
+    // by hand, not harness(): the engine is on the private server, shared by the tests of the file
+    h.engine = createDispatchEngine({
+      connection: { host: '127.0.0.1', port: h.server.port },
+      prefix: 'exact',
+      executor: async () => {
+        h.calls++;
+        return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+      },
+    });
+  });
+  afterAll(async () => {
+    await h.engine.close();
+    await h.redis.quit();
+    await h.server.stop();
+  });
+  return h;
 }

@@ -1,45 +1,17 @@
 import { Queue } from 'bullmq';
-import IORedis from 'ioredis';
-import { createDispatchEngine, stageId, type DispatchEngine } from '../../../src';
+import { stageId } from '../../../src';
 import { DeferralStore } from '../../../src/deferral-store';
-import { PrivateRedis } from '../../helpers/private-redis';
+import { exactEngine } from '../../helpers/private-redis';
 
 /**
  * What one batch call sends, measured exactly: on a Redis of our own nothing
  * else writes, so the server's write counter and command counts are this test's.
  */
-let server: PrivateRedis;
-let redis: IORedis;
-let engine: DispatchEngine;
-
-beforeAll(async () => {
-  server = await PrivateRedis.start();
-  redis = new IORedis({ port: server.port });
-  // by hand, not harness(): the engine is on the private server, shared by the tests of this file
-  engine = createDispatchEngine({
-    connection: { host: '127.0.0.1', port: server.port },
-    prefix: 'exact',
-    executor: async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
-  });
-});
-
-afterAll(async () => {
-  await engine.close();
-  await redis.quit();
-  await server.stop();
-});
-
-async function counters(): Promise<{ writes: number; commands: Record<string, number> }> {
-  const persistence = await redis.info('persistence');
-  const stats = await redis.info('commandstats');
-  const commands: Record<string, number> = {};
-  for (const m of stats.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) commands[m[1]!] = Number(m[2]);
-  return { writes: Number(/rdb_changes_since_last_save:(\d+)/.exec(persistence)?.[1]), commands };
-}
+const x = exactEngine();
 
 describe("C27: what one batch call sends, exactly (the hot path's script)", () => {
   it('begins of two stage kinds in one call read the fence and the wake sequences in their MGETs (no GET of their own) and write the fence once', async () => {
-    const queue = new Queue('reads', { connection: { host: '127.0.0.1', port: server.port }, prefix: 'exact' });
+    const queue = new Queue('reads', { connection: { host: '127.0.0.1', port: x.server.port }, prefix: 'exact' });
     const store = new DeferralStore(queue);
     try {
       const begin = (stage: string, i: number) =>
@@ -51,7 +23,7 @@ describe("C27: what one batch call sends, exactly (the hot path's script)", () =
           skewToleranceMs: 1000,
         });
       await Promise.all([begin('image', 0)]); // warm: the script is loaded
-      await redis.config('RESETSTAT');
+      await x.redis.config('RESETSTAT');
       // one turn: one call, three image stages and two video stages, each takes its lock
       const got = await Promise.all([
         begin('image', 1),
@@ -63,12 +35,12 @@ describe("C27: what one batch call sends, exactly (the hot path's script)", () =
       expect(got.map((b) => b.kind)).toEqual(['locked', 'locked', 'locked', 'locked', 'locked']);
       const fences = got.map((b) => (b.kind === 'locked' ? b.fencingToken : 0));
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBe(fences[i - 1]! + 1);
-      const { commands } = await counters();
+      const { commands } = await x.counters();
       const { info: _info, 'config|resetstat': _reset, ...rest } = commands;
       // the marker, the lock, and (first begin of the call, first of its kind) the fence and the
       // wake sequences: one MGET a begin; five locks and one write of the fence for the whole call
       expect(rest).toEqual({ evalsha: 1, time: 1, mget: 5, zrangebylex: 5, set: 6 });
-      expect(await redis.get(store.keys.fence)).toBe(String(fences[4]));
+      expect(await x.redis.get(store.keys.fence)).toBe(String(fences[4]));
     } finally {
       await store.close();
       await queue.close();
