@@ -357,22 +357,15 @@ export class Dispatcher<P> {
       // (the check never throws for an answer that says dispatched: true: see checkExecutorResult)
       ({ raw, invalid } = checkExecutorResult(answer, this.outcomes));
     } catch (thrown) {
-      // a CapacityError stands for a capacity answer (its retryAfterMs checked as an answer's)
+      // a CapacityError stands for a capacity answer (capacityAnswer keeps only a valid hint)
       const answer = capacityAnswer(thrown);
-      let error = thrown;
-      let checked: { raw: ExecutorResult } | undefined;
-      try {
-        if (answer) checked = checkExecutorResult(answer, this.outcomes, true);
-      } catch (invalidAnswer) {
-        error = invalidAnswer;
-      }
-      if (!checked) {
+      if (!answer) {
         // BullMQ's manual rate limit (the executor called worker.rateLimit): no failure, no attempt spent
-        const reason = isRateLimit(error) ? 'rate_limited' : 'executor_error';
+        const reason = isRateLimit(thrown) ? 'rate_limited' : 'executor_error';
         const result = { dispatched: false, reason, retryable: true };
-        return this.unsent(running, reason, result, performance.now() - started, error);
+        return this.unsent(running, reason, result, performance.now() - started, thrown);
       }
-      raw = checked.raw;
+      raw = answer;
       thrownCapacity = true;
     }
     const executorMs = performance.now() - started;
@@ -920,14 +913,13 @@ function errorText(error: unknown): string {
 export function checkExecutorResult(
   value: unknown,
   outcomes: OutcomeTable = BUILT_IN_OUTCOMES,
-  capacity = false,
 ): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
   const read = typeof value === 'object' && value !== null ? readAnswer(value) : undefined;
   const r = (read ? read.answer : value) as Partial<ExecutorResult> | null;
   const sent = read !== undefined && r!.dispatched === true;
   let invalid: InvalidExecutorResultError | undefined;
   try {
-    const problem = answerProblem(r, read?.unreadable, sent, outcomes, capacity);
+    const problem = answerProblem(r, read?.unreadable, sent, outcomes);
     if (problem)
       invalid = new InvalidExecutorResultError(`The executor returned an invalid result: expected ${problem}`);
   } catch {
@@ -960,7 +952,6 @@ function answerProblem(
   unreadable: string | undefined,
   sent: boolean,
   outcomes: OutcomeTable,
-  capacity: boolean,
 ): string | null {
   if (typeof r !== 'object' || r === null) return `an object, got ${r === null ? 'null' : typeof r}`;
   if (unreadable !== undefined) return `fields that can be read, got ${unreadable}`;
@@ -981,7 +972,7 @@ function answerProblem(
   // read (and so checked) only for a capacity outcome
   if (
     r.retryAfterMs !== undefined &&
-    (capacity || outcomes.classOf(reportedReason(r as ExecutorResult, outcomes)) === 'capacity') &&
+    outcomes.classOf(reportedReason(r as ExecutorResult, outcomes)) === 'capacity' &&
     // (Infinity is a hint too: "not for a long while", clamped to the class's maximum)
     (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0))
   )
