@@ -124,7 +124,7 @@ export class DeferralStore {
     untilMs: number,
     logLine: string,
     ownJobId: string,
-    chain: { cls: 'capacity' | 'idempotent'; first: boolean; wakeSeq: string },
+    chain: { cls: 'capacity' | 'idempotent'; first: boolean; hinted?: boolean; wakeSeq: string },
   ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; revoked: string[] }> {
     const k = this.keys;
     const results = await this.tx.run('defer', async (m) => {
@@ -143,7 +143,7 @@ export class DeferralStore {
         ownJobId,
         k.base,
         chain.cls,
-        chain.first ? '1' : '0',
+        chain.hinted ? 'h' : chain.first ? '1' : '0',
         chain.wakeSeq,
       );
       await wakeUp.addJob(m as never);

@@ -574,6 +574,10 @@ export class Dispatcher<P> {
 
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + ownFailures };
     const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, deferrals });
+    // a downstream's hint stands even when capacity returned meanwhile (the stage never asks
+    // before it), and wakeDeferred leaves such a deferral asleep
+    const hinted = cls === 'capacity' && raw.retryAfterMs !== undefined;
+    const windowMs = windowFor(opts.windows, cls, deferrals, raw.retryAfterMs);
     /** Builds the wake-up for a window of `windowMs` and records it (with its marker and licence) in one MULTI. */
     const record = async (windowMs: number, wakeSeq: string) => {
       // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
@@ -589,12 +593,9 @@ export class Dispatcher<P> {
         : '';
       // (the deferral's script reads it only for a capacity deferral)
       const first = chain.capacity === 0;
-      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, wakeSeq });
+      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, hinted, wakeSeq });
       return { ...done, id, until };
     };
-    const windowMs = windowFor(opts.windows, cls, deferrals, raw.retryAfterMs);
-    // a downstream's hint stands even when capacity returned meanwhile: the stage never asks before it
-    const hinted = cls === 'capacity' && raw.retryAfterMs !== undefined;
     let recorded = await record(windowMs, hinted ? '' : carry.wakeSeq);
     // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short
     // one (never a longer one: a window already shorter than inFlightRetryMs stays)

@@ -667,8 +667,10 @@ return out
  * ARGV: 1 stageId, 2 token, 3 wake-up id, 4 the window's end (ms, Redis' clock),
  *       5 log line ('' for none), 6 the deferring job's id ('' for a direct call), 7 queue base,
  *       8 class ('capacity' | 'idempotent'), 9 '1' when this is the chain's first capacity
- *       deferral, 10 the wake sequence the attempt saw at its begin ('' to ignore)
- * A capacity deferral enters the wait indexes (scored by its chain's start). If a
+ *       deferral, 'h' when the downstream hinted its window (retryAfterMs), 10 the wake
+ *       sequence the attempt saw at its begin ('' to ignore)
+ * A capacity deferral enters the wait indexes (scored by its chain's start); a hinted one
+ * leaves them (wakeDeferred never wakes it). If a
  * wakeDeferred for the stage's filter ran since the attempt began, a capacity
  * deferral is not recorded ({0, 2}): the engine records it again with a short window,
  * so that signal is not consumed by nothing.
@@ -702,7 +704,11 @@ redis.call('ZADD', KEYS[3], 0, ARGV[3])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', math.max(1, tonumber(ARGV[4]) - nowMs()))
 redis.call('DEL', KEYS[1])
 if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
-if ARGV[8] == 'capacity' then
+if ARGV[9] == 'h' then
+  -- a downstream's hint (retryAfterMs) says "not before": the chain leaves the line wakeDeferred
+  -- reads, and joins it again at its next plain capacity deferral
+  redis.call('ZREM', waitKey(ARGV[7], ARGV[1]), ARGV[1])
+elseif ARGV[8] == 'capacity' then
   -- the first capacity deferral of a chain starts its wait; a later one keeps the start
   if ARGV[9] == '1' then
     redis.call('ZADD', waitKey(ARGV[7], ARGV[1]), nowMs(), ARGV[1])

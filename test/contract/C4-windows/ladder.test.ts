@@ -5,17 +5,18 @@ import { chainStartOf } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * PASSING CHECKS (not defects): the ladder and the chain start across paths no
- * existing test pins: a real failure retried by BullMQ mid-chain, a retryAfterMs step, an
- * early wake; the chain start (wakeDeferred's order, read through chainStartOf) is kept by all of them and the entry goes
- * with the success; and a wake whose `limit` is spent on other stages still shortens an
- * in-flight attempt's deferral, as the README says.
+ * The ladder and the chain start across a real failure retried by BullMQ mid-chain, a
+ * retryAfterMs step and an early wake: the chain start (wakeDeferred's order, read through
+ * chainStartOf) is kept across the failure, the hinted deferral leaves the line (wakeDeferred
+ * never wakes it) and the next plain one joins it again, and the entry goes with the success;
+ * and a wake whose `limit` is spent on other stages still shortens an in-flight attempt's
+ * deferral, as the README says.
  */
 const ref: StageRef = { scope: ['book-1', 'ch'], stage: 'image' };
 const NO = notSent('no_worker_available');
 
 describe('C4: the capacity ladder', () => {
-  it('windows 200, 400 ms, a real failure retried (no step), a hint (100 ms, counted), 1600, 3200 ms, an early wake; chain start kept; success drops it', async () => {
+  it('windows 200, 400 ms, a real failure retried (no step), a hint (1 s, counted), 1600, 3200 ms, an early wake; chain start kept, the hint out of the line; success drops it', async () => {
     const h = harness({
       windows: { capacitySeconds: 0.2, capacityMaxSeconds: 10, jitter: 0 },
       retry: { attempts: 3, backoff: fast },
@@ -25,7 +26,7 @@ describe('C4: the capacity ladder', () => {
       NO,
       NO,
       notSent('send_failed'),
-      notSent('no_worker_available', { retryAfterMs: 100 }),
+      notSent('no_worker_available', { retryAfterMs: 1000 }),
       NO,
       NO,
       SENT,
@@ -59,11 +60,14 @@ describe('C4: the capacity ladder', () => {
     expect(seen.map((s) => [s.deferrals, s.delay])).toEqual([
       [1, 200],
       [2, 400],
-      [3, 100],
+      [3, 1000],
       [4, 1600],
       [5, 3200],
     ]);
-    expect(new Set(seen.map((s) => s.score)).size).toBe(1);
+    const [s1, s2, s3, s4, s5] = seen.map((s) => s.score);
+    expect(s1).not.toBeNull();
+    expect([s2, s3, s4, s5]).toEqual([s1, null, s4, s4]);
+    expect(s4).not.toBeNull();
     expect(await chainStartOf(h.redis, h, ref)).toBeNull();
     expect(h.executor.calls).toHaveLength(7);
     await worker.close();
