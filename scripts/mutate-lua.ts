@@ -63,7 +63,7 @@ const DISPATCH_EDGES = [
 const PROCESSOR = [
   'test/contract/C11-retry-budget/processor-backoff.test.ts',
   'test/contract/C2-no-side-effect/job-never-forced.test.ts',
-  'test/contract/C12-one-in-flight/job-tied-to-bullmq-lock.test.ts',
+  'test/contract/C12-one-in-flight/lock-outlives-bullmq-finish.test.ts',
   'test/contract/C13-fencing/lapsed-bullmq-lock.test.ts',
   'test/contract/C17-promote-remove/hash-deleted-while-running.test.ts',
   'test/contract/C24-close/closed-engine-refuses-jobs.test.ts',
@@ -149,14 +149,14 @@ const OWN: Record<string, string[]> = {
   EXTEND: [
     'test/contract/C12-one-in-flight/lock-renewal.test.ts',
     ...DISPATCH_EDGES,
-    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
   DEFER: [
     ...DISPATCH_EDGES,
     ...WAKE_DEFERRED,
     'test/contract/C12-one-in-flight/in-flight-retry.test.ts',
     'test/reliability/replay.test.ts',
-    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
   CANCEL: [...WAKE_DEFERRED, ...DISPATCH_EDGES, 'test/contract/C27-costs/failed-records.test.ts'],
   CLEAR: [...WAKE_DEFERRED],
@@ -168,7 +168,7 @@ const OWN: Record<string, string[]> = {
   ],
   // the shared helpers (liveLock, the tied lock's rules) and the hot path reach every suite above
   HELPERS: [
-    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/job-lock.test.ts',
     ...DISPATCH_EDGES,
     ...PROCESSOR,
     ...WAKE_DEFERRED,
@@ -176,7 +176,7 @@ const OWN: Record<string, string[]> = {
   ],
   BATCH: [
     'test/contract/C27-costs/batch-one-call.test.ts',
-    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/job-lock.test.ts',
     ...DISPATCH_EDGES,
     ...PROCESSOR,
     'test/contract/C12-one-in-flight/in-flight-retry.test.ts',
@@ -196,7 +196,7 @@ const OWN: Record<string, string[]> = {
     'test/contract/C19-producer-contract/python-producer.test.ts',
     'test/contract/C19-producer-contract/hand-id-verdict.test.ts',
     'test/contract/C17-promote-remove/marker-deleted.test.ts',
-    'test/contract/C12-one-in-flight/job-tied-lock.test.ts',
+    'test/contract/C12-one-in-flight/job-lock.test.ts',
     'test/contract/C12-one-in-flight/stall-failed-lock-lives.test.ts',
   ],
   // the CLI's show reads through these (src/cli/read.ts, run from the source)

@@ -47,10 +47,8 @@ export interface JobContext {
   /** The job's own retry options (recorded when it was added); a wake-up it adds keeps them. */
   attempts: number;
   backoff: ResolvedOptions['retry']['backoff'];
-  /** The worker's BullMQ lock token of the job: the stage lock is tied to BullMQ's job lock. */
+  /** The worker's BullMQ lock token of the job: a worker that no longer holds the job begins nothing. */
   bullToken?: string;
-  /** BullMQ's stalled count of the job as the worker got it (none from a BullMQ without it). */
-  stalledCount?: number;
   /**
    * The job's run as BullMQ handed it over, `<timestamp>:<stalled count>`: a
    * success's release tells by it whether BullMQ has since handed the job on
@@ -251,7 +249,6 @@ export class Dispatcher<P> {
           wakeUp: job?.isWakeUp ?? false,
           skewToleranceMs: opts.maxClockSkewMs,
           bullToken: job?.bullToken,
-          stalledCount: job?.stalledCount,
         });
       } catch (error) {
         // a begin the close cut off (close() stopped waiting for it and closed its connection)

@@ -1,5 +1,5 @@
 import { jobIdOfLicence } from '../job-data';
-import { LOCK_LIVE, OWN_MEMBERS } from '../lua/scripts';
+import { OWN_MEMBERS } from '../lua/scripts';
 import { deferredStage } from '../store/listing';
 import { readFields, type Cmd, type QueueKeys, type Reader } from '../store/reader';
 import type { DeferredStage } from '../types';
@@ -67,9 +67,8 @@ export async function readStage(reader: Reader, keys: QueueKeys, sid: string, no
       log,
     };
   }
-  // live as the scripts judge it (a job's lock ends when BullMQ finishes the job): the rule itself, run read-only
-  if (lock !== null && (await reader.run([['eval', LOCK_LIVE, 1, keys.lock(sid)]]))[0] === 1)
-    return { state: 'in_flight' };
+  // the lock lives while its key exists
+  if (lock !== null) return { state: 'in_flight' };
   // the jobs that may speak for the stage, newest kind first: its live wake-up, the job
   // `enqueue` added, a job that failed for good
   const live = licences.find((l) => !l.endsWith('?'));

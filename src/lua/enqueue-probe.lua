@@ -19,14 +19,7 @@
                   active, or failed for good and retried by hand); add nothing
       {0}         nothing pending: add the job (BullMQ's add, deduplication id = stageId)
 
-    The lock's value is '<job id>\n<fencing token>' (a plain lock: live while it
-    exists) or '<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>'
-    (a job's attempt, with the job's stalled count when it began; an older
-    version wrote no count: live while '<base><job id>:lock' holds that token,
-    or the job's hash exists without 'finishedOn': BullMQ finishing the job ends
-    it, unless its stalled count grew past the lock's since, when its worker
-    may still run: then it lives while it exists), either with a leading
-    newline once cancelled.
+    The lock counts while its key exists, whatever its value.
 
     Writes: nothing, but ZREMs on KEYS[3]: of a licence whose job no longer
     exists (removed by hand), and of a member '<stageId>@j.<id>' (a job added by
@@ -36,25 +29,8 @@
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
 if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
--- the in-flight lock counts while its key exists; a lock tied to a job
--- ('<job id>\n<fence>\n<BullMQ token>', or '\n' + that once cancelled) only while BullMQ's
--- lock of that job ('<base><job id>:lock') still holds the token or the job has not finished
--- (its hash exists without 'finishedOn'): the engine's liveLock
-local function inFlight()
-  local l = redis.call('GET', KEYS[2])
-  if not l then return false end
-  -- a cancel marks it with a leading newline (no token starts with one but a direct
-  -- call's '\n<fence>', which has no second one)
-  if string.sub(l, 1, 1) == '\n' and string.find(l, '\n', 2, true) then l = string.sub(l, 2) end
-  local id, bull, stalled = string.match(l, '^([^\n]*)\n[^\n]*\n([^\n]*)\n?([0-9]*)$')
-  if not id then return true end
-  if redis.call('GET', BASE .. id .. ':lock') == bull then return true end
-  -- (or finished after BullMQ's stalled check handed the attempt's run on: its stalled count grew
-  -- since the attempt began; the attempt's worker may still run its executor)
-  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
-  return h[1] and (not h[2] or (stalled ~= '' and (tonumber(h[3]) or 0) > tonumber(stalled))) or false
-end
-if inFlight() then return {2} end
+-- the in-flight lock counts while its key exists (PX lockMs, renewed while its executor runs)
+if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
 -- a job waits, is delayed or runs: its hash exists and it is neither completed nor failed
 local function pending(id)
   return redis.call('EXISTS', BASE .. id) == 1

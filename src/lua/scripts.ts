@@ -5,10 +5,10 @@
  *
  * Shared words: M = the stage's marker (value: the wake-up job id, TTL: the
  * window); L = the stage's in-flight lock (value: the token
- * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>`
- * for a job's attempt tied to BullMQ's own job lock (see `tiedTo`), or a newline + token once
+ * `<job id>\n<fencing token>`, or `<job id>\n<fencing token>\n<BullMQ lock token>`
+ * for a job's attempt (see `tiedTo`), or a newline + token once
  * cancelled (no token starts with a newline but a direct call's, `\n<fence>`, which
- * has no second one: `unmark`); whether it is live: `liveLock`); F = the queue's
+ * has no second one: `unmark`); live while its key exists); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
  * J = a job's BullMQ hash; IDX = the queue's licence index, a sorted set (all
  * scores 0) of members `<stageId>@<suffix>`: the job that carries the stage
@@ -66,42 +66,13 @@ local function unmark(l)
   if string.sub(l, 1, 1) == '\\n' and string.find(l, '\\n', 2, true) then return string.sub(l, 2), true end
   return l, false
 end
--- a tied lock's token (unmarked): its job id, BullMQ's lock token of the job, and the job's
--- stalled count when the attempt began (nil from a version that did not record it); nil for a
--- plain lock ('<job id>\\n<fence>')
+-- a job attempt's token (unmarked, '<job id>\\n<fence>\\n<BullMQ token>'): its job id and BullMQ's
+-- lock token of the job; nil for a direct call's ('<job id>\\n<fence>')
 local function tiedTo(t)
   local a = string.find(t, '\\n', 1, true)
   local b = a and string.find(t, '\\n', a + 1, true)
   if not b then return nil end
-  local c = string.find(t, '\\n', b + 1, true)
-  if not c then return string.sub(t, 1, a - 1), string.sub(t, b + 1), nil end
-  return string.sub(t, 1, a - 1), string.sub(t, b + 1, c - 1), tonumber(string.sub(t, c + 1))
-end
--- the stage lock L's value while it is live, else nil. A plain lock lives while its key exists.
--- A job's attempt tied to its job ('<job id>\\n<fence>\\n<BullMQ token>\\n<stalled count>', marked
--- once cancelled) lives while its key exists and the job has not finished: while BullMQ's lock of
--- the job ('<base><job id>:lock') holds the token, or, once that lock is gone, while the job's
--- hash exists without 'finishedOn'. BullMQ completing or failing the job (or removing it) ends
--- the attempt in the same script: the lock is dead at once. A worker that stalled lost BullMQ's
--- lock but maybe not its executor: the lock lives out its own TTL (lockMs), as a plain lock does,
--- and the redelivered job waits; so also once the job finished after BullMQ's stalled check
--- handed this run on (its stalled count grew since the attempt began: failed as stalled too
--- often, or run again elsewhere), unless the job was removed meanwhile. A dead lock is deleted
--- when 'drop'.
-local function liveLock(L, drop, l)
-  -- 'l': L's value when the caller read it already (false: no such key)
-  if l == nil then l = redis.call('GET', L) end
-  if not l then return nil end
-  local id, bull, stalled = tiedTo(unmark(l))
-  if not id then return l end
-  -- the queue base: L is '<base>sd:inflight:<stage id>' (a stage id has no ':'); BullMQ's lock of
-  -- the job is '<base><job id>:lock', in the queue's slot like every job key
-  local BASE = string.match(L, '^(.*)sd:inflight:[^:]*$')
-  if redis.call('GET', BASE .. id .. ':lock') == bull then return l end
-  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
-  if h[1] and (not h[2] or (stalled and (tonumber(h[3]) or 0) > stalled)) then return l end
-  if drop then redis.call('DEL', L) end
-  return nil
+  return string.sub(t, 1, a - 1), string.sub(t, b + 1)
 end
 -- the job id of a licence member: its mark dropped, and the '@j.' form unwrapped
 local function jobOf(lic)
@@ -409,9 +380,9 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- hand: an operator's intent, which a deferral it once recorded does not overrule
     if c[2] and not retried then return {6, cliWake(J, wake, c[11])} end
   end
-  -- a live lock is another attempt's, or this job's own, cancelled: CANCEL marked that job
-  -- ('sdc', read above), so it never gets here
-  if liveLock(L, true, v[2]) then return {2} end
+  -- a lock (it lives while its key exists) is another attempt's, or this job's own, cancelled:
+  -- CANCEL marked that job ('sdc', read above), so it never gets here
+  if v[2] then return {2} end
   local lic, failed = split(members)
   local records = #failed
   if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then
@@ -596,8 +567,6 @@ local function release(L, sid, own, token, mode, me, chain, run)
     if not split(members) then unwait(BASE, sid) end
     return {0}
   end
-  -- a lock tied to a BullMQ job lock the job no longer holds (deleted on sight)
-  if not liveLock(L, true, l) then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
@@ -696,8 +665,6 @@ if l ~= ARGV[2] then
   end
   return {0, 0}
 end
--- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
-if not liveLock(KEYS[1], true) then return {0, 0} end
 if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1]) ~= ARGV[10] then return {0, 2} end
 local old = revoke(KEYS[3], ARGV[7], ARGV[1], ${licences('KEYS[3]', 'ARGV[1]')}, ARGV[6])
 redis.call('ZADD', KEYS[3], 0, ARGV[3])
@@ -732,11 +699,8 @@ return {1, unpack(old)}
  * over, or tied to a BullMQ job lock the job no longer holds: its worker lost the job)
  */
 export const EXTEND = `
-${HELPERS}
 local l = redis.call('GET', KEYS[1])
 if l == ARGV[1] or l == '\\n' .. ARGV[1] then
-  -- a lock tied to a BullMQ job lock the job no longer holds is lost (deleted on sight)
-  if not liveLock(KEYS[1], true) then return 0 end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if l == ARGV[1] then return 1 end
   return 2
@@ -779,7 +743,7 @@ for _, o in ipairs(${licences('KEYS[3]', 'ARGV[1]')}) do
     old[#old + 1] = o
   end
 end
-local l = liveLock(KEYS[2], true)
+local l = redis.call('GET', KEYS[2])
 local inflight = 0
 if l then
   inflight = 1
@@ -1140,17 +1104,6 @@ for _, m in ipairs(${licences('KEYS[1]', 'ARGV[1]')}) do
   if ownJob(ARGV[2], ARGV[1], m, true) then out[#out + 1] = m end
 end
 return out
-`;
-
-/**
- * lock live: whether the stage lock KEYS[1] is live, by the one rule every
- * script applies (`liveLock`); writes nothing. Read-only callers (the CLI's
- * `show`) run it instead of a copy of the rule. Returns 1 live, 0 not.
- */
-export const LOCK_LIVE = `
-${HELPERS}
-if liveLock(KEYS[1], false) then return 1 end
-return 0
 `;
 
 /**

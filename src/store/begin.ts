@@ -33,9 +33,8 @@ export type BeginOutcome =
       /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
       keptChain: string;
       /**
-       * A success may release lazily (`releaseLater`): the lock is tied to the job's BullMQ lock
-       * (dead once BullMQ completes the job), and the stage has no licence and no failed-job
-       * record, so a success's release has nothing to do but delete it.
+       * A success may release lazily (`releaseLater`): a job's attempt of a stage with no licence
+       * and no failed-job record, whose success's release has nothing to do but delete the lock.
        */
       lazyRelease: boolean;
       /**
@@ -56,10 +55,8 @@ export interface BeginRequest {
   wakeUp: boolean;
   /** A wake-up whose own marker has at most this many ms left waits them out (a clock ahead of Redis'). */
   skewToleranceMs: number;
-  /** The job's BullMQ lock token: the stage lock is tied to BullMQ's job lock (see `liveLock`). */
+  /** The job's BullMQ lock token: a worker that no longer holds BullMQ's lock of the job begins nothing. */
   bullToken?: string;
-  /** The job's stalled count as the worker got it: the tied lock outlives a finish after a stall (see `liveLock`). */
-  stalledCount?: number;
 }
 
 /** A begin's operation for the batch (see `BATCH`). */
@@ -73,8 +70,8 @@ export function beginOp(req: BeginRequest): OpArgs {
     // Stryker disable next-line StringLiteral: equivalent: the script reads only 'w'
     req.wakeUp ? 'w' : '',
     req.skewToleranceMs,
-    // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script ties nothing to a BullMQ token (and reads none)
-    ownJobId && bullToken ? (req.stalledCount === undefined ? bullToken : `${bullToken}\n${req.stalledCount}`) : '',
+    // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script reads no BullMQ token
+    ownJobId && bullToken ? bullToken : '',
   ];
 }
 

@@ -4,8 +4,8 @@
  * them all in the queue's cluster slot:
  *
  *   sd:deferred:<stageId>  marker: value = wake-up job id, PX = the window
- *   sd:inflight:<stageId>  in-flight dispatch lock: value = `<job id>\n<fencing token>`, a job's
- *                          `<job id>\n<fencing token>\n<BullMQ lock token>\n<stalled count>` (see liveLock)
+ *   sd:inflight:<stageId>  in-flight dispatch lock, live while it exists (PX lockMs): value =
+ *                          `<job id>\n<fencing token>`, a job's `<job id>\n<fencing token>\n<BullMQ lock token>`
  *   sd:licences            sorted set of licence members, one per stage at most
  *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs); a batch reserves one per begin, in one write)
  *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms

@@ -76,7 +76,6 @@ describe('C21: the Lua scripts', () => {
       'EXTEND',
       'FAIL',
       'FINISHED',
-      'LOCK_LIVE',
       'OWN_MEMBERS',
       'PERMISSIONS',
       'PROBE',

@@ -7,9 +7,8 @@ import { bullLock, fetchBy, held } from '../../helpers/held';
 import { dispatchLockOf, restoreDispatchLock } from '../../helpers/observe';
 
 /**
- * A job's stage lock tied to BullMQ's own lock of the job
- * (`<job id>\n<fence>\n<BullMQ token>`, live while `<base><job id>:lock` holds
- * that token), on the paths test/contract/C12-one-in-flight/job-tied-lock.test.ts does not walk.
+ * A job's stage lock (`<job id>\n<fence>\n<BullMQ token>`, live while it exists) on the
+ * paths test/contract/C12-one-in-flight/job-lock.test.ts does not walk.
  */
 const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const data = dispatchJobData(ref, {}, undefined);
@@ -31,7 +30,7 @@ function gated() {
   return { first, state, executor };
 }
 
-(onCluster ? describe.skip : describe)('C12: the tied stage lock', () => {
+(onCluster ? describe.skip : describe)('C12: a job attempt’s stage lock', () => {
   it.each([
     ['a newline inside', 'hand\n1'],
     ['a leading newline', '\nhand-1'],
