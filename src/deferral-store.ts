@@ -98,10 +98,9 @@ export class DeferralStore {
     return this.lead.promotesWakeUps();
   }
 
-  /** Sends the lazy releases still waiting, then closes the connections the store opened itself (the renewal connection). */
+  /** Closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
     this.lead.close();
-    await this.batch.flushLazy();
     await this.connections.close();
   }
 
@@ -173,21 +172,6 @@ export class DeferralStore {
     const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
     const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
-  }
-
-  /**
-   * The release of a success whose begin said `lazyRelease`: not awaited. It
-   * rides in the next batch (or goes on its own after `LAZY_MS`, or when the
-   * store closes). Until then the lock is there but dead once BullMQ has
-   * completed the job (its BullMQ lock is gone), and live until then, as the
-   * attempt's job is still active. It deletes the lock only if it is still
-   * this attempt's; an error is ignored (the dead lock expires after `lockMs`).
-   * `run` (the attempt's job's, see `JobContext.run`): a job BullMQ handed on
-   * while this attempt ran (its worker stalled) is marked superseded by it, as
-   * by an `end` release given one.
-   */
-  releaseLater(sid: string, token: string, run?: string): void {
-    this.batch.later(['z', sid, token, run ?? '']);
   }
 
   /** A job failed for good: its licence member gets the mark `?`; false when the job was handed on (see `markJobFailed`). */

@@ -371,15 +371,7 @@ export class Dispatcher<P> {
     running.shut();
     // sent, whatever else the answer got wrong: reported, never retried (a retry would send it again)
     if (invalid) this.events.emit('resultInvalid', { ref, error: invalid });
-    // a stage with no licence and no failed-job record, whose lock dies with the job's BullMQ
-    // lock: nothing to revoke, so the release is not awaited (it rides in a later batch).
-    // A cancel or a lost lock this engine saw is still reported, by a release awaited.
-    if (!begun.lazyRelease || running.abortedBy !== undefined) return this.sent(running, raw, executorMs);
-    this.store.releaseLater(running.sid, running.token, running.job?.run);
-    if (opts.faultHook) await opts.faultHook('released', ref);
-    this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
-    const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
-    return { kind: 'dispatched' as const, chain: running.chain, ownFailures: running.ownFailures, result };
+    return this.sent(running, raw, executorMs);
   }
 
   /** A dispatched attempt whose release is awaited: it may revoke licences, or report a cancel or a lost lock. */

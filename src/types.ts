@@ -94,9 +94,7 @@ export interface DispatchResult {
   /** The executor's result (with `retryable: true` for a deferrable outcome). */
   result?: ExecutorResult;
   /**
-   * True when a cancel arrived while this dispatch was in flight. A job's
-   * success of a stage with no licence (released lazily) says it only when
-   * this engine saw the cancel: on the same engine, or at a lock renewal.
+   * True when a cancel arrived while this dispatch was in flight.
    */
   cancelled?: boolean;
   /** True when the idempotent deferral limit ended the stage as already done. */
@@ -107,8 +105,7 @@ export interface DispatchResult {
    * True when the executor dispatched, but the attempt's lock had expired
    * meanwhile (a pause longer than `lockMs`; for a job, also BullMQ's lock of
    * the job lost): the success did not end the stage's chain, and a deferral
-   * another attempt recorded since stands. A job's success of a stage with no
-   * licence (released lazily) says it only when a lock renewal saw the loss.
+   * another attempt recorded since stands.
    */
   lockLost?: boolean;
   /** True when the deferral was recorded but the `journal` hook threw (the deferral stands; see the `hookFailed` event). */

@@ -220,8 +220,6 @@ end
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
  *        holds the licence, '' otherwise), the chain it ran in, the job's run
  *        ('<timestamp>:<stalled count>', '' for none; see handedOn)
- *   'z', stageId, token, the job's run: the lazy release of a success that had nothing else
- *        to do
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -262,7 +260,7 @@ local function nextFence()
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]
       if op == 'b' then begins = begins + 1 end
-      if op == 'z' then a = a + 4 else a = a + 7 end
+      a = a + 7
     end
     redis.call('SET', F, string.format('%.0f', FENCE + begins - 1))
   end
@@ -493,7 +491,6 @@ local function handedOn(t, run)
   local id, bull = tiedTo(t)
   if not id then return end
   local c = string.find(run, ':', 1, true)
-  -- (the job's hash first: a lazy release mostly lands after BullMQ completed and removed the job)
   local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
   if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
   local lock = redis.call('GET', BASE .. id .. ':lock')
@@ -508,15 +505,12 @@ end
 -- the lock is still held, the job takes the stage's licence and keeps the chain it ran in
 -- (chain: 'capacity.idempotent.failures'), revoking the holder it took over from.
 -- Only the holder of the lock may change anything: an attempt whose lock expired (another
--- one may have recorded a deferral since) changes nothing. mode 'z' (lazy: a success of a
--- stage with no licence and no failed-job record, sent with a later batch, maybe after BullMQ
--- completed the job, which killed its job-tied lock): deletes the lock if it is still this one.
+-- one may have recorded a deferral since) changes nothing.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
 -- a chain ended with the stage sent: the jobs of its failed-job records ('?') that will run again
--- are superseded (see release); records whose jobs are gone are dropped. 'retried': also those an
--- operator retried by hand before this (not for a lazy release, which may land after the success
--- by up to its batch's delay: a retry made meanwhile comes after the chain's end, and runs)
-local function supersedeRecords(sid, own, members, retried)
+-- are superseded (see release); records whose jobs are gone are dropped, and so are those an
+-- operator retried by hand before this
+local function supersedeRecords(sid, own, members)
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' then
       local id = ownJob(BASE, sid, m)
@@ -540,7 +534,7 @@ local function supersedeRecords(sid, own, members, retried)
           local redelivered = f[6] and (tonumber(f[5]) or 0) > tonumber(f[6])
           -- (a redelivery is superseded whether it is active or not: no LPOS needed)
           local active = redelivered or redis.call('LPOS', BASE .. 'active', id)
-          if retried and f[4] and not redelivered and (not active or (tonumber(f[3]) or 0) ~= tonumber(f[4]) or not f[6]) then
+          if f[4] and not redelivered and (not active or (tonumber(f[3]) or 0) ~= tonumber(f[4]) or not f[6]) then
             redis.call('HSET', BASE .. id, 'sds', 1)
             redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
             redis.call('ZREM', IDX, m)
@@ -556,17 +550,6 @@ end
 local function release(L, sid, own, token, mode, me, chain, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
-  if mode == 'z' then
-    redis.call('DEL', L)
-    handedOn(token, run)
-    -- a failed-job record written while the attempt ran (a job's last failure releases its lock
-    -- before it records the failure): its job, not finished yet, must not send the stage again
-    local members = ${licences('IDX', 'sid')}
-    if #members > 0 then supersedeRecords(sid, '', members, false) end
-    -- a success with no chain left: a stale wait index entry goes (its wake-up removed by hand)
-    if not split(members) then unwait(BASE, sid) end
-    return {0}
-  end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
@@ -602,7 +585,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
     local d = redis.call('GET', BASE .. 'de:' .. sid)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
-  supersedeRecords(sid, own, members, true)
+  supersedeRecords(sid, own, members)
   return {cancelled, unpack(revoked)}
 end
 
@@ -618,12 +601,9 @@ for i = 1, n do
     local J = BASE .. own
     out[i] = begin(M, L, J, sid, own, memberOf(sid, own), ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
-  elseif op == 'r' then
+  else
     out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], memberOf(sid, ARGV[a + 2]), ARGV[a + 5], ARGV[a + 6])
     a = a + 7
-  else
-    out[i] = release(L, sid, '', ARGV[a + 2], 'z', '', '', ARGV[a + 3])
-    a = a + 4
   end
 end
 out[n + 1] = NOW

@@ -1,15 +1,8 @@
 import { CMD, type Client } from './client';
 import type { StoreKeys } from './keys';
-import { settlesWithin } from './within';
 
 /** How many begin/release operations one batch script call handles. */
 const MAX_BATCH = 256;
-/** How long a lazy release waits for a batch to ride in, ms. */
-const LAZY_MS = 100;
-/** How long closing waits for lazy releases already sent, ms. */
-const LAZY_CLOSE_MS = 2000;
-/** A lazy operation's reply and error both go unheard. */
-const ignore = (): undefined => undefined;
 
 /** Hands an operation its reply, read if it asked so (a read that throws rejects that operation only). */
 function settle(op: Op, reply: unknown): void {
@@ -35,18 +28,11 @@ interface Op {
 /**
  * The hot path's batching: begin and release operations queued in one turn
  * of the event loop go to Redis as one `BATCH` script call, in order (at most
- * `MAX_BATCH` a call). A lazy release (a success whose lock dies with its
- * job's BullMQ lock) is not awaited: it rides in the next call, or goes on
- * its own after `LAZY_MS`, or when the store closes. Each reply ends with
- * Redis' time, handed to `onClock`.
+ * `MAX_BATCH` a call). Each reply ends with Redis' time, handed to `onClock`.
  */
 export class Batcher {
   private queued: Op[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
-  private lazy: Op[] = [];
-  private lazyTimer: NodeJS.Timeout | undefined;
-  /** The calls under way that carry lazy operations (`flushLazy` waits for them). */
-  private lazyInFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly keys: StoreKeys,
@@ -65,7 +51,7 @@ export class Batcher {
     return new Promise((resolve, reject) => {
       this.queued.push({ args, read, resolve: resolve as (reply: unknown) => void, reject });
       // Stryker disable next-line ConditionalExpression: equivalent: a second flush of the turn finds nothing queued and sends nothing
-      if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.flush());
+      if (this.flushImmediate === undefined) this.flushImmediate = setImmediate(() => void this.send());
     });
   }
 
@@ -90,44 +76,9 @@ export class Batcher {
     }
   }
 
-  /** Queues an operation nobody waits for (a lazy release); its error is ignored. */
-  later(args: OpArgs): void {
-    this.lazy.push({ args, read: undefined, resolve: ignore, reject: ignore });
-    // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent: another timer's flush finds nothing queued and sends nothing
-    if (this.lazyTimer === undefined && this.flushImmediate === undefined) {
-      this.lazyTimer = setTimeout(() => void this.flush(), LAZY_MS);
-      this.lazyTimer.unref();
-    }
-  }
-
-  /**
-   * Sends the lazy operations still waiting, and waits for those already sent
-   * (when the store closes), `LAZY_CLOSE_MS` at most: their replies are not
-   * read, and a lock a lost one leaves is dead with its job anyway.
-   */
-  async flushLazy(): Promise<void> {
-    // Stryker disable next-line EqualityOperator: equivalent: a flush with no lazy operation sends only what is queued for this turn anyway
-    if (this.lazy.length > 0) void this.flush();
-    // Stryker disable next-line ConditionalExpression: equivalent: waiting on an empty set resolves at once (a timer made and cleared)
-    if (this.lazyInFlight.size === 0) return;
-    await settlesWithin(Promise.all(this.lazyInFlight), LAZY_CLOSE_MS);
-  }
-
-  private flush(): Promise<void> {
-    // Stryker disable next-line ConditionalExpression: equivalent: a call without lazy operations tracked too is only awaited a while at close
-    if (this.lazy.length === 0) return this.send();
-    const sent = this.send().finally(() => this.lazyInFlight.delete(sent));
-    this.lazyInFlight.add(sent);
-    return sent;
-  }
-
   private async send(): Promise<void> {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent: the copy only costs an array
-    const ops = this.lazy.length > 0 ? [...this.lazy, ...this.queued] : this.queued;
+    const ops = this.queued;
     this.queued = [];
-    this.lazy = [];
-    clearTimeout(this.lazyTimer);
-    this.lazyTimer = undefined;
     this.flushImmediate = undefined;
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);

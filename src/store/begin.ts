@@ -33,11 +33,6 @@ export type BeginOutcome =
       /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
       keptChain: string;
       /**
-       * A success may release lazily (`releaseLater`): a job's attempt of a stage with no licence
-       * and no failed-job record, whose success's release has nothing to do but delete the lock.
-       */
-      lazyRelease: boolean;
-      /**
        * A wake-up's wake, reported once (`woken`): 'now' by this run (its first), 'early' by this
        * run (a `wakeDeferred` that reports nothing woke it), 'reported' already.
        */
@@ -128,7 +123,7 @@ function locked(
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, kept, tied, records, reported] = record.split(',') as [
+  const [fence, mine, carried, retried, wakeSeq, kept, tied, , reported] = record.split(',') as [
     string,
     string,
     string,
@@ -151,7 +146,6 @@ function locked(
     licenceRetry: opts ? retryOf(opts) : undefined,
     wakeSeq,
     keptChain: kept,
-    lazyRelease: isTied && !licence && records === '0',
     wake: reported === '1' ? 'reported' : reported === '2' ? 'early' : 'now',
     tookCliWake: took,
   };

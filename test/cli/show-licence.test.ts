@@ -17,7 +17,7 @@ const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const sid = stageId(ref);
 
 (onCluster ? describe.skip : describe)('C29: the CLI reads the stage lock as the scripts do', () => {
-  it('show of a stage whose job completed before its lazy release ran says in_flight, as the engine does, until the lock goes', async () => {
+  it('show of a stage whose job completed without its release (its process died) says in_flight, as the engine does, until the lock goes', async () => {
     const h = harness();
     await h.engine.enqueue(ref, {});
     const job = await fetchBy(h, 'bull-1');
@@ -30,12 +30,12 @@ const sid = stageId(ref);
       skewToleranceMs: 1000,
       bullToken: 'bull-1',
     });
-    expect(begun).toMatchObject({ kind: 'locked', lazyRelease: true });
+    expect(begun).toMatchObject({ kind: 'locked' });
     const keys = new QueueKeys(h.prefix, h.queueName);
     const reader = ioReader(h.redis);
     expect((await readStage(reader, keys, sid)).state).toBe('in_flight');
     // BullMQ completes the job (its completion deletes the job's lock, and removeOnComplete the job);
-    // the process dies before its lazy release is sent
+    // the process dies before its release is sent
     await (await h.engine.queue.getJob(job.id as string))!.moveToCompleted({ dispatched: true }, 'bull-1', false);
     expect(await h.redis.exists(bullLock(h, job.id as string))).toBe(0);
     expect(await h.redis.exists(keys.lock(sid))).toBe(1);

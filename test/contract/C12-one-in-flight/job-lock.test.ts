@@ -32,24 +32,23 @@ const begin = (store: DeferralStore, ownJobId: string, bullToken?: string) =>
   store.begin({ sid, ownJobId, lockMs: 30_000, wakeUp: false, skewToleranceMs: 1000, bullToken });
 
 (onCluster ? describe.skip : describe)('C12: a job attempt’s stage lock', () => {
-  it('a success of a stage with no licence releases lazily: in flight until the release lands on its own (within ~100 ms), then free', async () => {
+  it('a job’s success releases its lock before BullMQ completes the job: the stage is free the moment the job completed', async () => {
     const h = harness();
     await h.engine.enqueue(image, {});
-    const { done } = watch(h.engine.createWorker());
-    await waitFor(() => done.length === 1, 'the job completed');
-    expect(done[0]!.result).toMatchObject({ dispatched: true });
     const store = new DeferralStore(h.engine.queue);
-    // the lazy release rides in a later batch, or goes on its own within ~100 ms
-    await waitFor(async () => (await store.probe(sid)).kind === 'none', 'the lazy release landed');
-    expect(await h.redis.exists(store.keys.lock(sid))).toBe(0);
+    const worker = h.engine.createWorker();
+    const free: boolean[] = [];
+    // read in the completed listener, right after BullMQ's completion
+    worker.on('completed', () => void store.probe(sid).then((p) => free.push(p.kind === 'none')));
+    await waitFor(() => free.length === 1, 'the job completed');
+    expect(free).toEqual([true]);
     expect((await h.engine.enqueue(image, {})).added).toBe(true);
-    await waitFor(() => done.length === 2, 'the second job completed');
   });
 
   it('the lock lives by its own TTL, whatever BullMQ did with the job: finished, it is still held and renewed; its own release ends it, and the next attempt takes a larger fencing token', async () => {
     const { h, id, store, finish } = await fetched();
     const first = await begin(store, id, 'bull-1');
-    expect(first).toMatchObject({ kind: 'locked', lazyRelease: true });
+    expect(first).toMatchObject({ kind: 'locked' });
     expect(await h.redis.get(store.keys.lock(sid))).toMatch(/\nbull-1$/);
     expect((await store.probe(sid)).kind).toBe('in_flight');
     expect((await h.engine.dispatchStage(image, {})).reason).toBe('dispatch_in_flight');

@@ -44,8 +44,8 @@ describe('C13: a batch that mixes begins', () => {
       begin(sidOf('j2', 'video'), j2.id as string, 'not-bull-2\n0'), // stale token: gone
     ]);
     expect(a.kind).toBe('deferred');
-    expect(b).toMatchObject({ kind: 'locked', wakeSeq: '2:1', lazyRelease: false, licence: null });
-    expect(c).toMatchObject({ kind: 'locked', wakeSeq: '2:0', lazyRelease: true });
+    expect(b).toMatchObject({ kind: 'locked', wakeSeq: '2:1', licence: null });
+    expect(c).toMatchObject({ kind: 'locked', wakeSeq: '2:0' });
     expect(d.kind).toBe('gone');
     expect(c.kind === 'locked' && c.token).toBe(`${j1.id}\n${fenceOf(c)}\nbull-1\n0`);
     expect(await h.redis.get(store.keys.lock(sidOf('j1')))).toBe(c.kind === 'locked' ? c.token : null);
@@ -60,7 +60,7 @@ describe('C13: a batch that mixes begins', () => {
 });
 
 describe("C13: the first begin of a call reads BullMQ's job lock, F and the counters in one MGET", () => {
-  it('a call led by a job attempt with a stale BullMQ token (gone), then lazy and plain releases, then a tied attempt with the right one and a direct call: the reservation counts begins only', async () => {
+  it('a call led by a job attempt with a stale BullMQ token (gone), then two releases, then a job attempt with the right one and a direct call: the reservation counts begins only', async () => {
     const { h, store, begin } = setUp();
     await h.engine.enqueue(ref('j1'), {});
     const j1 = await fetchBy(h, 'bull-1');
@@ -71,17 +71,18 @@ describe("C13: the first begin of a call reads BullMQ's job lock, F and the coun
     if (x.kind !== 'locked' || y.kind !== 'locked') throw new Error('not locked');
     await h.engine.wakeDeferred({ stage: 'video' });
     const stale = begin(sidOf('j1'), j1.id as string, 'bull-9\n0');
-    store.releaseLater(sidOf('x'), x.token);
+    const releasedX = store.release(sidOf('x'), '', x.token, 'end');
     const released = store.release(sidOf('y'), '', y.token, 'plain');
-    const [s, r, t, d] = await Promise.all([
+    const [s, , r, t, d] = await Promise.all([
       stale,
+      releasedX,
       released,
       begin(sidOf('j2', 'video'), j2.id as string, 'bull-2\n0'),
       begin(sidOf('d')),
     ]);
     expect(s.kind).toBe('gone');
     expect(r).toMatchObject({ lost: false });
-    expect(t).toMatchObject({ kind: 'locked', wakeSeq: '0:1', lazyRelease: true });
+    expect(t).toMatchObject({ kind: 'locked', wakeSeq: '0:1' });
     expect(d).toMatchObject({ kind: 'locked', wakeSeq: '0:0' });
     expect(fenceOf(d)).toBe(fenceOf(t)! + 1);
     // three begins in the call, the first took no lock: F is the first token handed out + 2

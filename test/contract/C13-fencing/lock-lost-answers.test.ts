@@ -97,7 +97,7 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     },
   );
 
-  it("a job's send while another host cancels the stage (the lazy release): the answer has no cancelled flag, as docs/design.md says", async () => {
+  it("a job's send while another host cancels the stage: the answer says cancelled (its release, awaited before BullMQ completes the job, finds the cancel)", async () => {
     const gate = latch<void>();
     const { h: a, seen } = recording(async () => {
       await gate.opened;
@@ -111,7 +111,7 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
     gate.open();
     await waitFor(() => done.length === 1, 'the job completed');
-    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT });
+    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT, cancelled: true });
   });
 
   it('a lock the renewal found lost, then the idempotent answer that reaches the bound: lock lost and retryable, not done', async () => {

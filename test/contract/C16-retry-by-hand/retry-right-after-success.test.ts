@@ -32,7 +32,7 @@ import type { StageRef } from '../../../src';
  */
 const image: StageRef = { scope: ['book-29', 'ch-1', 'sc-1'], stage: 'image' };
 
-describe('C16: a retry by hand right after a lazily released success', () => {
+describe('C16: a retry by hand right after a success', () => {
   it("an operator's retry of a failed job, made right after another job of the stage succeeded, dispatches (it completed as superseded)", async () => {
     const h = harness();
     h.executor.script(image, new Error('downstream 503'), SENT, SENT);
