@@ -160,6 +160,7 @@ const OWN: Record<string, string[]> = {
   ],
   CANCEL: [...WAKE_DEFERRED, ...DISPATCH_EDGES, 'test/contract/C27-costs/failed-records.test.ts'],
   CLEAR: [...WAKE_DEFERRED],
+  REPLACE: ['test/contract/C18-enqueue/replace-payload.test.ts', 'test/contract/C18-enqueue/replace-guards.test.ts'],
   FAIL: [
     ...PROCESSOR,
     'test/contract/C27-costs/failed-records.test.ts',

@@ -14,12 +14,14 @@ import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
 import { promoteUnlessDeferred, wakeStages } from './store/wake';
-import { stageId } from './stage-ref';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
 export type { ProbeOutcome } from './store/probe';
 export type { BeginOutcome, BeginRequest } from './store/begin';
+
+/** How many times `replacePayload` reads a job whose data other replaces keep changing. */
+const REPLACE_TRIES = 10;
 
 /**
  * The engine's Redis state for one queue (key names: `store/keys.ts`). Begin
@@ -208,28 +210,27 @@ export class DeferralStore {
   }
 
   /**
-   * Replaces the payload (and `buildId`, when given) of a job of the stage that
-   * has not begun: the stage's wake-up (`jobId` undefined: the one its marker
-   * names) or the given job. True when written (see `REPLACE`).
+   * Replaces the payload and `buildId` (dropped when not given: they go together) of a job of the
+   * stage that has not begun: the stage's wake-up (`jobId` undefined: the one its marker names)
+   * or the given job. True when written (see `REPLACE`). A replace written between this one's
+   * read and its write is read again, so the last write wins; after `REPLACE_TRIES` reads it
+   * gives up (false: not written).
    */
   async replacePayload(sid: string, jobId: string | undefined, payload: unknown, buildId?: string): Promise<boolean> {
     const c = await this.client();
-    const id = jobId ?? ((await c.get!(this.keys.marker(sid))) as string | null);
-    if (!id) return false;
-    const key = this.keys.job(id);
-    const read = (await c.hget!(key, 'data')) as string | null;
-    if (read === null) return false;
-    let data: Record<string, unknown>;
-    try {
-      data = JSON.parse(read) as Record<string, unknown>;
-    } catch {
-      return false;
+    let read = '';
+    let next = '';
+    for (let i = 0; i < REPLACE_TRIES; i++) {
+      const r = await c[CMD.sdReplace]!(this.keys.marker(sid), sid, this.keys.base, jobId ?? '', read, next);
+      if (typeof r !== 'string') return r === 1;
+      read = r;
+      try {
+        next = JSON.stringify({ ...(JSON.parse(r) as object), payload, buildId });
+      } catch {
+        return false;
+      }
     }
-    // a job of another stage under that id (one re-added by hand) is not this stage's
-    if (!ownsStage(data, sid)) return false;
-    const next = JSON.stringify({ ...data, payload, ...(buildId !== undefined ? { buildId } : {}) });
-    const sets = ['delayed', 'prioritized', 'wait', 'paused'].map((name) => this.keys.set(name));
-    return (await c[CMD.sdReplace]!(key, ...sets, id, read, next)) === 1;
+    return false;
   }
 
   async isDeferred(sid: string): Promise<boolean> {
@@ -279,12 +280,3 @@ export class DeferralStore {
 }
 
 export { Job };
-
-/** Whether a job's data names the stage `sid` (data an operator wrote by hand may name none). */
-function ownsStage(data: Record<string, unknown>, sid: string): boolean {
-  try {
-    return stageId({ scope: data.scope as string[], stage: data.stage as string }) === sid;
-  } catch {
-    return false;
-  }
-}

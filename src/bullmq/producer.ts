@@ -9,10 +9,10 @@ import type { EnqueueResult, StageRef } from '../types';
 /**
  * Adds a dispatch job for a stage unless it has one waiting, running or
  * deferred. One round trip (the probe) answers for a stage that has one; a
- * deferred stage costs no write.
+ * deferred stage costs no write (a `replace` two more round trips: `replacePayload`).
  * Concurrent enqueues of one stage meet at BullMQ's deduplication key
  * `de:<stageId>`, held by the stage's job until it finishes. With
- * `waitForReplicas`, a job added returns once the replicas hold it.
+ * `waitForReplicas`, a job added or a payload replaced returns once the replicas hold it.
  */
 export async function enqueueStage<P>(
   store: DeferralStore,
@@ -26,10 +26,14 @@ export async function enqueueStage<P>(
   checkCall(call);
   if (call.replace !== undefined && typeof call.replace !== 'boolean')
     throw new InvalidOptionsError(`Expected \`replace\` to be a boolean, got ${typeof call.replace}`);
-  // with `replace`, the newest payload wins for the stage's job that has not begun
-  const taken = async (jobId: string | undefined) =>
-    call.replace === true && (await store.replacePayload(sid, jobId, payload, call.buildId));
   const probe = await store.probe(sid);
+  // with `replace`, the newest payload wins for the stage's job that has not begun (with
+  // `waitForReplicas`, confirmed as an add is: the write was made on the probe's connection)
+  const taken = async (jobId: string | undefined) => {
+    if (call.replace !== true || !(await store.replacePayload(sid, jobId, payload, call.buildId))) return false;
+    await store.replicated('enqueue', probe.connection);
+    return true;
+  };
   // (on Redis' clock, as the deferral's own `until`)
   if (probe.kind === 'deferred')
     return {

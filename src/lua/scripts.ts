@@ -89,9 +89,10 @@ local function memberOf(sid, own)
   if string.sub(own, 1, #sid + 1) == sid .. '@' then return own end
   return sid .. '@j.' .. own
 end
--- whether the data of job hash J names stage 'sid': its scope and stage are the id's segments,
--- percent-decoded (a stage id is its segments through encodeURIComponent, joined by '/'); nil when
--- it cannot tell (no data: the job is gone; or data cjson cannot decode, such as nesting past 1000)
+-- whether the data of job hash J names stage 'sid' (then also the data, decoded): its scope and
+-- stage are the id's segments, percent-decoded (a stage id is its segments through
+-- encodeURIComponent, joined by '/'); nil when it cannot tell (no data: the job is gone; or data
+-- cjson cannot decode, such as nesting past 1000)
 local function names(J, sid)
   local d = redis.call('HGET', J, 'data')
   if not d then return nil end
@@ -106,7 +107,7 @@ local function names(J, sid)
   for i = 1, #o.scope do
     if o.scope[i] ~= parts[i] then return false end
   end
-  return true
+  return true, o
 end
 -- the job id of stage 'sid''s member 'm' while that job is the stage's own, else nil. A member
 -- '<sid>@j.<id>' names a job by an id the engine did not make: an operator may remove that job
@@ -1088,19 +1089,27 @@ return out
 
 /**
  * An enqueue with \`replace\`: the newest payload wins for the stage's job that
- * has not begun. KEYS: the job's hash, its queue's delayed and prioritized
- * sorted sets, its wait and paused lists. ARGV: the job id, the data read
- * before, the new data. Writes only when the job still waits (in one of
- * those) and its data is what was read: BullMQ's own moves run as scripts
- * too, so no run can begin between the check and the write. Answers 1 when
- * written, 0 when not (gone, running, finished, or its data changed).
+ * has not begun. KEYS: the stage's marker. ARGV: the stage id, the queue base,
+ * the job id ('': the wake-up the marker names), the job's data as last read
+ * ('' at first), the new data built from it. Writes only a job that will still
+ * send it: BullMQ never started it (\`ats\`, \`atm\` 0: it waits, delayed or
+ * not, unfinished, and as BullMQ's moves run as scripts too no run begins
+ * before the write), it is not marked cancelled or superseded, and its data
+ * names the stage in wire format v1. Answers 1 written, 0 not, or the job's
+ * data when it is not what was read (the first call, or a concurrent replace
+ * wrote meanwhile): build the new data from that and call again.
  */
 export const REPLACE = `
-if redis.call('HGET', KEYS[1], 'data') ~= ARGV[2] then return 0 end
-if redis.call('ZSCORE', KEYS[2], ARGV[1]) or redis.call('ZSCORE', KEYS[3], ARGV[1])
-  or redis.call('LPOS', KEYS[4], ARGV[1]) or redis.call('LPOS', KEYS[5], ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'data', ARGV[3])
-  return 1
-end
-return 0
+${HELPERS}
+local id = ARGV[3]
+if id == '' then id = redis.call('GET', KEYS[1]) end
+if not id then return 0 end
+local J = ARGV[2] .. id
+local h = redis.call('HMGET', J, 'data', 'ats', 'atm', 'sdc', 'sds')
+if not h[1] or (tonumber(h[2]) or 0) > 0 or (tonumber(h[3]) or 0) > 0 or h[4] or h[5] then return 0 end
+if h[1] ~= ARGV[4] then return h[1] end
+local own, o = names(J, ARGV[1])
+if not own or o.v ~= 1 then return 0 end
+redis.call('HSET', J, 'data', ARGV[5])
+return 1
 `;

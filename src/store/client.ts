@@ -69,7 +69,7 @@ const SCRIPTS = {
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
   sdFinished: { keys: 2, lua: lua.FINISHED },
   sdWake: { keys: 3, lua: lua.WAKE },
-  sdReplace: { keys: 5, lua: lua.REPLACE },
+  sdReplace: { keys: 1, lua: lua.REPLACE },
 } as const;
 
 /**

@@ -37,16 +37,20 @@ export async function interceptBatch(
 }
 
 /**
- * Puts `wrap(send)` in place of the engine's `BATCH` command on its ioredis
+ * Puts `wrap(send)` in place of the engine's `BATCH` command (or script `cmd`) on its ioredis
  * client (`send` is the real one); returns what puts the real one back.
  */
-export async function wrapBatch(engine: DispatchEngine, wrap: (send: Send) => Send): Promise<() => void> {
+export async function wrapBatch(
+  engine: DispatchEngine,
+  wrap: (send: Send) => Send,
+  cmd: string = CMD.sdBatch,
+): Promise<() => void> {
   await engine.waitUntilReady();
   const c = (await redisClient(engine.queue)) as unknown as Record<string, Send>;
-  const real = c[CMD.sdBatch]!;
-  c[CMD.sdBatch] = wrap(real.bind(c));
+  const real = c[cmd]!;
+  c[cmd] = wrap(real.bind(c));
   return () => {
-    c[CMD.sdBatch] = real;
+    c[cmd] = real;
   };
 }
 
