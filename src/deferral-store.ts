@@ -6,7 +6,7 @@ import { clearScope, licencesIn } from './store/clear';
 import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
 import { StoreConnections } from './store/connections';
-import { countJobRetried, markJobFailed, markJobFinished } from './store/job-marks';
+import { markJobFailed } from './store/job-marks';
 import { StoreKeys } from './store/keys';
 import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
@@ -177,24 +177,8 @@ export class DeferralStore {
   }
 
   /** A job failed for good: its licence member gets the mark `?`; false when the job was handed on (see `markJobFailed`). */
-  markFailed(
-    sid: string,
-    jobId: string,
-    kept: boolean,
-    bullToken = '',
-    afterBullMQ?: { processedOn?: number },
-  ): Promise<boolean> {
-    return markJobFailed(this.parts, sid, jobId, kept, bullToken, afterBullMQ);
-  }
-
-  /** A job added by hand completed: marked, so a retry by hand starts a fresh chain (see `markJobFinished`). */
-  markFinished(jobId: string, afterBullMQ?: { processedOn?: number }, bullToken = ''): Promise<void> {
-    return markJobFinished(this.parts, jobId, afterBullMQ, bullToken);
-  }
-
-  /** Counts a real failure the engine retries itself (see store/job-marks.ts). */
-  countRetried(jobId: string): Promise<void> {
-    return countJobRetried(this.parts, jobId);
+  markFailed(sid: string, jobId: string, kept: boolean, bullToken = ''): Promise<boolean> {
+    return markJobFailed(this.parts, sid, jobId, kept, bullToken);
   }
 
   /** Renews a lock: 'held', 'cancelled' (renewed, but a cancel marked it) or 'lost'. */

@@ -57,13 +57,10 @@ export interface JobContext {
   run?: string;
   /**
    * Whether a real failure, the `spent`-th of the job's chain, ends the job for
-   * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`, a
-   * custom backoff strategy's -1): the processor decides by the same rule after
-   * the attempt.
+   * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
+   * the processor decides by the same rule after the attempt.
    */
-  failsForGood?: (spent: number, error: unknown) => boolean | Promise<boolean>;
-  /** The delay a custom backoff strategy gave for this failure (asked once, by `failsForGood`). */
-  customDelay?: Promise<number>;
+  failsForGood?: (spent: number, error: unknown) => boolean;
 }
 
 /** The retry options a job was added with: what a wake-up it leads to keeps. */
@@ -454,7 +451,7 @@ export class Dispatcher<P> {
     // window ended) and then fail for good, and nothing would carry the stage any more
     const spent = chain.failures + running.ownFailures + 1;
     const limited = reason === 'rate_limited';
-    const failing = running.abortedBy === undefined && !limited && !(await job?.failsForGood?.(spent, error));
+    const failing = running.abortedBy === undefined && !limited && !job?.failsForGood?.(spent, error);
     // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
     const released = await this.store.release(

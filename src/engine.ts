@@ -333,19 +333,12 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
    * enqueue is not blocked by it, and a retry by hand of it starts afresh.
    */
   const recordFailures = (worker: Worker) =>
-    worker
-      // a kept job BullMQ completed: its mark's stalled count is dropped (a later run of it is a
-      // retry by hand, also one that stalls before its begin; see markFinished in the scripts)
-      .on('completed', (job) => {
-        if (job?.id && keptWhenFinished(job.opts.removeOnComplete))
-          void store.markFinished(job.id, job).catch(() => undefined);
-      })
-      .on('failed', (job) => {
+    worker.on('failed', (job) => {
         if (!job?.id || !job.finishedOn) return;
         const data = job.data as { scope?: string[]; stage?: string } | undefined;
         try {
           const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail), '', job).catch(() => undefined);
+          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
         } catch {
           // not a dispatch job's data: nothing of the engine's to record
         }

@@ -179,8 +179,8 @@ function fail(job: JobIdentity, what: string): never {
 /** What of a job's id and options `checkJobOptions` reads (a BullMQ job has them). */
 export interface JobIdentity {
   id: string;
-  /** What of its data tells an engine's wake-up (`reason`, `class`; `wakeUp` before 0.2). */
-  data?: { reason?: unknown; class?: unknown; wakeUp?: unknown } | null;
+  /** What of its data tells an engine's wake-up (`reason`, `class`). */
+  data?: { reason?: unknown; class?: unknown } | null;
   deduplicationId?: string;
   opts: {
     attempts?: unknown;
@@ -189,32 +189,26 @@ export interface JobIdentity {
   };
 }
 
+/** How a dispatch job is added, said to one that was not. */
+const HOW_TO_ADD =
+  'add dispatch jobs with `engine.enqueue(ref, payload)` (or, from another language, as docs/producers.md says: ' +
+  'id `<stageId>@r.…`, deduplication id the stage id); to run a failed one again, retry it (Bull Board\'s Retry, `job.retry()`)';
+
 /**
  * The producer contract on a job's id and options (docs/producers.md, "Job
- * options"), for the stage id `sid` its data encodes to. An id without `@` is a
- * job added by hand: any options. An id `<x>@…` names stage id `x`, which must
- * be `sid`; an enqueue id `<sid>@r.<base36>` must carry deduplication id `sid`
- * with no `ttl`, `extend` or `replace` (its key must hold while the job waits:
- * a cancel reaches a waiting job through it, and a second add meets it), and retry options the engine applies (`attempts` a positive integer,
- * `backoff` `{ type: 'fixed' | 'exponential', delay: ms }`) or none. No id
- * has a newline (the stage lock's value holds the id before one), ends in `!`
- * or `?`, or is `<sid>@j.…` (the licence index's marks and its name for a job
- * added by hand).
- * Throws `InvalidJobOptionsError`.
+ * options"), for the stage id `sid` its data encodes to. A dispatch job is one
+ * the engine made (a wake-up, `<sid>@cap.…`/`<sid>@idem.…`, with wake-up data)
+ * or one a producer added (`<sid>@r.<base36>`, with deduplication id `sid` and
+ * no `ttl`, `extend` or `replace`: its key must hold while the job waits, as a
+ * cancel reaches a waiting job through it and a second add meets it; retry
+ * options the engine applies, `attempts` a positive integer and `backoff`
+ * `{ type: 'fixed' | 'exponential', delay: ms }`, or none). Any other job (a
+ * plain `queue.add`, a job re-added by hand under an id of its own) is refused:
+ * it is never dispatched. Throws `InvalidJobOptionsError`.
  */
 export function checkJobOptions(job: JobIdentity, sid: string): void {
-  // the stage lock holds the job id before a newline (`<job id>\n<fence>[\n<BullMQ token>]`):
-  // an id with one would make its lock read as another job's, dead, and the stage free to take
-  if (job.id.includes('\n')) fail(job, 'has a newline in its id: a dispatch job id never has one');
-  // the licence index marks a member with a last `!` or `?`, and names a job added by hand
-  // `<stageId>@j.<id>`: such an id would read as another job's member
-  const last = job.id[job.id.length - 1];
-  if (last === '!' || last === '?')
-    fail(job, 'ends in `!` or `?`: a dispatch job id never does (the engine marks its records so)');
   const at = job.id.indexOf('@');
-  if (at < 0) return;
-  if (job.id.startsWith('j.', at + 1))
-    fail(job, "has the engine's form for naming a job added by hand (`<stageId>@j.…`)");
+  if (at < 0) fail(job, `was not added as a dispatch job: ${HOW_TO_ADD}`);
   // compared in place (this runs once per job): the id's part before its first `@` is `sid`
   if (at !== sid.length || !job.id.startsWith(sid)) {
     fail(
@@ -225,15 +219,17 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   }
   // a wake-up id is the engine's: its data says why the stage waits. One without (a producer
   // that copied the id's shape) would complete as a stale wake-up without a word
-  const d = job.data;
-  if (isWakeUpId(sid, job.id) && d?.reason === undefined && d?.class === undefined && d?.wakeUp === undefined) {
-    fail(
-      job,
-      "has a wake-up id (the engine's own, `@cap.…`/`@idem.…`) but no wake-up data: a producer uses `<stageId>@r.…`",
-    );
+  if (WAKE_UP_ID.test(job.id.slice(at))) {
+    const d = job.data;
+    if (d?.reason === undefined && d?.class === undefined)
+      fail(
+        job,
+        "has a wake-up id (the engine's own, `@cap.…`/`@idem.…`) but no wake-up data: a producer uses `<stageId>@r.…`",
+      );
+    return;
   }
   READY_SUFFIX.lastIndex = at + 1;
-  if (!READY_SUFFIX.test(job.id)) return;
+  if (!READY_SUFFIX.test(job.id)) fail(job, `has no dispatch job id (\`<stageId>@r.…\`): ${HOW_TO_ADD}`);
   const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
   if (dedup !== sid) {
     fail(
@@ -268,6 +264,8 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
 }
 
 const WAKE_UP_SUFFIX = /@(cap|idem)\.(\d+)\.(\d+)\.(\d+)\.([0-9a-z]+)[!?]?$/;
+/** A wake-up job id's part from its `@` on (no licence mark). */
+const WAKE_UP_ID = /^@(cap|idem)\.\d+\.\d+\.\d+\.[0-9a-z]+$/;
 
 /**
  * Whether BullMQ keeps a job it finishes under the job's `removeOnComplete` or
@@ -287,25 +285,9 @@ export function keptWhenFinished(remove: unknown): boolean {
   return count !== 0 && !(maxAge <= 0 && limit !== 0);
 }
 
-/**
- * A licence is a wake-up id, maybe with a mark: `!` cleared by the user,
- * `?` its job failed for good (a retry by hand may run it, with a fresh chain).
- */
+/** The job id of a licence member: its mark (`!` a fresh chain, `?` failed for good) dropped. */
 export function jobIdOfLicence(licence: string): string {
-  const member = /[!?]$/.test(licence) ? licence.slice(0, -1) : licence;
-  const at = member.indexOf('@');
-  return member.startsWith('j.', at + 1) ? member.slice(at + 3) : member;
-}
-
-/**
- * The licence member that stands for job `jobId` of stage `sid`: the job id
- * itself when the engine named it (`<stageId>@…`), else `<stageId>@j.<job id>`
- * (a job added by hand), so every member of a stage sorts under `<stageId>@`.
- * The scripts build members themselves (`memberOf` in src/lua/scripts.ts, the
- * same rule); this one is what the tests check them against.
- */
-export function memberOf(sid: string, jobId: string): string {
-  return jobId.startsWith(`${sid}@`) ? jobId : `${sid}@j.${jobId}`;
+  return /[!?]$/.test(licence) ? licence.slice(0, -1) : licence;
 }
 
 /** Whether `jobId` is a wake-up the engine added for stage `sid` (not a job re-added by hand). */

@@ -108,74 +108,17 @@ async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: Job
 
 /**
  * Whether a real failure, the `spent`-th of the job's chain, ends the job for good: its budget
- * is spent, the error is unrecoverable, the Worker's maxStartedAttempts is reached (each wait
- * in flight counts as a start), or the job's custom backoff strategy says -1 (BullMQ's "do not
- * retry"). Read only on a failure: the hot path reads nothing for it.
+ * is spent, the error is unrecoverable, or the Worker's maxStartedAttempts is reached (each wait
+ * in flight counts as a start). Read only on a failure: the hot path reads nothing for it.
  */
-function failsForGood(job: Job, ctx: JobContext, spent: number, error: unknown): boolean | Promise<boolean> {
+function failsForGood(job: Job, ctx: JobContext, spent: number, error: unknown): boolean {
   const maxStarted = (job as unknown as { queue?: { opts?: { maxStartedAttempts?: number } } }).queue?.opts
     ?.maxStartedAttempts;
-  if (
+  return (
     spent >= ctx.attempts ||
     (error instanceof Error && isUnrecoverable(error)) ||
     (!!maxStarted && job.attemptsStarted >= maxStarted)
-  )
-    return true;
-  const strategy = customStrategy(job, ctx.backoff);
-  if (!strategy) return false;
-  // asked once (the release asks first, the processor again): the engine then retries the job
-  // itself after this delay, as BullMQ would have asked the strategy again
-  ctx.customDelay ??= askStrategy(strategy, spent, ctx.backoff.type, error, job);
-  return ctx.customDelay.then((delay) => delay === -1);
-}
-
-type BackoffStrategy = (attemptsMade: number, type?: string, error?: Error, job?: Job) => unknown;
-
-/**
- * The Worker's own strategy for a job of a custom backoff type (BullMQ's
- * `settings.backoffStrategy`, on the Worker running the job), if it has one.
- */
-function customStrategy(job: Job, backoff: JobContext['backoff']): BackoffStrategy | undefined {
-  if (builtIn(backoff)) return undefined;
-  const strategy = (job as unknown as { queue?: { opts?: { settings?: { backoffStrategy?: unknown } } } }).queue?.opts
-    ?.settings?.backoffStrategy;
-  return typeof strategy === 'function' ? (strategy as BackoffStrategy) : undefined;
-}
-
-/** One of BullMQ's built-in backoff types (BullMQ computes it; any other needs a Worker's strategy). */
-function builtIn(backoff: JobContext['backoff']): boolean {
-  return backoff.type === 'fixed' || backoff.type === 'exponential';
-}
-
-/**
- * A custom strategy's delay for the n-th failure, as BullMQ reads it: -1 ends the job (so does
- * a strategy that throws: BullMQ could not retry it either), anything else not a finite number
- * >= 0 retries at once.
- */
-async function askStrategy(
-  strategy: BackoffStrategy,
-  n: number,
-  type: string,
-  error: unknown,
-  job: Job,
-): Promise<number> {
-  try {
-    const delay = Number(await strategy(n, type, error as Error, job));
-    return delay === -1 ? -1 : delay >= 0 && Number.isFinite(delay) ? delay : 0;
-  } catch {
-    return -1;
-  }
-}
-
-/**
- * BullMQ's backoff for the n-th real failure (1-based), as BullMQ computes the
- * built-in strategies. A job's custom type without a Worker's `backoffStrategy`
- * waits by the engine's own `retry.backoff`.
- */
-function backoffMs(backoff: JobContext['backoff'], n: number, fallback: JobContext['backoff']): number {
-  if (backoff.type !== 'fixed' && backoff.type !== 'exponential') return backoffMs(fallback, n, fallback);
-  const delay = Number(backoff.delay) || 0;
-  return backoff.type === 'fixed' ? delay : Math.round(2 ** (n - 1) * delay);
+  );
 }
 
 /** How a job calls its dispatch when its data names no build (shared: nothing writes to it). */
@@ -193,8 +136,8 @@ const JOB_CALL = Object.freeze({ force: false });
  *   nothing is begun, and a `DelayedError` leaves the job to BullMQ's stalled check.
  * - a real failure: thrown, so BullMQ's attempts and backoff apply, counted
  *   across the stage's chain (the job's own `attempts`); the last one is
- *   unrecoverable. A job retried by hand gets a fresh budget: when BullMQ's
- *   own count is spent but the chain's is not, the engine delays it itself.
+ *   unrecoverable. A job retried by hand has what BullMQ gives it: with
+ *   `resetAttemptsMade` a fresh budget, without it the attempts it has left.
  * - capacity deferral limit: `DeferralLimitError`, unrecoverable.
  * - malformed job data, or an id or options that break the producer contract
  *   (`checkJobOptions`): unrecoverable; other jobs are unaffected.
@@ -291,29 +234,12 @@ export function createProcessor<P>(
               new DispatchFailedError(ref, attempt.result.reason ?? 'unknown', dispatcher.outcomes.describe());
         const spent = attempt.chain.failures + attempt.ownFailures + 1;
         // (the attempt's release used the same rule: a last failure took no licence)
-        if (await ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
-        // it waits out its backoff as the stage's licence holder (taken with the release): a host's
-        // tick sees its failures
-        // BullMQ retries while its own count allows; past it (a job retried by hand), the engine
-        // does, and also for a custom type: after the delay of the strategy it asked already
-        // (BullMQ would ask it again), or of retry.backoff when the Worker has none (BullMQ would
-        // throw 'Unknown backoff strategy' and leave the job active until its stalled check)
-        const custom = await ctx.customDelay;
-        if (custom === undefined && builtIn(ctx.backoff) && job.attemptsMade + 1 < ctx.attempts) throw error;
-        await store.countRetried(id);
-        // Stryker disable next-line ArrowFunction: equivalent: the catch's value is dropped
-        await job.log(`attempt failed (${spent} of ${ctx.attempts} in this chain): ${error.message}`).catch(() => 0);
-        return later(job, token, custom ?? backoffMs(ctx.backoff, spent, opts.retry.backoff));
+        if (ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
+        // it waits out its backoff as the stage's licence holder (taken with the release): BullMQ
+        // retries it, by its own attempts and backoff (a custom type by the Worker's strategy)
+        throw error;
       }
       default:
-        // a job kept once completed (one added by hand, or by a producer under `<stage id>@r.…`
-        // with its own removeOnComplete): a retry by hand of it then starts afresh. The engine's
-        // own jobs are removed on completion (`removeOnComplete: true`): no mark, no request
-        // The mark is best effort: the stage was dispatched, and a throw here would have BullMQ retry
-        // the job and dispatch it again; a mark lost costs only the fresh budget of a later retry by hand
-        // (a worker BullMQ handed the job on from, after it stalled, marks nothing: see FINISHED)
-        if (keptWhenFinished(job.opts.removeOnComplete))
-          await store.markFinished(id, undefined, ctx.bullToken).catch(() => undefined);
         return storable(attempt.result);
     }
   };

@@ -1,5 +1,4 @@
 import { jobIdOfLicence } from '../job-data';
-import { OWN_MEMBERS } from '../lua/scripts';
 import { deferredStage } from '../store/listing';
 import { readFields, type Cmd, type QueueKeys, type Reader } from '../store/reader';
 import type { DeferredStage } from '../types';
@@ -43,17 +42,15 @@ async function jobStates(reader: Reader, keys: QueueKeys, ids: readonly string[]
 
 /**
  * One stage's state, from its own keys only: the marker, the lock, its
- * licences (`OWN_MEMBERS`: a range of the index on `[<sid>@`, the members whose jobs
- * are the stage's own), its deduplication key and the jobs they name. A failed job is found through its `?` licence.
+ * licences (a range of the index on `[<sid>@`), its deduplication key and the jobs they name. A failed job is found through its `?` licence.
  */
 export async function readStage(reader: Reader, keys: QueueKeys, sid: string, now = Date.now()): Promise<StageState> {
   const [marker, pttl, lock, licences, dedup] = (await reader.run([
     ['get', keys.marker(sid)],
     ['pttl', keys.marker(sid)],
     ['get', keys.lock(sid)],
-    // the members whose jobs are the stage's own, as the scripts judge it (a job added by hand whose
-    // id an operator reused for another stage's job is not): the rule itself, run read-only
-    ['eval', OWN_MEMBERS, 1, keys.index, sid, keys.base],
+    // the members of the stage: '<sid>@…' (no stage id holds an '@', which sorts just before 'A')
+    ['zrangebylex', keys.index, `[${sid}@`, `(${sid}A`],
     ['get', keys.dedup(sid)],
   ])) as [string | null, number, string | null, string[], string | null];
   if (marker !== null) {

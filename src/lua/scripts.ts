@@ -11,34 +11,21 @@
  * has no second one: `unmark`); live while its key exists); F = the queue's
  * fencing counter; D = BullMQ's deduplication key of the stage's enqueued job;
  * J = a job's BullMQ hash; IDX = the queue's licence index, a sorted set (all
- * scores 0) of members `<stageId>@<suffix>`: the job that carries the stage
- * (its licence: a wake-up id, an enqueued job's id, or `<stageId>@j.<job id>`
- * for a job whose id is not the engine's), at most one per stage, optionally
- * marked `!` (a fresh chain: cleared, or retried by hand); and any number of
- * records of jobs that failed for good, marked `?` (a cancel reaches them; a
- * retry by hand of one of them runs). A wake-up job that is not the stage's
- * licence does nothing when it runs; a job whose licence another attempt
+ * scores 0) of job ids (every dispatch job's id starts `<stageId>@`): the job
+ * that carries the stage (its licence: a wake-up, or a job waiting out a
+ * retry), at most one per stage, optionally marked `!` (a fresh chain:
+ * cleared, or retried by hand); and any number of records of jobs that failed
+ * for good, marked `?` (a cancel reaches them; a retry by hand of one of them
+ * runs). A job runs only as its stage's licence holder or when the stage has
+ * none (a wake-up only as its holder); a job whose licence another attempt
  * revoked is marked superseded.
  *
  * Fields the engine keeps on a dispatch job's own hash (they go with the job):
  *   sdc  cancelled: the job must not dispatch when it (next) runs
  *   sds  superseded: the job recorded a deferral (its wake-up carries the stage), or
- *        another attempt revoked its licence (a deferral, a success, a newer holder), or
- *        it sent the stage from a worker BullMQ had handed the job on from (handedOn)
- *   sdf  finished (failed for good, or completed and kept): BullMQ's \`atm\` when it was
- *        marked; when it runs again with another \`atm\` (BullMQ counted the finish), it
- *        was retried by hand (a fresh chain and budget); a redelivery after a crash
- *        before BullMQ finished it keeps the same \`atm\` and is not
- *   sdt  BullMQ's \`stc\` (stalled count) when \`sdf\` was marked, until BullMQ finished the job: a
- *        run after the count grew is a redelivery (the worker died before BullMQ finished the job),
- *        not a retry by hand
- *   sdp  BullMQ's \`processedOn\` of the run that marked \`sdf\`: a Worker listener's late call for an
- *        earlier run leaves a later run's mark alone
- *   sdk  the chain a job holding the stage's licence carries (\`capacity.idempotent.failures\`)
- *   sdb  BullMQ's `atm` when the job's chain began again (a retry by hand)
- *   sdx  real failures not counted in `atm` (retries the engine scheduled itself)
- *   sdi  the stage id, written when the job takes a member '<stageId>@j.<job id>' (a licence or a
- *        failed-job record) or once its data was found to name the stage: see `ownJob`
+ *        another attempt revoked its licence (a deferral, a success), or a chain's end found
+ *        it retried or redelivered after it failed for good, or it sent the stage from a
+ *        worker BullMQ had handed the job on from (handedOn)
  *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): 'r' by its first run (no
  *        wakeDeferred woke it), 'w' by the `wakeDeferred` that woke it (or, for 'e', by whoever
  *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
@@ -74,61 +61,11 @@ local function tiedTo(t)
   if not b then return nil end
   return string.sub(t, 1, a - 1), string.sub(t, b + 1)
 end
--- the job id of a licence member: its mark dropped, and the '@j.' form unwrapped
+-- the job id of a licence member: its mark ('!' or '?') dropped
 local function jobOf(lic)
   local last = string.sub(lic, -1)
-  if last == '!' or last == '?' then lic = string.sub(lic, 1, -2) end
-  local at = string.find(lic, '@', 1, true)
-  if at and string.sub(lic, at + 1, at + 2) == 'j.' then return string.sub(lic, at + 3) end
+  if last == '!' or last == '?' then return string.sub(lic, 1, -2) end
   return lic
-end
--- the licence member of job 'own' of stage 'sid' (the job-data.ts memberOf): the job id itself
--- when the engine named it ('<stage id>@…'), else '<stage id>@j.<job id>'; '' for a direct call
-local function memberOf(sid, own)
-  if own == '' then return '' end
-  if string.sub(own, 1, #sid + 1) == sid .. '@' then return own end
-  return sid .. '@j.' .. own
-end
--- whether the data of job hash J names stage 'sid' (then also the data, decoded): its scope and
--- stage are the id's segments, percent-decoded (a stage id is its segments through
--- encodeURIComponent, joined by '/'); nil when it cannot tell (no data: the job is gone; or data
--- cjson cannot decode, such as nesting past 1000)
-local function names(J, sid)
-  local d = redis.call('HGET', J, 'data')
-  if not d then return nil end
-  local ok, o = pcall(cjson.decode, d)
-  if not ok then return nil end
-  if type(o) ~= 'table' or type(o.scope) ~= 'table' then return false end
-  local parts = {}
-  for seg in string.gmatch(sid, '[^/]+') do
-    parts[#parts + 1] = (string.gsub(seg, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
-  end
-  if #parts ~= #o.scope + 1 or o.stage ~= parts[#parts] then return false end
-  for i = 1, #o.scope do
-    if o.scope[i] ~= parts[i] then return false end
-  end
-  return true, o
-end
--- the job id of stage 'sid''s member 'm' while that job is the stage's own, else nil. A member
--- '<sid>@j.<id>' names a job by an id the engine did not make: an operator may remove that job
--- and add another stage's job under the same id. So such a job is the stage's while its hash says
--- so ('sdi', written when it takes a member, or once its data was read), else while its data
--- names the stage (decoded once, then 'sdi' is written, unless 'readOnly'); a job whose data
--- cannot tell counts as the stage's (as every member did before this check). An engine id
--- carries its stage id.
-local function ownJob(BASE, sid, m, readOnly)
-  local id = jobOf(m)
-  if string.sub(m, #sid + 2, #sid + 3) ~= 'j.' then return id end
-  local J = BASE .. id
-  local s = redis.call('HGET', J, 'sdi')
-  if s then
-    if s == sid then return id end
-    return nil
-  end
-  local n = names(J, sid)
-  if n == false then return nil end
-  if n and not readOnly then redis.call('HSET', J, 'sdi', sid) end
-  return id
 end
 local function nowMs()
   local t = redis.call('TIME')
@@ -154,30 +91,9 @@ local function wakeSeq(BASE, sid)
   local kind = kindOf(sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0')
 end
--- marks job J finished (see sdf, sdt, sdp). Before BullMQ finishes it (the processor's call):
--- BullMQ's atm, stalled count and the run (processedOn) as they are now; a run after a crash in
--- between is a redelivery (its stalled count grew), not a retry by hand (see begin). Once BullMQ
--- finished it (a Worker listener's call, after = '1': finishedOn is set) no redelivery can come:
--- the count is dropped, and the processor's mark of the same finish kept. A listener's call that
--- finds J unfinished (an operator retried it meanwhile: BullMQ's retry deletes finishedOn) records
--- nothing: only the mark of the run it reports ('run', its processedOn) loses its stalled count,
--- a later run's own mark is left alone. Returns false for that call (nothing recorded)
 -- whether a job's clear mark ('sdq') says a run of it held a fresh chain: a '+' at its end
 local function markUsed(q)
   return q and string.sub(q, -1) == '+'
-end
-local function markFinished(J, after, run)
-  local h = redis.call('HMGET', J, 'finishedOn', 'sdf', 'atm', 'stc', 'processedOn', 'sdp')
-  if h[1] then
-    if not h[2] then redis.call('HSET', J, 'sdf', h[3] or 0) end
-    redis.call('HDEL', J, 'sdt')
-  elseif after == '1' then
-    if h[6] == run then redis.call('HDEL', J, 'sdt') end
-    return false
-  else
-    redis.call('HSET', J, 'sdf', h[3] or 0, 'sdt', h[4] or 0, 'sdp', h[5] or 0)
-  end
-  return true
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
@@ -188,19 +104,17 @@ local function split(members)
   return live, failed
 end
 -- revokes stage 'sid''s licence(s) in IDX (not the failed-job records) and marks their jobs
--- superseded, except job 'keep'; returns the members revoked whose jobs are the stage's own (the
--- engine removes those jobs), and how many members it revoked
+-- superseded, except job 'keep'; returns the members revoked (the engine removes their jobs), and
+-- how many it revoked
 local function revoke(IDX, BASE, sid, members, keep)
   local out, n = {}, 0
   for _, m in ipairs(members) do
     if string.sub(m, -1) ~= '?' then
       redis.call('ZREM', IDX, m)
       n = n + 1
-      local id = ownJob(BASE, sid, m)
-      if id then
-        if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
-        out[#out + 1] = m
-      end
+      local id = jobOf(m)
+      if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
+      out[#out + 1] = m
     end
   end
   return out, n
@@ -212,7 +126,7 @@ end
  * engine queued during one turn of the event loop (one command for many
  * attempts). KEYS: 1 IDX, 2 F. An operation's keys are built from the queue base
  * and its stage id (marker, lock) or job id (the job's hash), in the queue's slot
- * like every key of the queue, and a job's licence member from both (see memberOf).
+ * like every key of the queue.
  * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
  *   'b', stageId, own job id ('' for a direct call), lockMs, kind ('w' a wake-up, ''
  *        anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
@@ -314,12 +228,11 @@ local function cliWake(J, wake, w)
   return 1
 end
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
-  -- 'bull': the worker's BullMQ lock token of the job and the job's stalled count as the worker
-  -- got it ('<token>\\n<count>'; a token alone from a version that did not send the count)
+  -- 'bull': the worker's BullMQ lock token of the job ('' for none)
   local token
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
   local v
-  if own ~= '' and bull ~= '' then token = string.match(bull, '^[^\\n]*') end
+  if own ~= '' and bull ~= '' then token = bull end
   local kind = kindOf(sid)
   if FENCE_LAST == nil or SEEN[kind] == nil then
     -- the batch's first begin (or its first of a stage kind): what the batch reads once (the
@@ -347,131 +260,101 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
     if p > 20 and p <= tol + fleetLead() then return {5, p} end
   end
-  local retried, redelivered, failedMe = false, false, false
-  -- the stage's licence and failed-job records, read once
-  local members = ${licences('IDX', 'sid')}
-  -- the running job's own fields, read once: cancelled, superseded, finished, and its failure counts
+  local retried = false
+  -- the stage's licence (the job that carries it) and failed-job records, read once
+  local lic, failed = split(${licences('IDX', 'sid')})
+  -- the running job's own fields, read once: cancelled, superseded, BullMQ's failures of it
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdw', 'sdq')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn', 'sdw', 'sdq')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
     -- a caller without BullMQ's token, its hash is gone or finished
     if bull ~= '' then
       if v[3] ~= token then return {7} end
-    elseif not c[7] or c[8] then
+    elseif not c[4] or c[5] then
       return {7}
     end
-    if c[1] then return {4, cliWake(J, wake, c[11])} end
-    -- retried by hand: a job marked finished (or recorded as failed for good) runs again only
-    -- when an operator retried it, or when BullMQ's stalled check handed it on: its worker died
-    -- between the mark and BullMQ's finish, and this is the redelivery (the stalled count grew
-    -- since the mark; a retry by hand keeps that count, and BullMQ's own failure drops the mark's
-    -- count: see FAIL). BullMQ's count of finishes that changed since the mark is a retry too
-    -- (also one whose run then stalled before its begin)
-    redelivered = c[10] and (tonumber(c[9]) or 0) > tonumber(c[10])
-    for _, m in ipairs(members) do
-      if m == me .. '?' then failedMe = true end
+    if c[1] then return {4, cliWake(J, wake, c[6])} end
+    -- a job recorded as failed for good runs again: retried by hand (or redelivered after its worker
+    -- died before BullMQ failed it): a fresh chain, on the budget BullMQ gives it
+    for _, r in ipairs(failed) do
+      if r == me .. '?' then retried = true end
     end
-    retried = (c[3] and tonumber(c[3]) ~= (tonumber(c[4]) or 0)) or ((c[3] or failedMe) and not redelivered)
-    -- a job that finished (failed for good, or completed and kept) and runs again was retried by
-    -- hand: an operator's intent, which a deferral it once recorded does not overrule
-    if c[2] and not retried then return {6, cliWake(J, wake, c[11])} end
+    if c[2] then return {6, cliWake(J, wake, c[6])} end
   end
   -- a lock (it lives while its key exists) is another attempt's, or this job's own, cancelled:
   -- CANCEL marked that job ('sdc', read above), so it never gets here
   if v[2] then return {2} end
-  local lic, failed = split(members)
-  local records = #failed
-  if wake == 'w' and not retried and lic ~= me and lic ~= me .. '!' then
-    -- a wake-up redelivered after its failed-for-good record (its worker died before BullMQ
-    -- failed it) while no other job took the stage: it takes its licence back and runs once
-    -- more, as BullMQ runs a job redelivered after a crash (its chain, in its id, decides
-    -- whether its next failure is its last; one whose run held a fresh chain, '!', takes it
-    -- back marked '!': a clear ended the chain before that run; see 'sdq')
-    if not (failedMe and redelivered and not lic) then return {3, cliWake(J, wake, c[11])} end
-    redis.call('ZREM', IDX, me .. '?')
-    lic = markUsed(c[12]) and me .. '!' or me
-    redis.call('ZADD', IDX, 0, lic)
-    records = records - 1
+  -- a job runs only as the job that carries the stage (its licence), or when none does; a wake-up
+  -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing
+  if own ~= '' and lic ~= me and lic ~= me .. '!' then
+    if lic and redis.call('EXISTS', BASE .. jobOf(lic)) == 0 then
+      redis.call('ZREM', IDX, lic)
+      lic = nil
+    end
+    if lic or (wake == 'w' and not retried) then return {wake == 'w' and 3 or 6, cliWake(J, wake, c[6])} end
   end
-  if wake == 'w' and c[12] and not markUsed(c[12]) and (lic == me or (retried and m)) then
+  if wake == 'w' and c[7] and not markUsed(c[7]) and lic == me then
     -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
     -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
     -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
     -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
-    -- again). So does a run retried by hand that deletes its own marker (BullMQ
-    -- failed it before its begin, maxStartedAttempts, and an operator retried it).
-    -- After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took the
-    -- marks of refused promotions back), the mark does nothing
-    local P = BASE .. 'sd:clrp:' .. c[12]
+    -- again). After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took
+    -- the marks of refused promotions back), the mark does nothing
+    local P = BASE .. 'sd:clrp:' .. c[7]
     if redis.call('EXISTS', P) == 1 then
-      if lic == me then
-        redis.call('ZREM', IDX, me)
-        lic = me .. '!'
-        redis.call('ZADD', IDX, 0, lic)
-      end
-      unwait(BASE, sid)
-      redis.call('HSET', J, 'sdq', c[12] .. '+')
-      -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
-      if m or (c[11] ~= 'w' and c[11] ~= 'e') then redis.call('SADD', P, own) end
-    end
-  end
-  local carried, opts, kept, took = 0, '', '', ''
-  if retried then
-    -- a job that failed for good, retried by hand: its chain and its budget start again here
-    redis.call('HSET', J, 'sdb', c[4] or 0, 'sdx', 0, 'sdi', sid)
-    redis.call('HDEL', J, 'sdf', 'sdt', 'sdp', 'sds', 'sdk')
-    redis.call('ZREM', IDX, me .. '?')
-    if not lic then
+      redis.call('ZREM', IDX, me)
       lic = me .. '!'
       redis.call('ZADD', IDX, 0, lic)
-    else
-      -- another job's licence (carrying nothing into this fresh chain): a wake-up the ops CLI woke
-      -- whose stage this attempt takes first is reported by this attempt
-      local id = ownJob(BASE, sid, lic)
-      if id and id ~= own and cliWake(BASE .. id, 'w', redis.call('HGET', BASE .. id, 'sdw')) == 1 then took = id end
+      unwait(BASE, sid)
+      redis.call('HSET', J, 'sdq', c[7] .. '+')
+      -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
+      if m or (c[6] ~= 'w' and c[6] ~= 'e') then redis.call('SADD', P, own) end
     end
-  elseif lic then
-    -- a job (not a wake-up) holding the licence keeps the chain it carries on its hash; another
-    -- job holding it (one waiting out its backoff) passes on its failures and budget too
-    -- (not a job another stage's job replaced under the licence's id: it carries nothing)
-    local id = ownJob(BASE, sid, lic)
-    if id then
-      local h = redis.call('HMGET', BASE .. id, 'sdk', 'opts', 'atm', 'sdb', 'sdx', 'sdw')
-      kept = h[1] or ''
-      if id ~= own then
-        carried = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0) + (tonumber(h[5]) or 0)
-        opts = h[2] or ''
-        -- a wake-up the ops CLI woke whose stage this attempt takes first: this attempt reports the wake
-        if cliWake(BASE .. id, 'w', h[6]) == 1 then took = id end
-      end
+  end
+  local carried, opts, took = 0, '', ''
+  if retried then
+    -- its record goes; it carries the stage as a fresh chain ('!')
+    redis.call('ZREM', IDX, me .. '?')
+    if lic ~= me .. '!' then
+      if lic then redis.call('ZREM', IDX, lic) end
+      lic = me .. '!'
+      redis.call('ZADD', IDX, 0, lic)
     end
+  elseif own == '' and lic then
+    -- a direct call carries the licence holder's failures (BullMQ's count of them) and budget
+    local id = jobOf(lic)
+    local h = redis.call('HMGET', BASE .. id, 'opts', 'atm', 'sdw')
+    carried = tonumber(h[2]) or 0
+    opts = h[1] or ''
+    -- a wake-up the ops CLI woke whose stage this call takes first: this call reports the wake
+    if cliWake(BASE .. id, 'w', h[3]) == 1 then took = id end
   end
   if m then redis.call('DEL', M) end
   local fence = nextFence()
-  -- tied to the job's BullMQ lock when the worker gave its token (checked above: it holds that lock)
+  -- a job's attempt keeps the worker's BullMQ token in its value: its release tells by it whether
+  -- BullMQ handed the job on meanwhile (see handedOn)
   local tied = own ~= '' and bull ~= ''
   if tied then
     redis.call('SET', L, own .. '\\n' .. fence .. '\\n' .. bull, 'PX', lockMs)
   else
     redis.call('SET', L, own .. '\\n' .. fence, 'PX', lockMs)
   end
-  -- failures this job spent in its chain (none yet when a retry by hand started it afresh)
-  local mine = 0
-  if own ~= '' and not retried then mine = (tonumber(c[4]) or 0) - (tonumber(c[5]) or 0) + (tonumber(c[6]) or 0) end
+  -- failures this job spent in its chain: BullMQ's own count of them
+  local mine = tonumber(c[3]) or 0
   -- a wake-up reports its wake once (woken): by its first run, or by the wakeDeferred that woke it
   -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
   -- ('r': reported by its run, no wakeDeferred woke it; 'w' and 'e' say a wakeDeferred did: see
   -- CLEAR; '1', written by versions before these, is reported, by whom it cannot tell)
-  local w = c[11]
+  local w = c[6]
   local reported = w == 'w' or w == 'r' or w == '1'
   if wake == 'w' and not reported then redis.call('HSET', J, 'sdw', w == 'e' and 'w' or 'r') end
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence, the opts and the CLI-woken wake-up (free text) beside it, only when there are any
   local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
-    .. kept .. ',' .. (tied and 1 or 0) .. ',' .. records .. ',' .. ((reported and 1) or (w == 'e' and 2) or 0)
+    .. ',' .. (tied and 1 or 0) .. ',' .. #failed .. ',' .. ((reported and 1) or (w == 'e' and 2) or 0)
   if not lic and opts == '' and took == '' then return rec end
   return {0, rec, lic or '', opts, took}
 end
@@ -514,35 +397,18 @@ end
 local function supersedeRecords(sid, own, members)
   for _, m in ipairs(members) do
     if string.sub(m, -1) == '?' then
-      local id = ownJob(BASE, sid, m)
-      -- the record's job as it is now, in one read (no 'timestamp': the job is gone)
-      local f = id and redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'atm', 'sdf', 'stc', 'sdt')
-      if not f or not f[1] then
+      local id = jobOf(m)
+      -- the record's job as it is now (no 'timestamp': the job is gone)
+      local f = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn')
+      if not f[1] then
         redis.call('ZREM', IDX, m)
-      elseif id ~= own then
-        -- a job failed for good that BullMQ has not finished runs again when it was redelivered
-        -- (its worker died before BullMQ failed it: still active, or handed on: its stalled count
-        -- grew since the record), or when an operator retried it by hand before this chain ended
-        -- (two failed jobs of the stage retried together, Bull Board's Retry all: BullMQ counted
-        -- its failure since the record, 'atm' ~= 'sdf', or its Worker's listener dropped 'sdt').
-        -- The stage went out meanwhile, so it is superseded; a retried one also loses its record
-        -- and finished mark (a retry by hand would overrule 'sds'). One still active whose worker
-        -- lives is superseded only as a redelivery would be: BullMQ fails it next (its 'sdf' kept),
-        -- and it comes back only by a retry by hand after this, which runs it
-        -- (begin's own test: marked, and not redelivered; one in the active list is told from a
-        -- job its live worker is about to fail by BullMQ's count or the dropped 'sdt')
-        if not f[2] then
-          local redelivered = f[6] and (tonumber(f[5]) or 0) > tonumber(f[6])
-          -- (a redelivery is superseded whether it is active or not: no LPOS needed)
-          local active = redelivered or redis.call('LPOS', BASE .. 'active', id)
-          if f[4] and not redelivered and (not active or (tonumber(f[3]) or 0) ~= tonumber(f[4]) or not f[6]) then
-            redis.call('HSET', BASE .. id, 'sds', 1)
-            redis.call('HDEL', BASE .. id, 'sdf', 'sdt', 'sdp')
-            redis.call('ZREM', IDX, m)
-          elseif redelivered or active then
-            redis.call('HSET', BASE .. id, 'sds', 1)
-          end
-        end
+      elseif id ~= own and not f[2] then
+        -- a job failed for good that BullMQ has not finished (now) runs again: retried by hand
+        -- before this chain ended (Retry all on two failed jobs of the stage), or redelivered
+        -- (its worker died before BullMQ failed it). The stage went out meanwhile: it is
+        -- superseded, and its record goes
+        redis.call('HSET', BASE .. id, 'sds', 1)
+        redis.call('ZREM', IDX, m)
       end
     end
   end
@@ -564,13 +430,6 @@ local function release(L, sid, own, token, mode, me, chain, run)
       if live then old = revoke(IDX, BASE, sid, {live}, own) end
       redis.call('ZADD', IDX, 0, me)
     end
-    redis.call('HSET', BASE .. own, 'sdk', chain, 'sdi', sid)
-    -- a job BullMQ retries is not finished: a mark of a finish that never happened (its worker
-    -- died between the mark and BullMQ's finish; this run was its redelivery) and its record go,
-    -- else BullMQ's own retry of this failure ('atm' past 'sdf') would pass for a retry by hand
-    --. Kept until now, so a redelivery that dies again is still judged one
-    redis.call('HDEL', BASE .. own, 'sdf', 'sdt', 'sdp')
-    redis.call('ZREM', IDX, me .. '?')
     return {cancelled, unpack(old)}
   end
   if mode ~= '1' then return {cancelled} end
@@ -600,10 +459,10 @@ for i = 1, n do
     local own = ARGV[a + 2]
     local M = BASE .. 'sd:deferred:' .. sid
     local J = BASE .. own
-    out[i] = begin(M, L, J, sid, own, memberOf(sid, own), ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
+    out[i] = begin(M, L, J, sid, own, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
   else
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], memberOf(sid, ARGV[a + 2]), ARGV[a + 5], ARGV[a + 6])
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5], ARGV[a + 6])
     a = a + 7
   end
 end
@@ -714,15 +573,12 @@ local function mark(id)
 end
 local had = redis.call('DEL', KEYS[1])
 unwait(ARGV[2], ARGV[1])
--- every member goes; only the stage's own jobs are marked and listed (the engine removes them)
+-- every member goes; their jobs are marked and listed (the engine removes them)
 local old = {}
 for _, o in ipairs(${licences('KEYS[3]', 'ARGV[1]')}) do
   redis.call('ZREM', KEYS[3], o)
-  local id = ownJob(ARGV[2], ARGV[1], o)
-  if id then
-    mark(id)
-    old[#old + 1] = o
-  end
+  mark(jobOf(o))
+  old[#old + 1] = o
 end
 local l = redis.call('GET', KEYS[2])
 local inflight = 0
@@ -732,7 +588,7 @@ if l then
   if not marked then redis.call('SET', KEYS[2], '\\n' .. l, 'KEEPTTL') end
   -- the job whose attempt holds the lock ('' for a direct call) is marked too: a job's lock dies
   -- with BullMQ's lock of the job, and with it the lock's mark, so a redelivery (its worker
-  -- stalled or died) must meet the cancel on the job itself, also a job added by hand
+  -- stalled or died) must meet the cancel on the job itself
   local holder = string.sub(t, 1, (string.find(t, '\\n', 1, true) or 1) - 1)
   if holder ~= '' then mark(holder) end
 end
@@ -850,15 +706,13 @@ return values
 `;
 
 /**
- * fail: a dispatch job failed for good. The job is marked `sdf` (a retry by
- * hand then starts a fresh chain and budget), and it is recorded as a
- * failed-job member `<member>?` (its licence, if it held it, becomes that):
- * nothing of it counts as pending, and a cancel can still reach it. A stage
- * licensed to another job keeps that licence.
- * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's id (its
- *   licence member is built here: memberOf), 3 queue base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps
- *   the job as it fails (its removeOnFail: keptWhenFinished), '0' when it removes it, 6 '1' for a
- *   Worker listener's call, after BullMQ failed the job, 7 that run's processedOn (the listener's)
+ * fail: a dispatch job failed for good. It is recorded as a failed-job member
+ * `<job id>?` (its licence, if it held it, becomes that): nothing of it counts
+ * as pending, a cancel can still reach it, and a retry by hand of it runs with
+ * a fresh chain. A stage licensed to another job keeps that licence.
+ * KEYS: 1 IDX, 2 J, 3 J's BullMQ lock ('<J>:lock')   ARGV: 1 stageId, 2 the failed job's id, 3 queue
+ *   base, 4 the failing worker's BullMQ token ('' none), 5 '1' when BullMQ keeps the job as it
+ *   fails (its removeOnFail: keptWhenFinished), '0' when it removes it
  * Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job (nothing written:
  * BullMQ, which redelivered it, would refuse that worker's failure too)
  */
@@ -867,21 +721,11 @@ ${HELPERS}
 -- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
-if not markFinished(KEYS[2], ARGV[6], ARGV[7]) then return 1 end
--- marked finished (see markFinished), and the stage's own under its record (see ownJob)
-redis.call('HSET', KEYS[2], 'sdi', ARGV[1])
-local me = memberOf(ARGV[1], ARGV[2])
+local me = ARGV[2]
 local live = split(${licences('KEYS[1]', 'ARGV[1]')})
 -- the chain ends with its holder's failure; a job failing for good while another job holds the
 -- licence (a wake-up whose window ended) leaves that chain, and its place in the wait index, alone
 if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
--- its record ('?') cannot say the chain was a fresh one ('!': a clear, a retry by hand); its hash
--- keeps that (see 'sdq'), so a redelivery that takes the licence back (BATCH) takes it back '!'
--- and a clear's mark on it is not used again
-if live == me .. '!' then
-  local q = redis.call('HGET', KEYS[2], 'sdq') or ''
-  if not markUsed(q) then redis.call('HSET', KEYS[2], 'sdq', q .. '+') end
-end
 if not live or live == me or live == me .. '!' then unwait(ARGV[3], ARGV[1]) end
 -- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
 -- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
@@ -890,14 +734,6 @@ if ARGV[5] == '0' then return 1 end
 redis.call('ZADD', KEYS[1], 0, me .. '?')
 return 1
 `;
-
-/**
- * retried: count a real failure the engine retries itself (BullMQ's own
- * attempts are used up, the chain's budget is not: a retry by hand).
- * KEYS: 1 J   Returns the new count (0 for a job removed meanwhile: no hash is made for it).
- */
-export const RETRIED = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-return redis.call('HINCRBY', KEYS[1], 'sdx', 1)`;
 
 /**
  * permissions: run once per connection before anything else, so a Redis ACL
@@ -959,22 +795,6 @@ try('SREM', K, 'p')
 try('DEL', K)
 if readonly then return {'!readonly'} end
 return missing
-`;
-
-/**
- * finished: a job the engine did not add (added by hand) completed and is
- * kept: marked `sdf`, so a retry by hand of it (`job.retry('completed')`)
- * starts a fresh chain and budget. KEYS: 1 J, 2 BullMQ's lock of the job   ARGV: 1 '1' for a Worker listener's call (after BullMQ completed it), 2 that run's processedOn,
- * 3 the processor's BullMQ lock token of the job ('' for none: the listener's call)
- * Returns 1, or 0 when the token no longer holds the job (nothing marked)
- */
-export const FINISHED = `
-${HELPERS}
--- (the processor's call gives its BullMQ token: a worker that no longer holds the job, handed on
--- after it stalled, marks nothing; the run that holds it now finishes it)
-if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 1 then markFinished(KEYS[1], ARGV[1], ARGV[2]) end
-return 1
 `;
 
 /**
@@ -1072,22 +892,6 @@ return out
 `;
 
 /**
- * own members: the stage's licence and failed-job records whose jobs are the
- * stage's own (`ownJob`: a member naming a job added by hand counts while the
- * job's hash, `sdi`, or else its data names the stage); writes nothing. Read-only callers (the CLI's
- * `show`) read a stage's members through it, by the rule every script applies.
- * KEYS: 1 IDX   ARGV: 1 stage id, 2 queue base
- */
-export const OWN_MEMBERS = `
-${HELPERS}
-local out = {}
-for _, m in ipairs(${licences('KEYS[1]', 'ARGV[1]')}) do
-  if ownJob(ARGV[2], ARGV[1], m, true) then out[#out + 1] = m end
-end
-return out
-`;
-
-/**
  * An enqueue with \`replace\`: the newest payload wins for the stage's job that
  * has not begun. KEYS: the stage's marker. ARGV: the stage id, the queue base,
  * the job id ('': the wake-up the marker names), the job's data as last read
@@ -1108,8 +912,8 @@ local J = ARGV[2] .. id
 local h = redis.call('HMGET', J, 'data', 'ats', 'atm', 'sdc', 'sds')
 if not h[1] or (tonumber(h[2]) or 0) > 0 or (tonumber(h[3]) or 0) > 0 or h[4] or h[5] then return 0 end
 if h[1] ~= ARGV[4] then return h[1] end
-local own, o = names(J, ARGV[1])
-if not own or o.v ~= 1 then return 0 end
+local ok, o = pcall(cjson.decode, h[1])
+if not ok or type(o) ~= 'table' or o.v ~= 1 then return 0 end
 redis.call('HSET', J, 'data', ARGV[5])
 return 1
 `;

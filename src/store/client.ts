@@ -65,9 +65,7 @@ const SCRIPTS = {
   // variable key count: the first argument is the number of keys
   sdClear: { keys: undefined, lua: lua.CLEAR },
   sdClearMark: { keys: undefined, lua: lua.CLEAR_MARK },
-  sdRetried: { keys: 1, lua: lua.RETRIED },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
-  sdFinished: { keys: 2, lua: lua.FINISHED },
   sdWake: { keys: 3, lua: lua.WAKE },
   sdReplace: { keys: 1, lua: lua.REPLACE },
 } as const;

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type IORedis from 'ioredis';
 import { DeferralStore } from '../../src/deferral-store';
 import type { DispatchEngine } from '../../src/engine';
-import { isWakeUpId, jobIdOfLicence, memberOf } from '../../src/job-data';
+import { isWakeUpId, jobIdOfLicence } from '../../src/job-data';
 import { stageIdOfJobId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
@@ -216,7 +216,7 @@ async function checkInvariants(m: Model, r: Real) {
       s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && (!!s.retried || !!s.held));
     expect({ ctx, licences: held.length }).toEqual({ ctx, licences: holds ? 1 : 0 });
     if (s.state === 'pending' && s.retried)
-      expect({ ctx, held }).toEqual({ ctx, held: [`${memberOf(s.sid, s.retried.id)}${s.retried.mark}`] });
+      expect({ ctx, held }).toEqual({ ctx, held: [`${s.retried.id}${s.retried.mark}`] });
     else if (s.state === 'pending' && s.held) expect({ ctx, held }).toEqual({ ctx, held: [s.held] });
     // a job failed for good leaves its `?` member (until a cancel, a newer failure or the stage's next chain ends)
     expect({ ctx, failedMarks: failedMarks.sort() }).toEqual({
@@ -292,7 +292,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
     s.state = 'ended';
     s.failedJob = id;
     s.failedCancelled = false;
-    if (!s.marks.includes(memberOf(s.sid, id))) s.marks.push(memberOf(s.sid, id));
+    if (!s.marks.includes(id)) s.marks.push(id);
     s.bull += 1;
   };
   switch (s.next) {
@@ -348,7 +348,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         s.attempts += 1;
         // it waits out its backoff holding the stage's licence (a retried job keeps its own `!`)
         if (s.retried) s.retried.mark = '!';
-        else s.held = memberOf(s.sid, id);
+        else s.held = id;
       }
       break;
     }
@@ -572,7 +572,7 @@ class RetryByHand implements Cmd {
       s.queued = 'waiting';
       s.retried = { id, mark: '?' };
       // its `?` member holds the stage again, now that the job is queued
-      s.marks = s.marks.filter((mk) => mk !== memberOf(s.sid, id));
+      s.marks = s.marks.filter((mk) => mk !== id);
     }
     await checkInvariants(m, r);
   }

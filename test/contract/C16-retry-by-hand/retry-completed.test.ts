@@ -101,25 +101,3 @@ describe("C16: job.retry('completed') of a kept job that once deferred", () => {
   });
 });
 
-describe('C16: a kept job whose finished mark cannot be written', () => {
-  it('completes as dispatched (the mark is best effort): no failure, no second dispatch', async () => {
-    const h = harness({ retry: { attempts: 3, backoff: fast } });
-    const mark = jest
-      .spyOn(DeferralStore.prototype, 'markFinished')
-      .mockRejectedValueOnce(new Error('Command timed out'));
-    h.executor.script(image, SENT, SENT);
-    await h.engine.queue.add(
-      'image',
-      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-      { attempts: 3, backoff: fast, removeOnComplete: false },
-    );
-    const { done, failed } = watch(h.engine.createWorker());
-    await waitFor(() => done.length === 1 || failed.length === 1, 'the job settled');
-    // the processor's mark (refused), then the Worker's 'completed' listener's
-    await waitFor(() => mark.mock.calls.length === 2, 'the listener marked it too');
-    expect(mark).toHaveBeenCalledTimes(2);
-    expect(failed).toEqual([]);
-    expect(done[0]!.result).toMatchObject({ dispatched: true });
-    expect(h.executor.calls).toHaveLength(1);
-  });
-});
