@@ -3,6 +3,7 @@ import { stageId } from '../../../src/stage-ref';
 import { harness, SENT } from '../../helpers/engine';
 import { heldExecutor, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
+import { addProducerJob } from '../../helpers/producer-job';
 
 /**
  * Behaviours the Lua mutation run (scripts/mutate-lua.ts, docs/testing.md
@@ -13,19 +14,19 @@ const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
 /** A job added by hand (its id is not the engine's), with the data a dispatch job carries. */
 const handData = { v: 1, scope: image.scope, stage: image.stage, payload: { p: 1 } };
 
-describe('C9: a cancel while a job added by hand (kept when it completes) is in flight', () => {
+describe('C9: a cancel while a producer job (kept when it completes) is in flight', () => {
   it('marks that job, so a retry of it by hand after it completed does not dispatch the cancelled stage', async () => {
     const h = harness();
     const held = heldExecutor(SENT);
     h.executor.script(image, held.executor);
-    await h.engine.queue.add('image', handData, { jobId: 'kept-1', removeOnComplete: false });
+    const kept = await addProducerJob(h.engine.queue, image, { removeOnComplete: false }, { p: 1 });
     const { done } = watch(h.engine.createWorker());
     await held.running;
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
     held.release();
     await waitFor(() => done.length === 1, 'the job completed');
     expect(done[0]!.result).toMatchObject({ dispatched: true, cancelled: true });
-    await (await h.engine.queue.getJob('kept-1'))!.retry('completed');
+    await (await h.engine.queue.getJob(kept.id!))!.retry('completed');
     await waitFor(() => done.length === 2, 'the job retried by hand completed');
     expect(done[1]!.result).toMatchObject({ dispatched: false });
     expect(h.executor.calls).toHaveLength(1);

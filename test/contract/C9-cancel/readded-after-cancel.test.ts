@@ -4,26 +4,16 @@ import { fast, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Path: a wake-up fails for good (kept: the failed-job record); the host cancels the
- * stage (`cancelActiveDispatch`: the failed wake-up is marked cancelled); an operator then re-adds
- * the failed wake-up in Bull Board's way, `queue.add(job.name, job.data)`.
- * Expected: README, operator table, row "retries a failed job (...), retries a kept completed
- * job, or re-adds a failed wake-up with `queue.add(job.name, job.data)`": "the stage is
- * dispatched ..., unless it is deferred (suppressed), in flight (delayed until it is not), or
- * was cancelled after the job failed (completes as cancelled)".
- * What happens: the cancel's mark lives on the failed job's own hash (CANCEL in
- * src/lua/scripts.ts: a mark on each job it knows of) and the stage keeps nothing of it;
- * the re-added job is a new job under a new id, with no mark and nothing left to find, so begin
- * runs it and the cancelled stage is sent. (Either the README row over-promises for the re-add
- * path, or the cancel must leave something a re-added job of the stage meets.)
- * Resolved in the README: the row over-promised. A cancel reaches the jobs that exist when it
- * runs (the failed job itself: retried by hand, it completes as cancelled); a job added after it,
- * by hand or by `enqueue`, is a new intent and runs. The test pins that.
+ * A wake-up fails for good (kept: the failed-job record); the host cancels the stage; an operator
+ * retries the failed wake-up (it completes as cancelled), then re-adds it in Bull Board's way,
+ * `queue.add(job.name, job.data)`: a job under BullMQ's own id is not a dispatch job and fails at
+ * once with `INVALID_JOB_OPTIONS`, never dispatched (a cancel reaches the jobs that exist when it
+ * runs; a new intent is a new `enqueue`).
  */
 const image: StageRef = { scope: ['book-26', 'ch-6', 'sc-1'], stage: 'image' };
 
-describe('C9: a failed wake-up re-added by hand after a cancel', () => {
-  it('a stage cancelled after its wake-up failed is dispatched when an operator then re-adds the wake-up with queue.add(job.name, job.data) (a new job the cancel never saw); the failed job itself, retried, completes as cancelled', async () => {
+describe('C9: a failed wake-up retried or re-added by hand after a cancel', () => {
+  it('the failed wake-up, retried, completes as cancelled; re-added with queue.add(job.name, job.data) it fails at once with INVALID_JOB_OPTIONS, never dispatched', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), new Error('down'), SENT);
     await h.engine.enqueue(image, {});
@@ -38,10 +28,11 @@ describe('C9: a failed wake-up re-added by hand after a cancel', () => {
     await waitFor(() => done.length === 2, 'the retried job ran');
     expect(done[1]!.result).toMatchObject({ cancelled: true });
     expect(h.executor.calls).toHaveLength(2);
-    // a new job added by hand after the cancel: the operator's new intent, sent
-    await h.engine.queue.add(wakeUp.name, wakeUp.data);
-    await waitFor(() => done.length === 3, 'the re-added job ran');
-    expect(done[2]!.result).toMatchObject({ dispatched: true });
-    expect(h.executor.calls).toHaveLength(3);
+    // a job added by hand under BullMQ's own id: not a dispatch job, refused
+    const readded = await h.engine.queue.add(wakeUp.name, wakeUp.data);
+    await waitFor(() => failed.length === 2, 'the re-added job failed');
+    expect(failed[1]).toMatchObject({ id: readded.id, error: { code: 'INVALID_JOB_OPTIONS' } });
+    expect(await readded.getState()).toBe('failed');
+    expect(h.executor.calls).toHaveLength(2);
   }, 30_000);
 });
