@@ -3,16 +3,12 @@ import { harness, notSent, teardown, SENT } from '../../helpers/engine';
 import { redisOptions, waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 import { sleep, watch } from '../../helpers/members';
+import { addProducerJob } from '../../helpers/producer-job';
 
 /**
- * The processor marks a job added by hand `sdf` (FINISHED) *before* BullMQ
- * completes it, while it is still active. If the worker dies between the
- * two, BullMQ redelivers the job (stalled), and its begin reads `sdf` as "an
- * operator retried it by hand": it ignores `sds` (the deferral it recorded:
- * its wake-up carries the stage) and dispatches again. design.md, crash
- * table: "deferral recorded, before the job completed → ... one wake-up";
- * README: the only path that can repeat a successful dispatch is a crash
- * after the success was released.
+ * A job defers (its wake-up carries the stage) and its worker dies before BullMQ completed it:
+ * BullMQ redelivers the job (stalled). design.md, crash table: "deferral recorded, before the
+ * job completed → ... one wake-up": the redelivery must not dispatch the stage a second time.
  */
 afterEach(async () => {
   jest.restoreAllMocks();
@@ -21,11 +17,11 @@ afterEach(async () => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C14: a job added by hand that deferred, its worker dead before BullMQ completed it', () => {
+describe('C14: a producer job that deferred, its worker dead before BullMQ completed it', () => {
   it('its redelivery does not dispatch the stage a second time beside its wake-up', async () => {
     const h = harness({ windows: { capacitySeconds: 0.3, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT, SENT);
-    await h.engine.queue.add('image', { v: 1, scope: image.scope, stage: image.stage, payload: {} }, { attempts: 3 });
+    await addProducerJob(h.engine.queue, image);
     // the worker that takes it (its own Worker, the engine's processor) dies after the processor returned
     const dying = new Worker(h.queueName, undefined, {
       connection: { ...redisOptions(), maxRetriesPerRequest: null },
