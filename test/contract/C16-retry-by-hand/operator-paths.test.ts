@@ -16,22 +16,33 @@ afterEach(() => {
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C16: a failed job retried by hand dispatches the stage, with a fresh budget', () => {
-  it.each([false, true])('job.retry("failed") of an enqueued job (resetAttemptsMade: %s)', async (reset) => {
+  it('job.retry("failed", { resetAttemptsMade: true }) of an enqueued job: a fresh budget', async () => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
     const { done } = await failingJob(h, [new Error('down'), new Error('down')], 2, 'the budget spent');
     const job = await failedJob(h);
     // retried by hand: a fresh budget, so one more real failure is not final
     h.executor.script(image, new Error('still down'), SENT);
-    await job.retry('failed', { resetAttemptsMade: reset });
+    await job.retry('failed', { resetAttemptsMade: true });
     await waitFor(() => done.length === 1, 'the retried job completed');
     expect(done[0]!.result).toMatchObject({ dispatched: true });
     expect(h.executor.calls).toHaveLength(4);
     expect(await h.engine.queue.getJobCounts('failed', 'delayed', 'wait')).toEqual({ failed: 0, delayed: 0, wait: 0 });
   });
 
-  it('a failed wake-up re-added by hand with queue.add(job.name, job.data) dispatches the stage', async () => {
+  it('job.retry("failed") without resetAttemptsMade of a job whose attempts were all spent: its next real failure is final', async () => {
+    const h = harness({ retry: { attempts: 2, backoff: fast } });
+    const { failed } = await failingJob(h, [new Error('down'), new Error('down')], 2, 'the budget spent');
+    const job = await failedJob(h);
+    h.executor.script(image, new Error('still down'), SENT);
+    await job.retry('failed');
+    await waitFor(() => failed.length === 3, 'the retried job failed');
+    expect(await h.engine.queue.getJobState(job.id!)).toBe('failed');
+    expect(h.executor.calls).toHaveLength(3);
+  });
+
+  it('a failed wake-up re-added by hand with queue.add(job.name, job.data) fails at once with INVALID_JOB_OPTIONS, never dispatched', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
-    const { done } = await failingJob(
+    const { done, failed } = await failingJob(
       h,
       [notSent('no_worker_available'), new Error('down')],
       1,
@@ -39,13 +50,13 @@ describe('C16: a failed job retried by hand dispatches the stage, with a fresh b
     );
     const job = await failedJob(h);
     expect(job.id).toMatch(/@cap\./); // the wake-up itself (its data re-added under another id)
-    await h.engine.queue.add(job.name, job.data);
-    await waitFor(() => done.length === 2, 'the re-added job completed');
-    expect(done[1]!.result).toMatchObject({ dispatched: true });
-    expect(h.executor.calls).toHaveLength(3);
+    const readded = await h.engine.queue.add(job.name, job.data);
+    await waitFor(() => failed.length === 2, 'the re-added job failed');
+    expect(failed[1]).toMatchObject({ id: readded.id, error: { code: 'INVALID_JOB_OPTIONS' } });
+    expect({ done: done.length, calls: h.executor.calls.length }).toEqual({ done: 1, calls: 2 });
   });
 
-  it('a failed job retried by hand after the stage was dispatched since still gets a fresh budget', async () => {
+  it('a failed job retried by hand (resetAttemptsMade) after the stage was dispatched since still gets a fresh budget', async () => {
     const h = harness({ retry: { attempts: 2, backoff: fast } });
     const { done } = await failingJob(h, [new Error('down'), new Error('down')], 2, 'failed for good');
     const job = await failedJob(h);
@@ -53,9 +64,9 @@ describe('C16: a failed job retried by hand dispatches the stage, with a fresh b
     expect((await h.engine.enqueue(image, {})).added).toBe(true);
     await waitFor(() => done.length === 1, 'the new job dispatched');
     h.executor.script(image, new Error('down again'), SENT);
-    await job.retry('failed');
+    await job.retry('failed', { resetAttemptsMade: true });
     await waitFor(() => done.length === 2, 'the retried job completed');
-    // its first real failure was not final (BullMQ's own count was spent: the engine retried it)
+    // its first real failure was not final
     expect(done[1]!.result).toMatchObject({ dispatched: true });
     expect(h.executor.calls).toHaveLength(5);
     expect(await h.engine.queue.getJobCounts('failed')).toEqual({ failed: 0 });
