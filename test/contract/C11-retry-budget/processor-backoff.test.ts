@@ -1,7 +1,5 @@
-import { UnrecoverableError, type Job } from 'bullmq';
-import { promote } from '../../../src/bullmq/adapter';
-import { DeferralStore } from '../../../src/deferral-store';
-import { harness, notSent, SENT, type Harness } from '../../helpers/engine';
+import { UnrecoverableError } from 'bullmq';
+import { harness, SENT } from '../../helpers/engine';
 import { fast, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
@@ -12,22 +10,6 @@ import { waitFor } from '../../helpers/redis';
  */
 
 const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-
-/** Waits for the job to be in the delayed set, then records (in `delays`) and returns its delay as BullMQ wrote it. */
-async function delayedAgain(h: Harness, job: Job, delays: number[]): Promise<number> {
-  const key = `${h.prefix}:${h.queueName}`;
-  let delay = -1;
-  await waitFor(
-    async () => {
-      if ((await h.redis.zscore(`${key}:delayed`, job.id!)) === null) return false;
-      delay = Number(await h.redis.hget(`${key}:${job.id!}`, 'delay'));
-      return true;
-    },
-    `job delayed (${delays.length + 1})`,
-  );
-  delays.push(delay);
-  return delay;
-}
 
 describe('C11: processor: an error that ends the job for good', () => {
   it("an UnrecoverableError from the executor fails the job as it is: the job's stack trace is the executor's", async () => {
@@ -62,6 +44,4 @@ describe('C11: which budget ends a real failure', () => {
     expect(failed.map((f) => f.error.name)).toEqual(['Error', 'UnrecoverableError']);
     expect((failed[1]!.error as Error & { cause?: Error }).cause?.message).toBe('down #2');
   });
-
 });
-

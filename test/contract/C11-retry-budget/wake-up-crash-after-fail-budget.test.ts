@@ -14,7 +14,7 @@ import type { StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C11: the retry budget of a wake-up redelivered after a crash between FAIL and BullMQ failing it', () => {
-  it("a wake-up redelivered after its final FAIL starts a fresh chain with the attempts BullMQ left it, then fails for good", async () => {
+  it('a wake-up redelivered after its final FAIL starts a fresh chain with the attempts BullMQ left it, then fails for good', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(
       image,

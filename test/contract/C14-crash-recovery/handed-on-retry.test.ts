@@ -43,8 +43,7 @@ async function retriedAtOnce(opts?: { resetAttemptsMade: boolean }) {
   it('retried at once with resetAttemptsMade, it is not taken for a job handed on: the retry dispatches', () =>
     retriedAtOnce({ resetAttemptsMade: true }));
 
-  it('retried at once without resetAttemptsMade, it dispatches again', () =>
-    retriedAtOnce());
+  it('retried at once without resetAttemptsMade, it dispatches again', () => retriedAtOnce());
 
   it('retried a while after it completed, it dispatches again', async () => {
     const h = harness();

@@ -46,15 +46,18 @@ describe("C16: job.retry('completed') of a kept job", () => {
     ['removeOnComplete: false', { removeOnComplete: false }],
     ['removeOnComplete: { count: 10 }', { removeOnComplete: { count: 10 } }],
     ['removeOnComplete: { age: 3600 }', { removeOnComplete: { age: 3600 } }],
-  ])('with resetAttemptsMade, kept with %s, gets a fresh budget: its first real failure after the retry is not final', async (_n, keep) => {
-    const { h, done, failed, retry } = await completedAfterOneFailure(keep);
-    h.executor.script(image, new Error('down again'), SENT);
-    await retry();
-    await waitFor(() => done.length === 2 || failed.length === 3, 'the retried job settled');
-    expect(failed.map((f) => f.error.name)).toEqual(['Error', 'Error']);
-    expect(done[1]?.result).toMatchObject({ dispatched: true });
-    expect(h.executor.calls).toHaveLength(4);
-  });
+  ])(
+    'with resetAttemptsMade, kept with %s, gets a fresh budget: its first real failure after the retry is not final',
+    async (_n, keep) => {
+      const { h, done, failed, retry } = await completedAfterOneFailure(keep);
+      h.executor.script(image, new Error('down again'), SENT);
+      await retry();
+      await waitFor(() => done.length === 2 || failed.length === 3, 'the retried job settled');
+      expect(failed.map((f) => f.error.name)).toEqual(['Error', 'Error']);
+      expect(done[1]?.result).toMatchObject({ dispatched: true });
+      expect(h.executor.calls).toHaveLength(4);
+    },
+  );
 
   it('with resetAttemptsMade gets one fresh budget, not one per attempt: it fails for good after its attempts (2 more executor calls)', async () => {
     const { h, id, failed, retry } = await completedAfterOneFailure();
@@ -73,18 +76,20 @@ describe("C16: job.retry('completed') of a kept job", () => {
 });
 
 describe("C16: job.retry('completed') of a kept job that once deferred", () => {
-  it.each([false, true])('completes as superseded: its wake-up carried the stage (resetAttemptsMade: %s)', async (reset) => {
-    const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 } });
-    h.executor.script(image, notSent('no_worker_available'), SENT);
-    const job = await addProducerJob(h.engine.queue, image, { backoff: fast, removeOnComplete: false });
-    const { done } = watch(h.engine.createWorker());
-    await waitFor(() => done.length === 2, 'the job deferred, its wake-up dispatched');
-    expect(await h.engine.isStageDeferred(image)).toBe(false);
-    // later the operator re-runs the kept job in Bull Board
-    await (await h.engine.queue.getJob(job.id!))!.retry('completed', { resetAttemptsMade: reset });
-    await waitFor(() => done.length === 3, 'the retried job completed');
-    expect(done[2]).toMatchObject({ id: job.id, result: { dispatched: false, reason: 'superseded' } });
-    expect(h.executor.calls).toHaveLength(2);
-  });
+  it.each([false, true])(
+    'completes as superseded: its wake-up carried the stage (resetAttemptsMade: %s)',
+    async (reset) => {
+      const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 } });
+      h.executor.script(image, notSent('no_worker_available'), SENT);
+      const job = await addProducerJob(h.engine.queue, image, { backoff: fast, removeOnComplete: false });
+      const { done } = watch(h.engine.createWorker());
+      await waitFor(() => done.length === 2, 'the job deferred, its wake-up dispatched');
+      expect(await h.engine.isStageDeferred(image)).toBe(false);
+      // later the operator re-runs the kept job in Bull Board
+      await (await h.engine.queue.getJob(job.id!))!.retry('completed', { resetAttemptsMade: reset });
+      await waitFor(() => done.length === 3, 'the retried job completed');
+      expect(done[2]).toMatchObject({ id: job.id, result: { dispatched: false, reason: 'superseded' } });
+      expect(h.executor.calls).toHaveLength(2);
+    },
+  );
 });
-
