@@ -8,7 +8,6 @@ import { RedisClock } from './store/clock';
 import { StoreConnections } from './store/connections';
 import { markJobFailed } from './store/job-marks';
 import { StoreKeys } from './store/keys';
-import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
@@ -42,8 +41,6 @@ export class DeferralStore {
   private readonly parts: StoreParts;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
-  /** This host's clock lead, recorded for the fleet once it runs a Worker. */
-  private readonly lead: LeadRecorder;
 
   constructor(
     readonly queue: Queue,
@@ -54,7 +51,6 @@ export class DeferralStore {
       this.keys,
       () => this.client(),
       (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
-      () => this.lead.promotes,
     );
     this.tx = new Transactions(
       () => this.client(),
@@ -72,13 +68,7 @@ export class DeferralStore {
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
-    this.lead = new LeadRecorder(
-      this.keys,
-      this.clock,
-      () => this.client(),
-      () => this.batch.tick(),
-    );
-    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock, this.lead);
+    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock);
   }
 
   markerKey(sid: string): string {
@@ -95,14 +85,18 @@ export class DeferralStore {
     return this.connections.client();
   }
 
-  /** This host runs a Worker: its clock lead is recorded from now on (see `LeadRecorder`). */
-  promotesWakeUps(): Promise<void> {
-    return this.lead.promotesWakeUps();
+  /**
+   * This host runs a Worker (it promotes wake-ups by its clock): `onLead` hears when its clock
+   * leads Redis' by more than `limitMs`, at start-up (its clock is read at the first connect) and
+   * whenever a later reading crosses the limit (see `RedisClock.watchLead`).
+   */
+  watchClockLead(limitMs: number, onLead: (leadMs: number) => void): void {
+    this.clock.watchLead(limitMs, onLead);
+    void this.client().catch(() => undefined);
   }
 
   /** Closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
-    this.lead.close();
     await this.connections.close();
   }
 
@@ -238,13 +232,8 @@ export class DeferralStore {
   }
 
   /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
-  wake(
-    limit: number,
-    scopePrefix: string,
-    kind: string,
-    byRun = false,
-  ): Promise<{ sid: string; wakeUpJobId: string }[]> {
-    return wakeStages(this.parts, limit, scopePrefix, kind, byRun);
+  wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
+    return wakeStages(this.parts, limit, scopePrefix, kind);
   }
 
   /** An early wake-up just re-delayed is promoted when its marker no longer names it (see store/wake.ts). */

@@ -251,7 +251,7 @@ export class Dispatcher<P> {
         // a begin the close cut off (close() stopped waiting for it and closed its connection)
         throw this.closing ? new EngineClosedError(error) : error;
       }
-      if (begun.kind !== 'locked') return this.notBegun(ref, begun, job?.id);
+      if (begun.kind !== 'locked') return this.notBegun(ref, begun);
       // reported before anything else can end the attempt: the begin recorded it as reported
       this.reportWake(ref, job, begun);
       if (this.closing) {
@@ -280,19 +280,21 @@ export class Dispatcher<P> {
     }
   }
 
-  /** One wake, one event (`woken`): what a begin that took the lock reports of a wake-up's wake. */
+  /**
+   * A wake-up's run reports the wake it made (`woken`): its first run (a retry after a failure
+   * does not report again) that ended its own deferral (an operator's Promote) or began once its
+   * window ended (by Redis' clock, within `maxClockSkewMs`). A wake-up woken early by
+   * `wakeDeferred` or a clear is reported by that call, in its own process.
+   */
   private reportWake(ref: StageRef, job: JobContext | undefined, begun: Locked): void {
-    // a wake-up's first run reports it, unless the wakeDeferred that woke it did
-    if (job?.isWakeUp && begun.wake !== 'reported')
-      this.events.emit('woken', begun.wake === 'early' ? { ref, jobId: job.id, early: true } : { ref, jobId: job.id });
-    // the ops CLI woke the wake-up holding the stage's licence, and this attempt took the stage first
-    if (begun.tookCliWake) this.events.emit('woken', { ref, jobId: begun.tookCliWake, early: true });
+    if (!job?.isWakeUp || begun.ownFailures > 0) return;
+    const until = parseLicence(job.id)?.until ?? 0;
+    if (begun.endedOwnDeferral || this.store.redisNow() >= until - this.opts.maxClockSkewMs)
+      this.events.emit('woken', { ref, jobId: job.id });
   }
 
   /** The answer of an attempt whose begin took no lock. */
-  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>, jobId?: string): Attempt {
-    // a wake from the ops CLI that this run ends without dispatching: nobody else reports it
-    if ('cliWake' in begun && begun.cliWake) this.events.emit('woken', { ref, jobId: jobId!, early: true });
+  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>): Attempt {
     switch (begun.kind) {
       case 'deferred': {
         const lic = parseLicence(begun.wakeUpJobId);

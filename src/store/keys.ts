@@ -8,7 +8,6 @@
  *                          `<job id>\n<fencing token>`, a job's `<job id>\n<fencing token>\n<BullMQ lock token>`
  *   sd:licences            sorted set of licence members, one per stage at most
  *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs); a batch reserves one per begin, in one write)
- *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms
  *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
  *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
@@ -36,10 +35,6 @@ export class StoreKeys {
   }
   get fence(): string {
     return `${this.base}sd:fence`;
-  }
-  /** The largest lead of a host's clock over Redis' measured in the last minute, ms (a worker promotes by its clock). */
-  get lead(): string {
-    return `${this.base}sd:lead`;
   }
   /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
   get route(): string {

@@ -8,15 +8,13 @@ import type { StoreParts } from './parts';
  * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
  * then the promotions sent together). Returns the woken stage ids, in order.
  * A wake-up that cannot be promoted still runs at its time: its stage is no
- * longer deferred, and nothing is lost. `byRun`: the wake-ups' runs report the
- * wake (the caller's process reports nothing).
+ * longer deferred, and nothing is lost.
  */
 export async function wakeStages(
   s: StoreParts,
   limit: number,
   scopePrefix: string,
   kind: string,
-  byRun = false,
 ): Promise<{ sid: string; wakeUpJobId: string }[]> {
   const k = s.keys;
   const r = (await s.tx.one('wake', (m) =>
@@ -28,7 +26,6 @@ export async function wakeStages(
       limit,
       scopePrefix,
       kind,
-      byRun ? 'e' : '1',
     ),
   )) as string[];
   const woken: { sid: string; wakeUpJobId: string }[] = [];

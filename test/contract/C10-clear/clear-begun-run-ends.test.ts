@@ -146,7 +146,7 @@ it("C10: a wake-up whose promotion failed keeps the clear's mark inert once its 
   }
 });
 
-it('C10: a wakeDeferred between the promotion and the run that begins before the clear recorded it: the deferral is counted once, by the wake (woken + cleared = 1)', async () => {
+it('C10: a wakeDeferred between the promotion and the run that begins before the clear recorded it: each call counts the stage once (woken 1, cleared 1), and it is sent once', async () => {
   const { h, wakeUp, go, restore, worker, done, clearing } = await promotedAndHeld();
   try {
     // capacity has returned: the operator's wake lands after the promotion, then the run begins
@@ -155,7 +155,7 @@ it('C10: a wakeDeferred between the promotion and the run that begins before the
     void worker.run();
     await waitFor(() => done.some((c) => c.id === wakeUp), 'the woken wake-up to run and succeed');
     go.open();
-    expect(await clearing).toBe(0);
+    expect(await clearing).toBe(1);
     expect(h.executor.callsOf(a).filter((c) => c.result?.dispatched)).toHaveLength(1);
   } finally {
     restore();

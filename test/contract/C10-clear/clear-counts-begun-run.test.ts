@@ -4,13 +4,9 @@ import { holdPromotion, latch, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * Pass over `sdw`: CLEAR counts a promoted wake-up whose marker is gone but whose
- * licence is still its own only when no wakeDeferred ended the deferral ('w' or 'e'); its own
- * run's mark ('r') must keep it counted. Here the clear's promotion is held until the wake-up's
- * run began (it removed its marker and holds the stage, its executor answering late), and only
- * then does the clear record. A mutation that wrote the wake's 'w' for the run's own mark (the
- * scoring of src/lua/scripts.ts ) survived every suite before this one. Since the run counts
- * itself for the batch at its begin, that mutation changes no count; the count here is that run's.
+ * The clear's promotion is held until the wake-up's run began (it removed its marker and holds
+ * the stage, its executor answering late), and only then does the clear record: the run counted
+ * itself for the batch at its begin, and the clear counts it once.
  */
 const a: StageRef = { scope: ['r39-begun', 'ch-1'], stage: 'image' };
 
