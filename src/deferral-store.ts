@@ -162,11 +162,10 @@ export class DeferralStore {
     ownJobId: string,
     token: string,
     mode: 'end' | 'hold' | 'plain',
-    chain = '',
     run: string | undefined = undefined,
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
     const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
-    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain, run ?? ''])) as [number, ...string[]];
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }
 

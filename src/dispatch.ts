@@ -415,7 +415,7 @@ export class Dispatcher<P> {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
-        const released = await this.store.release(sid, job?.id ?? '', token, 'end', '', job?.run);
+        const released = await this.store.release(sid, job?.id ?? '', token, 'end', job?.run);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -456,13 +456,7 @@ export class Dispatcher<P> {
     const failing = running.abortedBy === undefined && !limited && !job?.failsForGood?.(spent, error);
     // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
-    const released = await this.store.release(
-      running.sid,
-      own,
-      running.token,
-      failing ? 'hold' : 'plain',
-      chainText(chain),
-    );
+    const released = await this.store.release(running.sid, own, running.token, failing ? 'hold' : 'plain');
     // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
     if (failing) await this.removeRevoked(released.revoked, job);
     // Stryker disable next-line ConditionalExpression: equivalent: `{ error: undefined }` and `{}` read the same to every caller (and JSON)
@@ -547,7 +541,7 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', '', job?.run);
+      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', job?.run);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
@@ -760,18 +754,13 @@ export function checkCall(call: { buildId?: unknown; force?: unknown } | undefin
 }
 
 /**
- * The chain an attempt runs in: it goes on from the stage's licence (plus the failures its job
- * has spent since), unless this job failed for good and was retried by hand: then it starts afresh.
- * A wake-up's id carries its chain; a job holding the licence while it retries keeps it on its
- * hash (`begin` returns none for a job retried by hand, and a parsed licence's chain wins over
- * it). A licence marked '!' starts a fresh chain: it names a job id, and the hash of that id may
- * be another stage's job by now (the first one removed by hand, its id reused).
+ * The chain an attempt runs in: it goes on from the stage's licence, a wake-up whose id carries
+ * it (plus, for a direct call, the failures the licensed job has spent since), unless the
+ * licence is marked '!' (a clear, a job retried after it failed for good): then it starts
+ * afresh. Any other job holding the licence (one waiting out its retry) began a fresh chain.
  */
 function chainOf(begun: Locked): ChainState {
-  const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
-  // Stryker disable next-line MethodExpression: equivalent, a second line: begin returns no kept chain for a licence whose job id another stage's job reused (its script's ownJob refuses that hash), and a '!' is made only with the job's kept chain deleted
-  const kept = begun.licence?.endsWith('!') ? null : parseChain(begun.keptChain);
-  const base = lic?.chain ?? kept ?? FRESH_CHAIN;
+  const base = (begun.licence ? parseLicence(begun.licence)?.chain : undefined) ?? FRESH_CHAIN;
   return { ...base, failures: base.failures + begun.licenceFailures };
 }
 
@@ -1002,13 +991,3 @@ export function windowMax(windows: ResolvedOptions['windows'], cls: OutcomeClass
   return cls === 'capacity' ? windows.capacityMaxSeconds : windows.idempotentSeconds;
 }
 
-/** A chain as a job holding the licence keeps it: `capacity.idempotent.failures`. */
-function chainText(chain: ChainState): string {
-  return `${chain.capacity}.${chain.idempotent}.${chain.failures}`;
-}
-
-/** A chain kept on a job's hash (`sdk`, as `chainText` writes it); null when there is none. */
-export function parseChain(text: string): ChainState | null {
-  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  return m ? { capacity: Number(m[1]), idempotent: Number(m[2]), failures: Number(m[3]) } : null;
-}

@@ -128,8 +128,8 @@ end
  *        anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
  *        run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock)
  *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), the chain it ran in, the job's run
- *        ('<timestamp>:<stalled count>', '' for none; see handedOn)
+ *        holds the licence, '' otherwise), the job's run ('<timestamp>:<stalled count>',
+ *        '' for none; see handedOn)
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -169,8 +169,7 @@ local function nextFence()
     local begins, a = 0, 3
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]
-      if op == 'b' then begins = begins + 1 end
-      a = a + 7
+      if op == 'b' then begins = begins + 1; a = a + 7 else a = a + 6 end
     end
     redis.call('SET', F, string.format('%.0f', FENCE + begins - 1))
   end
@@ -181,13 +180,11 @@ end
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
 -- ahead of Redis' (within the tolerance): wait out the rest | {6} superseded:
 -- this job recorded a deferral, its wake-up carries the stage
--- lock taken: the record 'fencing token,failures of this job,failures of the licensed job
---  (another one) in the chain,1 when this attempt starts a fresh chain (a job that failed for
---  good, retried by hand),the wake sequence seen (a wakeDeferred for this stage's filter during
---  the attempt makes its capacity deferral short),the chain a non-wake-up licence holder carries
---  (capacity.idempotent.failures, empty when none),1 when the lock is tied to the job's BullMQ
---  lock,the number of failed-job records of the stage,1 when this run ended its own deferral
---  (its marker still named it: a Promote, or due within 20 ms)'
+-- lock taken: the record 'fencing token,failures of this job (BullMQ's count),failures of the
+--  licensed job (for a direct call),1 when this attempt starts a fresh chain (a job that failed
+--  for good runs again),the wake sequence seen (a wakeDeferred for this stage's filter during the
+--  attempt makes its capacity deferral short),1 when the lock keeps the job's BullMQ token,1 when
+--  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms)'
 --  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
 --  BullMQ opts (JSON, '' when none: its retry budget carries over)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
@@ -308,7 +305,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence and the opts (free text) beside it, only when there are any
   local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
-    .. ',' .. (tied and 1 or 0) .. ',' .. #failed .. ',' .. (m and 1 or 0)
+    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0)
   if not lic and opts == '' then return rec end
   return {0, rec, lic or '', opts}
 end
@@ -368,7 +365,7 @@ local function supersedeRecords(sid, own, members)
   end
 end
 
-local function release(L, sid, own, token, mode, me, chain, run)
+local function release(L, sid, own, token, mode, me, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
   redis.call('DEL', L)
@@ -416,8 +413,8 @@ for i = 1, n do
     out[i] = begin(M, L, J, sid, own, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
   else
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5], ARGV[a + 6])
-    a = a + 7
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5])
+    a = a + 6
   end
 end
 out[n + 1] = NOW

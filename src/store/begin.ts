@@ -26,8 +26,6 @@ export type BeginOutcome =
       licenceRetry?: { attempts?: number; backoff?: unknown };
       /** The wake sequence seen at begin (see `wakeDeferred`). */
       wakeSeq: string;
-      /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
-      keptChain: string;
       /**
       /** This run ended its own deferral: its marker still named it (an operator's Promote, or due within 20 ms). */
       endedOwnDeferral: boolean;
@@ -104,8 +102,8 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
 }
 
 /**
- * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,kept
- * chain,tied,failed-job records,ended its own deferral' (see `BATCH`), none of them holding a comma.
+ * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,tied,ended
+ * its own deferral' (see `BATCH`), none of them holding a comma.
  */
 function locked(
   record: string,
@@ -114,9 +112,7 @@ function locked(
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, kept, tied, , ownMarker] = record.split(',') as [
-    string,
-    string,
+  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker] = record.split(',') as [
     string,
     string,
     string,
@@ -136,7 +132,6 @@ function locked(
     retriedByHand: retried === '1',
     licenceRetry: opts ? retryOf(opts) : undefined,
     wakeSeq,
-    keptChain: kept,
     endedOwnDeferral: ownMarker === '1',
   };
 }
