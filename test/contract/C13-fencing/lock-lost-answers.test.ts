@@ -1,8 +1,7 @@
-import { UnrecoverableError } from 'bullmq';
-import type { DispatchContext, ExecutorResult, StageRef } from '../../../src';
+import type { DispatchContext, ExecutorResult } from '../../../src';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { latch, watch } from '../../helpers/jobs';
-import { chainCarriedBy, expireDispatchLockNow, holdsOn } from '../../helpers/observe';
+import { expireDispatchLockNow } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 import { recording, untilAborted } from '../../helpers/attempts';
 
