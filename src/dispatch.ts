@@ -990,4 +990,3 @@ export function windowFor(
 export function windowMax(windows: ResolvedOptions['windows'], cls: OutcomeClass): number {
   return cls === 'capacity' ? windows.capacityMaxSeconds : windows.idempotentSeconds;
 }
-

@@ -318,15 +318,15 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
    */
   const recordFailures = (worker: Worker) =>
     worker.on('failed', (job) => {
-        if (!job?.id || !job.finishedOn) return;
-        const data = job.data as { scope?: string[]; stage?: string } | undefined;
-        try {
-          const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
-        } catch {
-          // not a dispatch job's data: nothing of the engine's to record
-        }
-      });
+      if (!job?.id || !job.finishedOn) return;
+      const data = job.data as { scope?: string[]; stage?: string } | undefined;
+      try {
+        const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
+        void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
+      } catch {
+        // not a dispatch job's data: nothing of the engine's to record
+      }
+    });
 
   // the calls under way besides attempts (enqueue, cancel, clear, wake, the views): close() waits
   // for them before it closes their connections, so each ends with its answer, not ioredis' error

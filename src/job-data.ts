@@ -192,7 +192,7 @@ export interface JobIdentity {
 /** How a dispatch job is added, said to one that was not. */
 const HOW_TO_ADD =
   'add dispatch jobs with `engine.enqueue(ref, payload)` (or, from another language, as docs/producers.md says: ' +
-  'id `<stageId>@r.…`, deduplication id the stage id); to run a failed one again, retry it (Bull Board\'s Retry, `job.retry()`)';
+  "id `<stageId>@r.…`, deduplication id the stage id); to run a failed one again, retry it (Bull Board's Retry, `job.retry()`)";
 
 /**
  * The producer contract on a job's id and options (docs/producers.md, "Job

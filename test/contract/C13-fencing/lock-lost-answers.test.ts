@@ -110,7 +110,13 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
     gate.open();
     await waitFor(() => done.length === 1, 'the job completed');
-    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT, cancelled: true });
+    expect(done[0]!.result).toEqual({
+      dispatched: true,
+      reason: null,
+      retryable: false,
+      result: SENT,
+      cancelled: true,
+    });
   });
 
   it('a lock the renewal found lost, then the idempotent answer that reaches the bound: lock lost and retryable, not done', async () => {
@@ -168,5 +174,4 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
       expect(limits).toEqual([]);
     },
   );
-
 });
