@@ -28,8 +28,8 @@ const CUTS: Record<string, [from: string, to: string]> = {
     '  if tied then',
   ],
   "the begin's HMGET of the job's fields": [
-    "c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdq')",
-    "c = {false, false, false, '0', false, false, '1', false, '0', false, false}",
+    "c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt')",
+    "c = {false, false, false, '0', false, false, '1', false, '0', false}",
   ],
   "the begin's MGET (marker, lock, BullMQ's lock)": [
     "  elseif token then\n    v = redis.call('MGET', M, L, BASE .. own .. ':lock')",
