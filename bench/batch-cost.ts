@@ -31,8 +31,8 @@ const CUTS: Record<string, [from: string, to: string]> = {
     '  if tied then',
   ],
   "the begin's HMGET of the job's fields": [
-    "c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn', 'sdq')",
-    "c = {false, false, '0', '1', false, false}",
+    "c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn')",
+    "c = {false, false, '0', '1', false}",
   ],
   "the begin's licence range": [
     "  local lic, failed = split(redis.call('ZRANGEBYLEX', IDX, '[' .. sid .. '@', '[' .. sid .. '@\\255'))",

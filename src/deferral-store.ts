@@ -2,7 +2,6 @@ import { Job, type Queue } from 'bullmq';
 import { Batcher } from './store/batch';
 import { beginOp, readBegin, type BeginOutcome, type BeginRequest } from './store/begin';
 import { cancelStage, removeJobs } from './store/cancel';
-import { clearScope, licencesIn } from './store/clear';
 import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
 import { StoreConnections } from './store/connections';
@@ -12,7 +11,7 @@ import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
-import { promoteUnlessDeferred, wakeStages } from './store/wake';
+import { clearScope, licencesIn, promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -220,12 +219,12 @@ export class DeferralStore {
     return cancelStage(this.parts, sid);
   }
 
-  /** Licences of every stage whose id starts with `prefix` (see store/clear.ts). */
+  /** Licences of every stage whose id starts with `prefix` (see store/wake.ts). */
   licencesIn(prefix: string): Promise<string[]> {
     return licencesIn(this.parts, prefix);
   }
 
-  /** Ends every deferral in the scope prefix, its wake-up promoted first; returns how many (see `clearScope`). */
+  /** Ends every deferral in the scope prefix and promotes its wake-up; returns how many (see `clearScope`). */
   clear(prefix: string): Promise<number> {
     return clearScope(this.parts, prefix);
   }

@@ -26,13 +26,6 @@
  *        another attempt revoked its licence (a deferral, a success), or a chain's end found
  *        it retried or redelivered after it failed for good, or it sent the stage from a
  *        worker BullMQ had handed the job on from (handedOn)
- *   sdq  a wake-up a clear promoted: that clear batch's nonce, written before the promotion
- *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` (a set) exists (until the
- *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
- *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
- *        ('<nonce>+'). A '+' at the end (also alone) says a run of the job held a fresh chain
- *        ('!'): written there, or by FAIL when it records a job that held '!'; a redelivery of
- *        the job that takes its licence back takes it back '!'
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -87,9 +80,6 @@ local function wakeSeq(BASE, sid)
   local kind = kindOf(sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0')
 end
--- whether a job's clear mark ('sdq') says a run of it held a fresh chain: a '+' at its end
-local function markUsed(q)
-  return q and string.sub(q, -1) == '+'
 end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
@@ -228,7 +218,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, BullMQ's failures of it
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn', 'sdq')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
@@ -257,23 +247,6 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
       lic = nil
     end
     if lic or (wake == 'w' and not retried) then return {wake == 'w' and 3 or 6} end
-  end
-  if wake == 'w' and c[6] and not markUsed(c[6]) and lic == me then
-    -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
-    -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
-    -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
-    -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
-    -- again). After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took
-    -- the marks of refused promotions back), the mark does nothing
-    local P = BASE .. 'sd:clrp:' .. c[6]
-    if redis.call('EXISTS', P) == 1 then
-      redis.call('ZREM', IDX, me)
-      lic = me .. '!'
-      redis.call('ZADD', IDX, 0, lic)
-      unwait(BASE, sid)
-      redis.call('HSET', J, 'sdq', c[6] .. '+')
-      redis.call('SADD', P, own)
-    end
   end
   local carried, opts = 0, ''
   if retried then
@@ -555,103 +528,32 @@ return {had, inflight, pending or '', unpack(old)}
 `;
 
 /**
- * clear: record the end of the deferrals whose wake-ups were just promoted
- * (one batch of a scope). The engine promotes first and records after, so a
- * failed promotion leaves its stage deferred and clearable again, and a
- * failed record still leaves a promoted wake-up, which ends its own window
- * when it runs (its marker has more than the skew tolerance left: a Promote).
- * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), 3 its pending count (sd:clrp:<uuid>, see
- * CLEAR_MARK), then per promoted wake-up i: i its marker M
- * ARGV: 1 queue base, 2 the batch's nonce (<uuid>), 3 how many were promoted (n), then the
- * promoted wake-up ids (ARGV[i], 4 <= i <= 3 + n), in the same order, then the refused ones
- * Returns {how many deferrals this clear batch ended, the refused ids whose run ended theirs}
- * (those are counted in the first). A batch run again (its reply lost with the
- * connection: ioredis resends it, for as long as its connection retries) answers the count its
- * first run answered, kept a day: it would find its own work done and count none.
- * For each: the marker still names it -> deleted; the licence, if still the
- * wake-up's own, is marked '!' (its chain starts fresh). It counts those whose
- * deferral this clear ended (the marker was there, or the promoted wake-up
- * already began and removed it itself). One whose
- * run began after the promotion, holding its licence, ended its deferral itself and counted it
- * in the pending count (its licence is '!' then, its marker gone: this loop skips it), which
- * is added here and deleted (before, such a run that deferred again or finished
- * first was counted nowhere, and went on with its chain).
+ * clear: a wake by scope, one batch of it. Ends the deferral of each licence
+ * given whose marker still names it, whatever its class: the marker is
+ * deleted, the licence marked '!' (the chain starts fresh) and the stage
+ * leaves the wait index. The engine then promotes their wake-ups. A licence
+ * whose marker is gone or names another wake-up (woken, run, cancelled, cleared
+ * meanwhile, or deferred again) is left alone: each deferral is ended, and
+ * counted, by one call only.
+ * KEYS: 1 IDX   ARGV: 1 queue base, 2.. licences (wake-up ids) of the scope
+ * Returns the wake-up ids whose deferral this call ended.
  */
 export const CLEAR = `
 ${HELPERS}
-local done = redis.call('GET', KEYS[2])
-if done then
-  -- (a write, so a replica wait on the connection that resent it covers the first run too)
-  redis.call('PEXPIRE', KEYS[2], 86400000)
-  -- '<count>,<id>,...' (an earlier version's: '<count>')
-  local answer = {}
-  for part in string.gmatch(done, '[^,]+') do answer[#answer + 1] = part end
-  answer[1] = tonumber(answer[1])
-  return answer
-end
-local cleared = {}
-local last = 3 + tonumber(ARGV[3])
-for i = 4, last do
+local BASE = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
   local id = ARGV[i]
-  local m = KEYS[i]
-  local own = redis.call('ZREM', KEYS[1], id) == 1
-  local named = redis.call('GET', m) == id
-  if named then redis.call('DEL', m) end
-  if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
-  if named or own then
-    -- not one whose run ended it first (that run counted it in KEYS[3], its mark used)
-    local q = not named and redis.call('HGET', ARGV[1] .. jobOf(id), 'sdq')
-    if q ~= ARGV[2] .. '+' then cleared[#cleared + 1] = id end
-    unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
+  local sid = string.sub(id, 1, string.find(id, '@', 1, true) - 1)
+  local M = BASE .. 'sd:deferred:' .. sid
+  if redis.call('GET', M) == id then
+    redis.call('DEL', M)
+    if redis.call('ZREM', KEYS[1], id) == 1 then redis.call('ZADD', KEYS[1], 0, id .. '!') end
+    unwait(BASE, sid)
+    out[#out + 1] = id
   end
 end
--- the refused (they stay deferred): each mark no run used yet is taken back (a later run of it
--- does nothing for this clear); one whose run counted itself already ran anyway (its timer, an
--- operator's promote) and ended its deferral: answered, cleared, not refused
-local answer = {0}
-for i = last + 1, #ARGV do
-  local J = ARGV[1] .. ARGV[i]
-  if redis.call('HGET', J, 'sdq') == ARGV[2] then redis.call('HDEL', J, 'sdq') end
-  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 1 then answer[#answer + 1] = ARGV[i] end
-end
--- and those whose run began first and ended their deferral themselves (BATCH's begin): the
--- count's members ('' opened it)
-answer[1] = #cleared + math.max(redis.call('SCARD', KEYS[3]) - 1, 0)
-redis.call('DEL', KEYS[3])
--- (ids hold no ',': stage ids are percent-encoded, and the suffix is ours)
-redis.call('SET', KEYS[2], table.concat(answer, ','), 'PX', 86400000)
-return answer
-`;
-
-/**
- * clear mark: a clear batch's read of its markers, marking each wake-up a marker names with
- * the batch's nonce ('sdq') before the clear promotes it, after opening the batch's pending
- * count (sd:clrp:<nonce>: a set holding '' until runs add their wake-up ids). A run of such a wake-up that begins before the batch's CLEAR ends
- * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
- * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
- * outage of its connection): a clear that died before its CLEAR leaves its marks
- * doing nothing once it is gone (and CLEAR takes back the marks of refused promotions).
- * Where the count cannot be made (a slot migrating: Redis refuses
- * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
- * the markers are read as a plain MGET reads them (the clear as before this mark: such a run is
- * counted nowhere); a wake-up whose hash cannot be read or written there is left unmarked alone.
- * Sent again, it marks and answers the same.
- * KEYS: each licence's marker   ARGV: 1 queue base, 2 the nonce, 3.. the licences (wake-up ids)
- * Returns {1 when the count was opened (0: nothing marked), the markers' values, as MGET would}.
- */
-export const CLEAR_MARK = `
-local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
-local r = redis.pcall('SADD', P, '')
-local open = r == 1 or r == 0
-if r == 1 then redis.call('PEXPIRE', P, 86400000) end
-local values = {open and 1 or 0}
-for i = 3, #ARGV do
-  local v = redis.call('GET', KEYS[i - 2])
-  values[i - 1] = v
-  local J = ARGV[1] .. ARGV[i]
-  if open and v == ARGV[i] and redis.pcall('EXISTS', J) == 1 then redis.pcall('HSET', J, 'sdq', ARGV[2]) end
-end
-return values
+return out
 `;
 
 /**
@@ -737,8 +639,6 @@ try('RPUSH', K, 'p')
 try('LPOS', K, 'p')
 try('DEL', K)
 try('SADD', K, 'p')
-try('SISMEMBER', K, 'p')
-try('SCARD', K)
 try('SMEMBERS', K)
 try('SREM', K, 'p')
 try('DEL', K)

@@ -71,7 +71,6 @@ describe('C21: the Lua scripts', () => {
       'BATCH',
       'CANCEL',
       'CLEAR',
-      'CLEAR_MARK',
       'DEFER',
       'EXTEND',
       'FAIL',
