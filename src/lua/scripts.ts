@@ -80,7 +80,6 @@ local function wakeSeq(BASE, sid)
   local kind = kindOf(sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0')
 end
-end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
   local live, failed = nil, {}
