@@ -3,7 +3,7 @@
  *   REDIS_URL=... npx tsx bench/batch-cost.ts [rounds]
  * Runs `BATCH` as a busy worker sends it: each call carries `PER` begins of
  * fresh stages (jobs with BullMQ's lock) and the releases of the call
- * before's successes, and reads the calls' time from `INFO commandstats`
+ * before's successes (stages that held nothing: release mode 'e'), and reads the calls' time from `INFO commandstats`
  * (Redis' own timing of the script, its inner commands included). Prints µs
  * per job (one begin and one release) for the script as it is and
  * for copies with one part cut out (`CUTS`): what each part costs. The copies
@@ -21,7 +21,7 @@ const CALLS = 300;
 
 /** One part of the script cut out: the text it removes, and what stands in its place. */
 const CUTS: Record<string, [from: string, to: string]> = {
-  // the success's release past its GET (its DEL, the hand-on check, the licence range, the wait index)
+  // the success's release past its GET (its DEL, the hand-on check)
   'the release after its GET': [
     "  redis.call('DEL', L)\n  local cancelled = 0",
     "  do return {0} end\n  redis.call('DEL', L)\n  local cancelled = 0",
@@ -38,8 +38,7 @@ const CUTS: Record<string, [from: string, to: string]> = {
     "  local lic, failed = split(redis.call('ZRANGEBYLEX', IDX, '[' .. sid .. '@', '[' .. sid .. '@\\255'))",
     '  local lic, failed = nil, {}',
   ],
-  "the release's hand-on check": ["  if mode == '1' then handedOn(token, run) end", ''],
-  "the release's wait index removal": ['  unwait(BASE, sid)\n  if n > 0 then', '  if n > 0 then'],
+  "the release's hand-on check": ["  if mode == '1' or mode == 'e' then handedOn(token, run) end", ''],
 };
 
 /** The same call to a script that does nothing (what the bench's `floor` sends): the call's own cost. */
@@ -76,19 +75,12 @@ async function perJob(redis: IORedis, lua: string): Promise<number> {
     for (let c = 0; c < CALLS; c++) {
       const ops: (string | number)[] = [];
       if (c > 0)
-        for (let i = (c - 1) * PER; i < c * PER; i++) ops.push('r', `book-${i}/ch/image`, job(i), locks[i]!, '1', '1:0');
+        for (let i = (c - 1) * PER; i < c * PER; i++)
+          ops.push('r', `book-${i}/ch/image`, job(i), locks[i]!, 'e', '1:0');
       for (let i = c * PER; i < (c + 1) * PER; i++)
         ops.push('b', `book-${i}/ch/image`, job(i), 30_000, '', 1000, `tok${i}`);
       const n = c > 0 ? 2 * PER : PER;
-      const out = (await redis.evalsha(
-        sha,
-        2,
-        `${base}sd:licences`,
-        `${base}sd:fence`,
-        base,
-        n,
-        ...ops,
-      )) as unknown[];
+      const out = (await redis.evalsha(sha, 2, `${base}sd:licences`, `${base}sd:fence`, base, n, ...ops)) as unknown[];
       for (let k = 0; k < PER && !noop; k++) {
         const rec = out[n - PER + k];
         if (typeof rec !== 'string') throw new Error(`a begin did not take its lock: ${JSON.stringify(rec)}`);
@@ -114,9 +106,7 @@ async function main(): Promise<void> {
   const got = new Map<string, number[]>();
   for (let r = 0; r < rounds; r++)
     for (const [name, lua] of variants) got.set(name, [...(got.get(name) ?? []), await perJob(redis, lua)]);
-  console.log(
-    `Redis µs per job (a begin and a release), ${CALLS} calls of ${PER} jobs, medians of ${rounds} rounds:`,
-  );
+  console.log(`Redis µs per job (a begin and a release), ${CALLS} calls of ${PER} jobs, medians of ${rounds} rounds:`);
   for (const [name, v] of got)
     console.log(`${median(v).toFixed(1).padStart(6)}  ${name}  (${v.map((x) => x.toFixed(1)).join(' ')})`);
   await closeClients();

@@ -27,6 +27,9 @@ const REPLACE_TRIES = 10;
  * script call; deferrals, cancels, clears and failures are MULTI
  * transactions, confirmed on the replicas with `waitForReplicas`.
  */
+/** A release's mode as `BATCH` reads it: a chain's end, a success of a stage that held nothing, a job's real failure (it holds the stage), or the lock alone. */
+const RELEASE_FLAG = { end: '1', success: 'e', hold: 'h', plain: '' } as const;
+
 export class DeferralStore {
   readonly keys: StoreKeys;
   /** The queue's client and the renewal connection. */
@@ -151,19 +154,19 @@ export class DeferralStore {
 
   /**
    * Ends an attempt that did not defer: deletes its lock and, when the chain
-   * ended (`end`: a success, a bound), revokes the stage's licence; after a
-   * job's real failure (`hold`), in the same step, the job takes the stage's
-   * licence and keeps `chain` (`capacity.idempotent.failures`) while it waits
-   * out its retry. An attempt that no longer holds its lock changes nothing (`lost`).
+   * ended (`end`: a success, a bound), revokes the stage's licence (`success`:
+   * a stage that held none, the lock alone); after a job's real failure
+   * (`hold`), in the same step, the job takes the stage's licence while it
+   * waits out its retry. An attempt that no longer holds its lock changes nothing (`lost`).
    */
   async release(
     sid: string,
     ownJobId: string,
     token: string,
-    mode: 'end' | 'hold' | 'plain',
+    mode: 'end' | 'success' | 'hold' | 'plain',
     run: string | undefined = undefined,
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
-    const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
+    const flag = RELEASE_FLAG[mode];
     const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }

@@ -113,6 +113,8 @@ class Running {
     readonly chain: ChainState,
     /** Real failures the running job has spent in its chain. */
     readonly ownFailures: number,
+    /** The stage had no licence and no failed-job record when the attempt began. */
+    readonly heldNothing = false,
   ) {}
 
   private controller: AbortController | undefined;
@@ -260,7 +262,7 @@ export class Dispatcher<P> {
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
         throw new EngineClosedError();
       }
-      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures);
+      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures, begun.heldNothing);
       this.running.add(running);
       try {
         return await this.locked(running, payload, call, begun);
@@ -415,7 +417,8 @@ export class Dispatcher<P> {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
-        const released = await this.store.release(sid, job?.id ?? '', token, 'end', job?.run);
+        const mode = running.heldNothing ? 'success' : 'end';
+        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);

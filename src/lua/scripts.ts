@@ -116,8 +116,8 @@ end
  *   'b', stageId, own job id ('' for a direct call), lockMs, kind ('w' a wake-up, ''
  *        anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
  *        run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock)
- *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), the job's run ('<timestamp>:<stalled count>',
+ *   'r', stageId, own job id, token, mode ('1' chain ended, 'e' a success of a stage that
+ *        held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the job's run ('<timestamp>:<stalled count>',
  *        '' for none; see handedOn)
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
@@ -173,7 +173,8 @@ end
 --  licensed job (for a direct call),1 when this attempt starts a fresh chain (a job that failed
 --  for good runs again),the wake sequence seen (a wakeDeferred for this stage's filter during the
 --  attempt makes its capacity deferral short),1 when the lock keeps the job's BullMQ token,1 when
---  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms)'
+--  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms),
+--  the number of failed-job records of the stage'
 --  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
 --  BullMQ opts (JSON, '' when none: its retry budget carries over)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
@@ -242,7 +243,9 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing
   if own ~= '' and lic ~= me and lic ~= me .. '!' then
     if lic and redis.call('EXISTS', BASE .. jobOf(lic)) == 0 then
+      -- (its chain ended with it: the stage leaves the wait index too)
       redis.call('ZREM', IDX, lic)
+      unwait(BASE, sid)
       lic = nil
     end
     if lic or (wake == 'w' and not retried) then return {wake == 'w' and 3 or 6} end
@@ -277,7 +280,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence and the opts (free text) beside it, only when there are any
   local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
-    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0)
+    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0) .. ',' .. #failed
   if not lic and opts == '' then return rec end
   return {0, rec, lic or '', opts}
 end
@@ -297,11 +300,12 @@ local function handedOn(t, run)
   if run == '' then return end
   local id, bull = tiedTo(t)
   if not id then return end
+  -- (BullMQ's lock first: still this run's, the common case, is one read)
+  local lock = redis.call('GET', BASE .. id .. ':lock')
+  if lock == bull then return end
   local c = string.find(run, ':', 1, true)
   local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
   if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
-  local lock = redis.call('GET', BASE .. id .. ':lock')
-  if lock == bull then return end
   local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
   if moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
@@ -312,7 +316,9 @@ end
 -- the lock is still held, the job takes the stage's licence and keeps the chain it ran in
 -- (chain: 'capacity.idempotent.failures'), revoking the holder it took over from.
 -- Only the holder of the lock may change anything: an attempt whose lock expired (another
--- one may have recorded a deferral since) changes nothing.
+-- one may have recorded a deferral since) changes nothing. mode 'e': a success of a stage whose
+-- begin found no licence and no record (none can appear during the attempt but a record of a job
+-- whose worker then dies: at least once, as after any crash): the lock's release alone.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
 -- a chain ended with the stage sent: the jobs of its failed-job records ('?') that will run again
 -- are superseded (see release); records whose jobs are gone are dropped, and so are those an
@@ -343,7 +349,8 @@ local function release(L, sid, own, token, mode, me, run)
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  if mode == '1' then handedOn(token, run) end
+  if mode == '1' or mode == 'e' then handedOn(token, run) end
+  if mode == 'e' then return {cancelled} end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end

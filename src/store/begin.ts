@@ -26,9 +26,10 @@ export type BeginOutcome =
       licenceRetry?: { attempts?: number; backoff?: unknown };
       /** The wake sequence seen at begin (see `wakeDeferred`). */
       wakeSeq: string;
-      /**
       /** This run ended its own deferral: its marker still named it (an operator's Promote, or due within 20 ms). */
       endedOwnDeferral: boolean;
+      /** The stage had no licence and no failed-job record: a success's release has nothing to revoke. */
+      heldNothing: boolean;
     };
 
 /** How one begin operation is described to the batch. */
@@ -103,7 +104,7 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
 
 /**
  * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,tied,ended
- * its own deferral' (see `BATCH`), none of them holding a comma.
+ * its own deferral,failed-job records' (see `BATCH`), none of them holding a comma.
  */
 function locked(
   record: string,
@@ -112,7 +113,8 @@ function locked(
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker] = record.split(',') as [
+  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker, records] = record.split(',') as [
+    string,
     string,
     string,
     string,
@@ -133,5 +135,6 @@ function locked(
     licenceRetry: opts ? retryOf(opts) : undefined,
     wakeSeq,
     endedOwnDeferral: ownMarker === '1',
+    heldNothing: !licence && records === '0',
   };
 }

@@ -74,12 +74,9 @@ describe('C21: the Lua scripts', () => {
       'DEFER',
       'EXTEND',
       'FAIL',
-      'FINISHED',
-      'OWN_MEMBERS',
       'PERMISSIONS',
       'PROBE',
       'REPLACE',
-      'RETRIED',
       'WAKE',
     ]);
   });
