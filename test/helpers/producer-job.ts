@@ -6,7 +6,7 @@ import { stageId } from '../../src/stage-ref';
 /**
  * Adds a job of stage `ref` as a producer does by the published contract (docs/producers.md):
  * id `<stageId>@r.…`, deduplication id the stage id, with BullMQ options of the test's own
- * (attempts, backoff, removeOnComplete…). BullMQ deduplicates it while the stage has a job.
+ * (attempts, 3 unless given; backoff, removeOnComplete…). BullMQ deduplicates it while the stage has a job.
  */
 export function addProducerJob(
   queue: Queue,
@@ -19,6 +19,7 @@ export function addProducerJob(
   return queue.add(name, dispatchJobData(ref, payload, undefined), {
     jobId: readyJobId(sid),
     deduplication: { id: sid },
+    attempts: 3,
     ...opts,
   });
 }

@@ -118,15 +118,6 @@ export async function internalMarkedSuperseded(h: Where, jobId: string): Promise
 }
 
 /**
- * INTERNAL ENCODING, not part of the contract (see {@link internalMarkedSuperseded}): the stage
- * the engine recorded on BullMQ job `jobId` (its job-hash field `sdi`), which spares its scripts
- * decoding the job's data; `null`: none recorded.
- */
-export async function internalRecordedStage(h: Where, jobId: string): Promise<string | null> {
-  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdi');
-}
-
-/**
  * INTERNAL ENCODING (see {@link internalMarkedSuperseded}): the mark a clear batch left on BullMQ
  * job `jobId` (its job-hash field `sdq`: the batch's nonce, `+` once a run used it), `null`: none.
  * A mark left on a wake-up whose promotion was refused does nothing once its batch's pending count
@@ -153,13 +144,6 @@ export async function internalClearCountMembers(h: Where): Promise<string[]> {
   const out: string[] = [];
   for (const key of await internalOpenClearCounts(h)) out.push(...(await h.redis.smembers(key)));
   return out.sort();
-}
-
-/** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
-export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
-  const key = `${h.prefix}:${h.queueName}:${jobId}`;
-  if (sid === null) await h.redis.hdel(key, 'sdi');
-  else await h.redis.hset(key, 'sdi', sid);
 }
 
 /**

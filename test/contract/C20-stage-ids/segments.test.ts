@@ -24,7 +24,7 @@ describe.each([
   ['\\u-escaped', true],
 ])('C20: data %s', (_, escaped) => {
   it.each(cases)(
-    "%s: an enqueue (and the published probe) while the producer's job waits out its retry answers pending",
+    "%s: an enqueue (and the published probe) while the producer's job waits out its retry answers pending, a cancel removes it",
     async (_n, scope, stage) => {
       const ref = { scope, stage };
       const h = harness();
@@ -41,6 +41,11 @@ describe.each([
       if (escaped) await h.redis.hset(`${base}${id}`, 'data', asciiOnly((await h.redis.hget(`${base}${id}`, 'data'))!));
       expect(await probe(h, ref)).toEqual({ kind: 'pending', jobId: id });
       expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: id });
+      // the same scope with another stage kind is another stage
+      expect(await h.engine.enqueue({ scope, stage: `${stage}-other` }, {})).toMatchObject({ added: true });
+      // a cancel reaches the job
+      expect(await h.engine.cancelActiveDispatch(ref)).toMatchObject({ removedJobs: 1 });
+      expect(await h.engine.queue.getJob(id!)).toBeUndefined();
     },
   );
 });
