@@ -8,11 +8,9 @@ import { bullLock, fetchBy } from '../helpers/held';
 import { addProducerJob } from '../helpers/producer-job';
 
 /**
- * Check of a tied lock
- * is dead once BullMQ's lock of its job is gone (the job completed), whatever
- * its key's TTL. The lazy release deletes the key later (or never, if it is
- * lost: the process died after BullMQ's completion, Redis failed); until then
- * every script treats the stage as not in flight. The CLI's `show` must too.
+ * The stage lock lives by its TTL only: a lock whose job BullMQ completed (its process died
+ * before the release) keeps the stage in flight for every script until it goes. The CLI's
+ * `show` must read it so too.
  */
 const ref = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const sid = stageId(ref);
