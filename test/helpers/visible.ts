@@ -118,22 +118,6 @@ export async function internalMarkedSuperseded(h: Where, jobId: string): Promise
 }
 
 /**
- * INTERNAL ENCODING, not part of the contract (see {@link internalMarkedSuperseded}): the stage
- * the engine recorded on BullMQ job `jobId` (its job-hash field `sdi`), which spares its scripts
- * decoding the job's data; `null`: none recorded.
- */
-export async function internalRecordedStage(h: Where, jobId: string): Promise<string | null> {
-  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdi');
-}
-
-/** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
-export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
-  const key = `${h.prefix}:${h.queueName}:${jobId}`;
-  if (sid === null) await h.redis.hdel(key, 'sdi');
-  else await h.redis.hset(key, 'sdi', sid);
-}
-
-/**
  * Waits until the engine keeps no key of stage `ref`'s own (named after its id: {@link keptFor}
  * without the values of shared keys): a success's release, lazy or not, has landed. A sync point
  * for tests whose next step must come after that release, which nothing user-visible reports.
