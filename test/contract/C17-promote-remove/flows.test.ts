@@ -3,22 +3,27 @@ import { harness, notSent, SENT } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
 import { redisOptions, waitFor } from '../../helpers/redis';
 import { stageId, type StageRef } from '../../../src';
+import { readyJobId } from '../../../src/job-data';
 
 /**
  * A BullMQ user puts the dispatch job inside a flow: a parent job (in another queue) that must run
- * only once its children are done. A flow child is none of the published dispatch jobs (BullMQ
- * refuses deduplication on a job with a parent, and a producer's job needs it): it is refused.
+ * only once its children are done. BullMQ refuses deduplication on a job with a parent, so a flow's
+ * child is a dispatch job by its id alone (`<stageId>@r.…`, docs/producers.md); a child of any other
+ * id is refused.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C17: a dispatch job as a child of a flow', () => {
-  it('is refused at once with INVALID_JOB_OPTIONS, never dispatched', async () => {
+  it.each([
+    ['under a producer id is dispatched, and the parent moves on', true],
+    ['under an id of its own is refused at once with INVALID_JOB_OPTIONS, never dispatched', false],
+  ])('%s', async (_n, producerId) => {
     const h = harness();
     h.executor.fallback = SENT;
     const parentQueue = new Queue(`${h.queueName}-parent`, { connection: redisOptions(), prefix: h.prefix });
     const flows = new FlowProducer({ connection: redisOptions(), prefix: h.prefix });
     try {
-      const { failed } = watch(h.engine.createWorker());
+      const { done, failed } = watch(h.engine.createWorker());
       const flow = await flows.add({
         name: 'render-scene',
         queueName: parentQueue.name,
@@ -28,14 +33,21 @@ describe('C17: a dispatch job as a child of a flow', () => {
             name: 'image',
             queueName: h.queueName,
             data: { v: 1, scope: image.scope, stage: image.stage, payload: {} },
+            opts: producerId ? { jobId: readyJobId(stageId(image)), attempts: 3 } : {},
           },
         ],
       });
-      await waitFor(() => failed.length === 1, 'the child failed');
-      expect(failed[0]!.error).toMatchObject({ code: 'INVALID_JOB_OPTIONS' });
-      expect(h.executor.calls).toHaveLength(0);
-      // the parent waits on a child that never completes
-      expect(await parentQueue.getJobState(flow.job.id!)).toBe('waiting-children');
+      await waitFor(() => done.length + failed.length === 1, 'the child ran');
+      if (producerId) {
+        expect(done[0]!.result).toMatchObject({ dispatched: true });
+        expect(h.executor.calls).toHaveLength(1);
+        // the parent is no longer waiting for its child
+        await waitFor(async () => (await parentQueue.getJobState(flow.job.id!)) === 'waiting', 'the parent moved on');
+      } else {
+        expect(failed[0]!.error).toMatchObject({ code: 'INVALID_JOB_OPTIONS' });
+        expect(h.executor.calls).toHaveLength(0);
+        expect(await parentQueue.getJobState(flow.job.id!)).toBe('waiting-children');
+      }
     } finally {
       await flows.close();
       await parentQueue.close();

@@ -27,6 +27,7 @@ describe('C17: a job scheduler producing dispatch jobs for one stage', () => {
     for (const f of failed) {
       expect(f.id).toMatch(/^repeat:tick-image:\d+$/);
       expect(f.error).toMatchObject({ code: 'INVALID_JOB_OPTIONS' });
+      expect(String(f.error)).toMatch(/job scheduler's tick, no dispatch job: schedule a job on a queue of your own/);
       expect(await h.engine.queue.getJobState(f.id)).toBe('failed');
     }
     expect(h.executor.calls).toHaveLength(0);
