@@ -2,10 +2,10 @@
  * What the hot path's script costs Redis, alone (not part of `npm run bench`):
  *   REDIS_URL=... npx tsx bench/batch-cost.ts [rounds]
  * Runs `BATCH` as a busy worker sends it: each call carries `PER` begins of
- * fresh stages (jobs with BullMQ's lock, tied locks) and the lazy releases of
- * the call before's, and reads the calls' time from `INFO commandstats`
+ * fresh stages (jobs with BullMQ's lock) and the releases of the call
+ * before's successes (stages that held nothing: release mode 'e'), and reads the calls' time from `INFO commandstats`
  * (Redis' own timing of the script, its inner commands included). Prints µs
- * per job (one begin and one lazy release) for the script as it is and
+ * per job (one begin and one release) for the script as it is and
  * for copies with one part cut out (`CUTS`): what each part costs. The copies
  * are for measuring only; each cut fails loudly if the script no longer holds
  * its text. The stats are server-wide: give it a Redis of its own.
@@ -15,28 +15,30 @@ import { BATCH } from '../src/lua/scripts';
 import { benchPrefix, client, closeClients, dropPrefix } from './lib/redis';
 import { median } from './lib/stats';
 
-/** Begins (and lazy releases) a call: about what one call carries in a c50 drain here. */
+/** Begins (and releases) a call: about what one call carries in a c50 drain here. */
 const PER = 17;
 const CALLS = 300;
 
 /** One part of the script cut out: the text it removes, and what stands in its place. */
 const CUTS: Record<string, [from: string, to: string]> = {
-  // the lazy release past its first GET (its DEL, the hand-on check, the records' read, the wait index)
-  'lazy release after its GET': ["  if mode == 'z' then\n", "  if mode == 'z' then do return {0} end\n"],
+  // the success's release past its GET (its DEL, the hand-on check)
+  'the release after its GET': [
+    "  redis.call('DEL', L)\n  local cancelled = 0",
+    "  do return {0} end\n  redis.call('DEL', L)\n  local cancelled = 0",
+  ],
   "the begin's SET of the lock (and so the release's work past its GET)": [
     "  if tied then\n    redis.call('SET', L, own .. '\\n' .. fence .. '\\n' .. bull, 'PX', lockMs)",
     '  if tied then',
   ],
   "the begin's HMGET of the job's fields": [
-    "c = redis.call('HMGET', J, 'sdc', 'sds', 'sdf', 'atm', 'sdb', 'sdx', 'timestamp', 'finishedOn', 'stc', 'sdt', 'sdw', 'sdq')",
-    "c = {false, false, false, '0', false, false, '1', false, '0', false, false, false}",
+    "c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn')",
+    "c = {false, false, '0', '1', false}",
   ],
-  "the begin's MGET (marker, lock, BullMQ's lock)": [
-    "  elseif token then\n    v = redis.call('MGET', M, L, BASE .. own .. ':lock')",
-    '  elseif token then\n    v = {false, false, token}',
+  "the begin's licence range": [
+    "  local lic, failed = split(redis.call('ZRANGEBYLEX', IDX, '[' .. sid .. '@', '[' .. sid .. '@\\255'))",
+    '  local lic, failed = nil, {}',
   ],
-  "the release's hand-on check": ["    redis.call('DEL', L)\n    handedOn(token, run)", "    redis.call('DEL', L)"],
-  "the release's wait index removal": ['    if not split(members) then unwait(BASE, sid) end', ''],
+  "the release's hand-on check": ["  if mode == '1' or mode == 'e' then handedOn(token, run) end", ''],
 };
 
 /** The same call to a script that does nothing (what the bench's `floor` sends): the call's own cost. */
@@ -72,25 +74,18 @@ async function perJob(redis: IORedis, lua: string): Promise<number> {
   try {
     for (let c = 0; c < CALLS; c++) {
       const ops: (string | number)[] = [];
-      if (c > 0) for (let i = (c - 1) * PER; i < c * PER; i++) ops.push('z', `book-${i}/ch/image`, locks[i]!, '1:0');
+      if (c > 0)
+        for (let i = (c - 1) * PER; i < c * PER; i++)
+          ops.push('r', `book-${i}/ch/image`, job(i), locks[i]!, 'e', '1:0');
       for (let i = c * PER; i < (c + 1) * PER; i++)
-        ops.push('b', `book-${i}/ch/image`, job(i), 30_000, '', 1000, `tok${i}\n0`);
+        ops.push('b', `book-${i}/ch/image`, job(i), 30_000, '', 1000, `tok${i}`);
       const n = c > 0 ? 2 * PER : PER;
-      const out = (await redis.evalsha(
-        sha,
-        2,
-        `${base}sd:licences`,
-        `${base}sd:fence`,
-        base,
-        n,
-        Date.now(),
-        ...ops,
-      )) as unknown[];
+      const out = (await redis.evalsha(sha, 2, `${base}sd:licences`, `${base}sd:fence`, base, n, ...ops)) as unknown[];
       for (let k = 0; k < PER && !noop; k++) {
         const rec = out[n - PER + k];
         if (typeof rec !== 'string') throw new Error(`a begin did not take its lock: ${JSON.stringify(rec)}`);
         const i = c * PER + k;
-        locks[i] = `${job(i)}\n${rec.split(',')[0]}\ntok${i}\n0`;
+        locks[i] = `${job(i)}\n${rec.split(',')[0]}\ntok${i}`;
       }
     }
     const after = await evalshaStats(redis);
@@ -111,9 +106,7 @@ async function main(): Promise<void> {
   const got = new Map<string, number[]>();
   for (let r = 0; r < rounds; r++)
     for (const [name, lua] of variants) got.set(name, [...(got.get(name) ?? []), await perJob(redis, lua)]);
-  console.log(
-    `Redis µs per job (a begin and a lazy release), ${CALLS} calls of ${PER} jobs, medians of ${rounds} rounds:`,
-  );
+  console.log(`Redis µs per job (a begin and a release), ${CALLS} calls of ${PER} jobs, medians of ${rounds} rounds:`);
   for (const [name, v] of got)
     console.log(`${median(v).toFixed(1).padStart(6)}  ${name}  (${v.map((x) => x.toFixed(1)).join(' ')})`);
   await closeClients();

@@ -86,7 +86,6 @@ const CORE = [
   'test/contract/C8-wake-deferred/wait-index-chain-end.test.ts',
   'test/contract/C9-cancel/cancel-hand-added.test.ts',
   'test/contract/C16-retry-by-hand/hand-added-fails-for-good.test.ts',
-  'test/contract/C4-windows/fleet-lead.test.ts',
   'test/contract/C11-retry-budget/licence-keeps-chain.test.ts',
   'test/contract/C1-deferral/dispatch.test.ts',
   'test/contract/C2-no-side-effect/while-deferred.test.ts',
@@ -133,13 +132,7 @@ const CORE = [
  * out; test/cli/show-licence and C19-producer-contract/hand-ids call the CLI's reader (LOCK_LIVE, OWN_MEMBERS) from src.
  */
 const OWN: Record<string, string[]> = {
-  WAKE: [
-    ...WAKE_DEFERRED,
-    // the wake's report ('sdw': by the caller, or by the wake-up's run after a CLI wake)
-    'test/contract/C8-wake-deferred/woken-once.test.ts',
-    'test/contract/C8-wake-deferred/cli-wake-counted.test.ts',
-    'test/contract/C8-wake-deferred/cli-wake-sent-first.test.ts',
-  ],
+  WAKE: WAKE_DEFERRED,
   // the finish mark of a kept job: only the run that holds BullMQ's lock marks it
   FINISHED: [
     'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',

@@ -220,10 +220,8 @@ export function buildProgram(): Command {
         ...(scope.length ? { scope } : {}),
         ...(opts.stage !== undefined ? { stage: opts.stage } : {}),
       };
-      // the CLI's process reports nothing: the wake-ups' runs report the wake (`woken`, early)
-      const { woken } = await withSession(g, async (s) =>
-        (await import('./engine')).wakeReportedByRun(await s.engine(), filter),
-      );
+      // the CLI reports its wake itself, here: no other process reports it
+      const { woken } = await withSession(g, async (s) => (await s.engine()).wakeDeferred(filter));
       if (g.json) print(JSON.stringify({ woken }));
       else {
         print(`Woke ${woken.length} stage${woken.length === 1 ? '' : 's'} (${where(g)})${woken.length ? ':' : '.'}`);

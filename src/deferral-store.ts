@@ -2,18 +2,16 @@ import { Job, type Queue } from 'bullmq';
 import { Batcher } from './store/batch';
 import { beginOp, readBegin, type BeginOutcome, type BeginRequest } from './store/begin';
 import { cancelStage, removeJobs } from './store/cancel';
-import { clearScope, licencesIn } from './store/clear';
 import { CMD, type Client } from './store/client';
 import { RedisClock } from './store/clock';
 import { StoreConnections } from './store/connections';
 import { markJobFailed } from './store/job-marks';
 import { StoreKeys } from './store/keys';
-import { LeadRecorder } from './store/lead';
 import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
-import { promoteUnlessDeferred, wakeStages } from './store/wake';
+import { clearScope, licencesIn, promoteUnlessDeferred, wakeStages } from './store/wake';
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -29,6 +27,9 @@ const REPLACE_TRIES = 10;
  * script call; deferrals, cancels, clears and failures are MULTI
  * transactions, confirmed on the replicas with `waitForReplicas`.
  */
+/** A release's mode as `BATCH` reads it: a chain's end, a success of a stage that held nothing, a job's real failure (it holds the stage), or the lock alone. */
+const RELEASE_FLAG = { end: '1', success: 'e', hold: 'h', plain: '' } as const;
+
 export class DeferralStore {
   readonly keys: StoreKeys;
   /** The queue's client and the renewal connection. */
@@ -42,8 +43,6 @@ export class DeferralStore {
   private readonly parts: StoreParts;
   /** Redis' clock minus this host's, ms, from the latest batch reply. */
   private readonly clock = new RedisClock();
-  /** This host's clock lead, recorded for the fleet once it runs a Worker. */
-  private readonly lead: LeadRecorder;
 
   constructor(
     readonly queue: Queue,
@@ -54,7 +53,6 @@ export class DeferralStore {
       this.keys,
       () => this.client(),
       (redisMs, sentAt) => this.clock.read(redisMs, sentAt),
-      () => this.lead.promotes,
     );
     this.tx = new Transactions(
       () => this.client(),
@@ -72,13 +70,7 @@ export class DeferralStore {
     this.replicas = replicaWait
       ? new ReplicaWait(replicaWait, async () => (await this.client()).pipeline() as never, this.keys.route)
       : undefined;
-    this.lead = new LeadRecorder(
-      this.keys,
-      this.clock,
-      () => this.client(),
-      () => this.batch.tick(),
-    );
-    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock, this.lead);
+    this.connections = new StoreConnections(queue, this.keys, this.replicas !== undefined, this.clock);
   }
 
   markerKey(sid: string): string {
@@ -95,14 +87,18 @@ export class DeferralStore {
     return this.connections.client();
   }
 
-  /** This host runs a Worker: its clock lead is recorded from now on (see `LeadRecorder`). */
-  promotesWakeUps(): Promise<void> {
-    return this.lead.promotesWakeUps();
+  /**
+   * This host runs a Worker (it promotes wake-ups by its clock): `onLead` hears when its clock
+   * leads Redis' by more than `limitMs`, at start-up (its clock is read at the first connect) and
+   * whenever a later reading crosses the limit (see `RedisClock.watchLead`).
+   */
+  watchClockLead(limitMs: number, onLead: (leadMs: number) => void): void {
+    this.clock.watchLead(limitMs, onLead);
+    void this.client().catch(() => undefined);
   }
 
   /** Closes the connections the store opened itself (the renewal connection). */
   async close(): Promise<void> {
-    this.lead.close();
     await this.connections.close();
   }
 
@@ -158,21 +154,20 @@ export class DeferralStore {
 
   /**
    * Ends an attempt that did not defer: deletes its lock and, when the chain
-   * ended (`end`: a success, a bound), revokes the stage's licence; after a
-   * job's real failure (`hold`), in the same step, the job takes the stage's
-   * licence and keeps `chain` (`capacity.idempotent.failures`) while it waits
-   * out its retry. An attempt that no longer holds its lock changes nothing (`lost`).
+   * ended (`end`: a success, a bound), revokes the stage's licence (`success`:
+   * a stage that held none, the lock alone); after a job's real failure
+   * (`hold`), in the same step, the job takes the stage's licence while it
+   * waits out its retry. An attempt that no longer holds its lock changes nothing (`lost`).
    */
   async release(
     sid: string,
     ownJobId: string,
     token: string,
-    mode: 'end' | 'hold' | 'plain',
-    chain = '',
+    mode: 'end' | 'success' | 'hold' | 'plain',
     run: string | undefined = undefined,
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
-    const flag = mode === 'end' ? '1' : mode === 'hold' ? 'h' : '';
-    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, chain, run ?? ''])) as [number, ...string[]];
+    const flag = RELEASE_FLAG[mode];
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }
 
@@ -227,24 +222,19 @@ export class DeferralStore {
     return cancelStage(this.parts, sid);
   }
 
-  /** Licences of every stage whose id starts with `prefix` (see store/clear.ts). */
+  /** Licences of every stage whose id starts with `prefix` (see store/wake.ts). */
   licencesIn(prefix: string): Promise<string[]> {
     return licencesIn(this.parts, prefix);
   }
 
-  /** Ends every deferral in the scope prefix, its wake-up promoted first; returns how many (see `clearScope`). */
+  /** Ends every deferral in the scope prefix and promotes its wake-up; returns how many (see `clearScope`). */
   clear(prefix: string): Promise<number> {
     return clearScope(this.parts, prefix);
   }
 
   /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
-  wake(
-    limit: number,
-    scopePrefix: string,
-    kind: string,
-    byRun = false,
-  ): Promise<{ sid: string; wakeUpJobId: string }[]> {
-    return wakeStages(this.parts, limit, scopePrefix, kind, byRun);
+  wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
+    return wakeStages(this.parts, limit, scopePrefix, kind);
   }
 
   /** An early wake-up just re-delayed is promoted when its marker no longer names it (see store/wake.ts). */

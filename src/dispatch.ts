@@ -113,6 +113,8 @@ class Running {
     readonly chain: ChainState,
     /** Real failures the running job has spent in its chain. */
     readonly ownFailures: number,
+    /** The stage had no licence and no failed-job record when the attempt began. */
+    readonly heldNothing = false,
   ) {}
 
   private controller: AbortController | undefined;
@@ -251,7 +253,7 @@ export class Dispatcher<P> {
         // a begin the close cut off (close() stopped waiting for it and closed its connection)
         throw this.closing ? new EngineClosedError(error) : error;
       }
-      if (begun.kind !== 'locked') return this.notBegun(ref, begun, job?.id);
+      if (begun.kind !== 'locked') return this.notBegun(ref, begun);
       // reported before anything else can end the attempt: the begin recorded it as reported
       this.reportWake(ref, job, begun);
       if (this.closing) {
@@ -260,7 +262,7 @@ export class Dispatcher<P> {
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
         throw new EngineClosedError();
       }
-      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures);
+      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures, begun.heldNothing);
       this.running.add(running);
       try {
         return await this.locked(running, payload, call, begun);
@@ -280,19 +282,21 @@ export class Dispatcher<P> {
     }
   }
 
-  /** One wake, one event (`woken`): what a begin that took the lock reports of a wake-up's wake. */
+  /**
+   * A wake-up's run reports the wake it made (`woken`): its first run (a retry after a failure
+   * does not report again) that ended its own deferral (an operator's Promote) or began once its
+   * window ended (by Redis' clock, within `maxClockSkewMs`). A wake-up woken early by
+   * `wakeDeferred` or a clear is reported by that call, in its own process.
+   */
   private reportWake(ref: StageRef, job: JobContext | undefined, begun: Locked): void {
-    // a wake-up's first run reports it, unless the wakeDeferred that woke it did
-    if (job?.isWakeUp && begun.wake !== 'reported')
-      this.events.emit('woken', begun.wake === 'early' ? { ref, jobId: job.id, early: true } : { ref, jobId: job.id });
-    // the ops CLI woke the wake-up holding the stage's licence, and this attempt took the stage first
-    if (begun.tookCliWake) this.events.emit('woken', { ref, jobId: begun.tookCliWake, early: true });
+    if (!job?.isWakeUp || begun.ownFailures > 0) return;
+    const until = parseLicence(job.id)?.until ?? 0;
+    if (begun.endedOwnDeferral || this.store.redisNow() >= until - this.opts.maxClockSkewMs)
+      this.events.emit('woken', { ref, jobId: job.id });
   }
 
   /** The answer of an attempt whose begin took no lock. */
-  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>, jobId?: string): Attempt {
-    // a wake from the ops CLI that this run ends without dispatching: nobody else reports it
-    if ('cliWake' in begun && begun.cliWake) this.events.emit('woken', { ref, jobId: jobId!, early: true });
+  private notBegun(ref: StageRef, begun: Exclude<BeginOutcome, { kind: 'locked' }>): Attempt {
     switch (begun.kind) {
       case 'deferred': {
         const lic = parseLicence(begun.wakeUpJobId);
@@ -413,7 +417,8 @@ export class Dispatcher<P> {
       try {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
-        const released = await this.store.release(sid, job?.id ?? '', token, 'end', '', job?.run);
+        const mode = running.heldNothing ? 'success' : 'end';
+        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -454,13 +459,7 @@ export class Dispatcher<P> {
     const failing = running.abortedBy === undefined && !limited && !job?.failsForGood?.(spent, error);
     // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
     const own = job?.id ?? '';
-    const released = await this.store.release(
-      running.sid,
-      own,
-      running.token,
-      failing ? 'hold' : 'plain',
-      chainText(chain),
-    );
+    const released = await this.store.release(running.sid, own, running.token, failing ? 'hold' : 'plain');
     // Stryker disable next-line ConditionalExpression: equivalent: a release that is not 'hold' revokes nothing (the list is empty)
     if (failing) await this.removeRevoked(released.revoked, job);
     // Stryker disable next-line ConditionalExpression: equivalent: `{ error: undefined }` and `{}` read the same to every caller (and JSON)
@@ -545,7 +544,7 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', '', job?.run);
+      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', job?.run);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
@@ -758,18 +757,13 @@ export function checkCall(call: { buildId?: unknown; force?: unknown } | undefin
 }
 
 /**
- * The chain an attempt runs in: it goes on from the stage's licence (plus the failures its job
- * has spent since), unless this job failed for good and was retried by hand: then it starts afresh.
- * A wake-up's id carries its chain; a job holding the licence while it retries keeps it on its
- * hash (`begin` returns none for a job retried by hand, and a parsed licence's chain wins over
- * it). A licence marked '!' starts a fresh chain: it names a job id, and the hash of that id may
- * be another stage's job by now (the first one removed by hand, its id reused).
+ * The chain an attempt runs in: it goes on from the stage's licence, a wake-up whose id carries
+ * it (plus, for a direct call, the failures the licensed job has spent since), unless the
+ * licence is marked '!' (a clear, a job retried after it failed for good): then it starts
+ * afresh. Any other job holding the licence (one waiting out its retry) began a fresh chain.
  */
 function chainOf(begun: Locked): ChainState {
-  const lic = begun.licence && !begun.retriedByHand ? parseLicence(begun.licence) : null;
-  // Stryker disable next-line MethodExpression: equivalent, a second line: begin returns no kept chain for a licence whose job id another stage's job reused (its script's ownJob refuses that hash), and a '!' is made only with the job's kept chain deleted
-  const kept = begun.licence?.endsWith('!') ? null : parseChain(begun.keptChain);
-  const base = lic?.chain ?? kept ?? FRESH_CHAIN;
+  const base = (begun.licence ? parseLicence(begun.licence)?.chain : undefined) ?? FRESH_CHAIN;
   return { ...base, failures: base.failures + begun.licenceFailures };
 }
 
@@ -998,15 +992,4 @@ export function windowFor(
 /** The longest window of a class, seconds. */
 export function windowMax(windows: ResolvedOptions['windows'], cls: OutcomeClass): number {
   return cls === 'capacity' ? windows.capacityMaxSeconds : windows.idempotentSeconds;
-}
-
-/** A chain as a job holding the licence keeps it: `capacity.idempotent.failures`. */
-function chainText(chain: ChainState): string {
-  return `${chain.capacity}.${chain.idempotent}.${chain.failures}`;
-}
-
-/** A chain kept on a job's hash (`sdk`, as `chainText` writes it); null when there is none. */
-export function parseChain(text: string): ChainState | null {
-  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  return m ? { capacity: Number(m[1]), idempotent: Number(m[2]), failures: Number(m[3]) } : null;
 }

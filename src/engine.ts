@@ -102,20 +102,6 @@ export interface DispatchEngine<P = unknown> {
   close(): Promise<void>;
 }
 
-/** The engines' wakes whose runs report them (see `wakeReportedByRun`). */
-const wakesByRun = new WeakMap<
-  object,
-  (filter: Parameters<DispatchEngine['wakeDeferred']>[0]) => Promise<{ woken: StageRef[] }>
->();
-
-/**
- * `engine.wakeDeferred(filter)` for a caller whose process reports nothing (the ops CLI): each
- * woken wake-up's run reports the wake (`woken`, early) in the process that runs it.
- */
-export function wakeReportedByRun(engine: DispatchEngine, filter: Parameters<DispatchEngine['wakeDeferred']>[0]) {
-  return wakesByRun.get(engine)!(filter);
-}
-
 /**
  * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
  * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
@@ -156,8 +142,13 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     if (!executor) throw new NoExecutorError(method);
   };
 
-  /** `byRun`: the wake-ups' runs report the wake (`woken`, early), for a caller whose process reports nothing. */
-  const wake = async (filter: Parameters<DispatchEngine['wakeDeferred']>[0] & object, byRun: boolean) => {
+  /** This host runs a Worker: a clock that leads Redis' past `maxClockSkewMs` is reported (`clockSkew`). */
+  const workerHost = () =>
+    store.watchClockLead(opts.maxClockSkewMs, (leadMs) =>
+      events.emit('clockSkew', { leadMs, maxClockSkewMs: opts.maxClockSkewMs }),
+    );
+
+  const wake = async (filter: Parameters<DispatchEngine['wakeDeferred']>[0] & object) => {
     open();
     // (an array is an object with no filter keys: it would wake a stage of any kind and scope)
     if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
@@ -176,7 +167,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     }
     const prefix = scope === undefined ? '' : scopePrefix(scope);
     const kind = stage === undefined ? '' : encodeStageKind(stage);
-    const woken = await store.wake(limit, prefix, kind, byRun);
+    const woken = await store.wake(limit, prefix, kind);
     const refs = woken.map((w) => parseStageId(w.sid));
     woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));
     return { woken: refs };
@@ -186,8 +177,8 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     queue,
     get processor() {
       if (!processor) throw new NoExecutorError('processor');
-      // read for a Worker: this host promotes wake-ups by its clock (createWorker awaits the record)
-      void store.promotesWakeUps().catch(() => undefined);
+      // read for a Worker: this host promotes wake-ups by its clock
+      workerHost();
       return processor;
     },
 
@@ -265,7 +256,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     }) as DispatchEngine<P>['listDeferred'],
 
     wakeDeferred(filter = {}) {
-      return wake(filter, false);
+      return wake(filter);
     },
 
     async enqueue(ref, payload, call = {}) {
@@ -281,8 +272,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       withExecutor('createWorker');
       const { connection, owned } = workerConnection(opts.connection);
       if (owned) ownedConnections.push(owned);
-      // the worker starts fetching once the engine is ready: its host's clock lead over Redis is
-      // known to the fleet before its fetches promote anything by that clock
+      // (run here, not by BullMQ's autorun: a run that fails is reported only to an 'error' listener)
       const worker = new Worker(opts.queueName, engine.processor, {
         ...workerOpts,
         connection,
@@ -292,15 +282,9 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
       workers.push(worker);
       recordFailures(worker);
       if (workerOpts.autorun !== false) {
-        void store
-          .promotesWakeUps()
-          .catch(() => undefined)
-          .then(() => {
-            if (closed || worker.closing) return;
-            void worker.run().catch((error: unknown) => {
-              if (worker.listenerCount('error') > 0) worker.emit('error', error as Error);
-            });
-          });
+        void worker.run().catch((error: unknown) => {
+          if (worker.listenerCount('error') > 0) worker.emit('error', error as Error);
+        });
       }
       return worker;
     },
@@ -316,7 +300,7 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
         );
       }
       recordFailures(worker);
-      void store.promotesWakeUps().catch(() => undefined);
+      workerHost();
       return worker;
     },
 
@@ -334,15 +318,15 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
    */
   const recordFailures = (worker: Worker) =>
     worker.on('failed', (job) => {
-        if (!job?.id || !job.finishedOn) return;
-        const data = job.data as { scope?: string[]; stage?: string } | undefined;
-        try {
-          const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
-          void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
-        } catch {
-          // not a dispatch job's data: nothing of the engine's to record
-        }
-      });
+      if (!job?.id || !job.finishedOn) return;
+      const data = job.data as { scope?: string[]; stage?: string } | undefined;
+      try {
+        const sid = stageId({ scope: data?.scope ?? [], stage: data?.stage ?? '' });
+        void store.markFailed(sid, job.id, keptWhenFinished(job.opts.removeOnFail)).catch(() => undefined);
+      } catch {
+        // not a dispatch job's data: nothing of the engine's to record
+      }
+    });
 
   // the calls under way besides attempts (enqueue, cancel, clear, wake, the views): close() waits
   // for them before it closes their connections, so each ends with its answer, not ioredis' error
@@ -388,7 +372,6 @@ export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions
     await Promise.all(ownedConnections.map(quitOrDrop));
     events.removeAllListeners();
   };
-  wakesByRun.set(engine, (filter) => wake(filter ?? {}, true));
   return engine;
 }
 

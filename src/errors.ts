@@ -192,19 +192,20 @@ export function asTerminal<E extends StageDeferralError>(error: E): E {
 }
 
 /**
- * `clearDeferrals` could not promote some wake-ups (a cluster slot migrating,
- * a missing permission, Redis unreachable): those stages are still deferred
- * and can be cleared again; `cleared` stages were cleared. `cause`: the first error.
+ * `clearDeferrals` ended `cleared` deferrals in its first batches of 500, then
+ * a batch's call failed (`cause`: Redis unreachable, a slot migrating, a
+ * replica wait unconfirmed): that batch may have ended its deferrals (their
+ * wake-ups then run at their time) or not; the batches after it were not
+ * tried. Clear again to end what is left.
  */
 export class ClearIncompleteError extends StageDeferralError {
   constructor(
     readonly cleared: number,
-    readonly notCleared: number,
     override readonly cause: unknown,
   ) {
     super(
       'CLEAR_INCOMPLETE',
-      `Cleared ${cleared} deferrals; ${notCleared} wake-ups could not be promoted and stay deferred (clear again): ${String((cause as Error)?.message ?? cause)}`,
+      `Cleared ${cleared} deferrals, then a batch failed; what is left stays deferred (clear again): ${String((cause as Error)?.message ?? cause)}`,
     );
   }
 }

@@ -15,14 +15,22 @@ export interface EngineEvents {
   /** `clearDeferrals` ended `count` deferrals in `scope`. */
   cleared: { scope: readonly string[]; count: number };
   /**
-   * A stage woke, once per wake-up: its wake-up job's first run started its
-   * dispatch (its window ended, or it was promoted by hand or by a clear; a
-   * retry of the run does not report again); or, with `early: true`,
-   * `wakeDeferred` ended the stage's deferral before its window (reported by
-   * the process that called it, and not by the wake-up's run; the ops CLI's
-   * `wake` leaves it to the run, early, in the process that runs it).
+   * A stage woke, reported by the process that woke it: with `early: true`,
+   * `wakeDeferred` in this process ended the stage's deferral before its
+   * window; without, a wake-up's run here started its stage's dispatch when
+   * its window ended or after an operator's Promote (its first run: a retry
+   * of the run does not report again). A wake-up's run never reports a wake
+   * made by `wakeDeferred` or a clear elsewhere (the ops CLI prints its own).
    */
   woken: { ref: StageRef; jobId: string; early?: true };
+  /**
+   * This Worker host's clock leads Redis' by more than `maxClockSkewMs`: its
+   * Worker promotes wake-ups that early, and a wake-up promoted more than
+   * `maxClockSkewMs` early runs as an operator's Promote would (its stage
+   * inside its window). Emitted at start-up and whenever a later reading of
+   * the clock crosses the limit. Keep the hosts in NTP.
+   */
+  clockSkew: { leadMs: number; maxClockSkewMs: number };
   /** An attempt sent nothing for a non-deferrable reason, or the executor threw. */
   failed: { ref: StageRef; reason: string; error?: unknown; executorMs: number };
   /**

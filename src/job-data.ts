@@ -182,6 +182,8 @@ export interface JobIdentity {
   /** What of its data tells an engine's wake-up (`reason`, `class`). */
   data?: { reason?: unknown; class?: unknown } | null;
   deduplicationId?: string;
+  /** A flow child's parent (`<prefix>:<queue>:<id>`): BullMQ refuses deduplication on such a job. */
+  parentKey?: string;
   opts: {
     attempts?: unknown;
     backoff?: unknown;
@@ -192,7 +194,7 @@ export interface JobIdentity {
 /** How a dispatch job is added, said to one that was not. */
 const HOW_TO_ADD =
   'add dispatch jobs with `engine.enqueue(ref, payload)` (or, from another language, as docs/producers.md says: ' +
-  'id `<stageId>@r.…`, deduplication id the stage id); to run a failed one again, retry it (Bull Board\'s Retry, `job.retry()`)';
+  "id `<stageId>@r.…`, deduplication id the stage id); to run a failed one again, retry it (Bull Board's Retry, `job.retry()`)";
 
 /**
  * The producer contract on a job's id and options (docs/producers.md, "Job
@@ -208,6 +210,12 @@ const HOW_TO_ADD =
  */
 export function checkJobOptions(job: JobIdentity, sid: string): void {
   const at = job.id.indexOf('@');
+  if (job.id.startsWith('repeat:'))
+    fail(
+      job,
+      "is a job scheduler's tick, no dispatch job: schedule a job on a queue of your own whose processor calls " +
+        '`engine.enqueue(ref, payload)`',
+    );
   if (at < 0) fail(job, `was not added as a dispatch job: ${HOW_TO_ADD}`);
   // compared in place (this runs once per job): the id's part before its first `@` is `sid`
   if (at !== sid.length || !job.id.startsWith(sid)) {
@@ -231,6 +239,8 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   READY_SUFFIX.lastIndex = at + 1;
   if (!READY_SUFFIX.test(job.id)) fail(job, `has no dispatch job id (\`<stageId>@r.…\`): ${HOW_TO_ADD}`);
   const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
+  // a flow's child cannot be deduplicated (BullMQ refuses it): it is added without
+  if (dedup === undefined && job.parentKey !== undefined) return checkRetryOptions(job);
   if (dedup !== sid) {
     fail(
       job,
@@ -245,6 +255,11 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
         'expires while the job waits, and a cancel then no longer reaches it nor does a second add meet it',
     );
   }
+  checkRetryOptions(job);
+}
+
+/** A producer's retry options: `attempts` a positive integer, `backoff` one of the engine's types (or none). */
+function checkRetryOptions(job: JobIdentity): void {
   const { attempts, backoff } = job.opts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {
     fail(

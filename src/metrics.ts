@@ -58,7 +58,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
   });
   const wakeUps = meter.createCounter('stage_deferral.wakeups', {
     description:
-      'Stages woken, once per wake: a wake-up job that started its stage’s dispatch, or (early = true) a deferral ended by wakeDeferred (its wake-up’s run is not counted again).',
+      'Stages woken, by the process that woke them: a wake-up job that started its stage’s dispatch at its window’s end or after a Promote, or (early = true) a deferral ended by wakeDeferred here.',
     unit: '{wakeup}',
   });
   const cancels = meter.createCounter('stage_deferral.cancels', {
@@ -87,6 +87,10 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     description:
       'Dispatches whose executor answered dispatched: true in a result of the wrong shape (kept as dispatched).',
     unit: '{result}',
+  });
+  const clockSkews = meter.createCounter('stage_deferral.clock.skews', {
+    description: 'Readings of this Worker host’s clock that crossed to leading Redis’ by more than maxClockSkewMs.',
+    unit: '{reading}',
   });
   const latency = meter.createHistogram('stage_deferral.executor.duration', {
     description: 'How long the host executor took per dispatch attempt.',
@@ -142,6 +146,7 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     replicaLag: (e: EngineEvents['replicaLag']) => {
       replicaLags.add(e.writes, { ...queue, [A.op]: e.op });
     },
+    clockSkew: () => clockSkews.add(1, queue),
   };
   for (const [name, listener] of Object.entries(listeners)) {
     engine.on(name as EngineEventName, listener as EngineListener<EngineEventName>);

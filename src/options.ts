@@ -81,7 +81,8 @@ export interface DispatchEngineOptions<P = unknown> {
    * worker promotes delayed jobs by its own clock; a wake-up that starts while
    * its window still has at most this long to run (by Redis' clock) waits the
    * rest out (delayed, no attempt spent). One with more left was promoted on
-   * purpose (Bull Board's Promote) and wakes its stage now. Default 1000; 0 to 60000.
+   * purpose (Bull Board's Promote) and wakes its stage now. A Worker host whose
+   * clock leads Redis' by more is reported (`clockSkew`). Default 1000; 0 to 60000.
    */
   maxClockSkewMs?: number;
   /**

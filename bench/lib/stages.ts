@@ -1,9 +1,26 @@
-import { createDispatchEngine, type DispatchEngine, type DispatchEngineOptions, type StageRef } from '../../src';
+import {
+  createDispatchEngine,
+  stageId,
+  type DispatchEngine,
+  type DispatchEngineOptions,
+  type StageRef,
+} from '../../src';
+import { readyJobId } from '../../src/job-data';
 import { bullConnection } from './redis';
 import { pool } from './stats';
 
 export const NO_WORKER = { dispatched: false, jobs: 0, reason: 'no_worker_available' } as const;
 export const SENT = { dispatched: true, jobs: 1, reason: null } as const;
+
+/** A dispatch job of stage `book/s<i>:image` as a producer adds it (docs/producers.md): its id and deduplication id name the stage. */
+export function dispatchJob(i: number, payload: unknown) {
+  const sid = stageId({ scope: ['book', `s${i}`], stage: 'image' });
+  return {
+    name: 'image',
+    data: { v: 1 as const, scope: ['book', `s${i}`], stage: 'image', payload },
+    opts: { jobId: readyJobId(sid), deduplication: { id: sid }, attempts: 3, removeOnComplete: true },
+  };
+}
 
 /** `count` stage refs `[scope, s<i>] / stage`, ids in a stable order. */
 export function refs(scope: string, count: number, from = 0, stage = 'image'): StageRef[] {

@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, bullConnection, client, dropPrefix, RedisCounter, RoundTripCounter } from '../lib/redis';
-import { engine, NO_WORKER, SENT } from '../lib/stages';
+import { dispatchJob, engine, NO_WORKER, SENT } from '../lib/stages';
 import { interleave, log, median } from '../lib/stats';
 
 type Variant = 'raw-complete' | 'plugin-defer' | 'plugin-dispatch';
@@ -96,11 +96,9 @@ async function drainCounted(variant: Variant, prefix: string, count: number): Pr
   const e = variant === 'raw-complete' ? undefined : engine(prefix, { executor });
   const queue = e?.queue ?? new Queue('q', { connection: bullConnection(), prefix });
   const payload = { n: 1 };
-  const bulk = Array.from({ length: count }, (_, i) => ({
-    name: 'image',
-    data: e ? { v: 1, scope: ['book', `s${i}`], stage: 'image', payload } : { payload },
-    opts: { removeOnComplete: true },
-  }));
+  const bulk = Array.from({ length: count }, (_, i) =>
+    e ? dispatchJob(i, payload) : { name: 'image', data: { payload }, opts: { removeOnComplete: true } },
+  );
   await queue.addBulk(bulk);
   const worker =
     e?.createWorker({ concurrency: 1, autorun: false }) ??

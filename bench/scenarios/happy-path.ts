@@ -1,11 +1,10 @@
 import { Queue, Worker, type Job } from 'bullmq';
-import type { DispatchJobData } from '../../src';
 import { DeferralStore } from '../../src/deferral-store';
 import { beginOp, readBegin, type BeginRequest } from '../../src/store/begin';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import IORedis from 'ioredis';
 import { benchPrefix, bullConnection, client, dropPrefix, redisOptions } from '../lib/redis';
-import { engine, SENT } from '../lib/stages';
+import { dispatchJob, engine, SENT } from '../lib/stages';
 import { interleave, log, median } from '../lib/stats';
 
 /**
@@ -226,12 +225,9 @@ export async function drain(
   const queue = e?.queue ?? new Queue(queueName, { connection: bullConnection(), prefix });
   try {
     const payload = { n: 0 };
-    const bulk = Array.from({ length: count }, (_, i) => {
-      const data: DispatchJobData | { payload: unknown } = plugin
-        ? { v: 1, scope: ['book', `s${i}`], stage: 'image', payload }
-        : { payload };
-      return { name: 'image', data, opts: { removeOnComplete: true } };
-    });
+    const bulk = Array.from({ length: count }, (_, i) =>
+      plugin ? dispatchJob(i, payload) : { name: 'image', data: { payload }, opts: { removeOnComplete: true } },
+    );
     for (let i = 0; i < bulk.length; i += 1000) await queue.addBulk(bulk.slice(i, i + 1000));
 
     const worker: Worker =

@@ -21,8 +21,9 @@
 
     The lock counts while its key exists, whatever its value.
 
-    Writes: nothing, but a ZREM on KEYS[3] of a licence whose job no longer
-    exists (removed by hand). It reads job hashes and BullMQ's 'completed' and
+    Writes: nothing, but for a licence whose job no longer exists (removed by
+    hand) a ZREM of it from KEYS[3] and of the stage from its kind's wait index
+    ('<base>sd:wq:<stage kind>'). It reads job hashes and BullMQ's 'completed' and
     'failed' sets under <base>, in the queue's slot like BullMQ's own keys.
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
@@ -49,7 +50,9 @@ for _, member in ipairs(members) do
   elseif pending(id) then
     return {3, id}
   elseif redis.call('EXISTS', BASE .. id) == 0 then
+    -- its chain ended with it: the stage leaves the wait index of its kind too
     redis.call('ZREM', KEYS[3], member)
+    redis.call('ZREM', BASE .. 'sd:wq:' .. string.match(ARGV[1], '([^/]*)$'), ARGV[1])
   end
 end
 -- a record is pending once its job was retried by hand (no longer failed)

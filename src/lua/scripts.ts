@@ -26,17 +26,6 @@
  *        another attempt revoked its licence (a deferral, a success), or a chain's end found
  *        it retried or redelivered after it failed for good, or it sent the stage from a
  *        worker BullMQ had handed the job on from (handedOn)
- *   sdw  the wake-up's wake was reported (`woken`, once per wake-up): 'r' by its first run (no
- *        wakeDeferred woke it), 'w' by the `wakeDeferred` that woke it (or, for 'e', by whoever
- *        reported that wake), 'e' left by a `wakeDeferred` whose process reports nothing (the ops
- *        CLI) to its run, which reports it early; '1' (written by earlier versions) is reported
- *   sdq  a wake-up a clear promoted: that clear batch's nonce, written before the promotion
- *        (CLEAR_MARK). While the batch's pending count \`sd:clrp:<nonce>\` (a set) exists (until the
- *        batch's CLEAR), a run of the wake-up that begins holding its licence clears its own
- *        stage as CLEAR would and counts it there (see BATCH's begin), then marks it used
- *        ('<nonce>+'). A '+' at the end (also alone) says a run of the job held a fresh chain
- *        ('!'): written there, or by FAIL when it records a job that held '!'; a redelivery of
- *        the job that takes its licence back takes it back '!'
  */
 
 import { ENQUEUE_PROBE } from './generated';
@@ -91,10 +80,6 @@ local function wakeSeq(BASE, sid)
   local kind = kindOf(sid)
   return (redis.call('GET', BASE .. 'sd:wseq') or '0') .. ':' .. (redis.call('GET', BASE .. 'sd:wseq:' .. kind) or '0')
 end
--- whether a job's clear mark ('sdq') says a run of it held a fresh chain: a '+' at its end
-local function markUsed(q)
-  return q and string.sub(q, -1) == '+'
-end
 -- the stage's licence (the first member not marked '?') and its failed-job records ('?')
 local function split(members)
   local live, failed = nil, {}
@@ -127,14 +112,13 @@ end
  * attempts). KEYS: 1 IDX, 2 F. An operation's keys are built from the queue base
  * and its stage id (marker, lock) or job id (the job's hash), in the queue's slot
  * like every key of the queue.
- * ARGV: 1 queue base, 2 number of operations, 3 this host's clock (ms), then per operation:
+ * ARGV: 1 queue base, 2 number of operations, then per operation:
  *   'b', stageId, own job id ('' for a direct call), lockMs, kind ('w' a wake-up, ''
  *        anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
- *        run: the largest lead measured in the fleet is added to it), the job's BullMQ
- *        lock token ('' for none: a plain lock)
- *   'r', stageId, own job id, token, mode ('1' chain ended, 'h' a job's real failure: it
- *        holds the licence, '' otherwise), the chain it ran in, the job's run
- *        ('<timestamp>:<stalled count>', '' for none; see handedOn)
+ *        run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock)
+ *   'r', stageId, own job id, token, mode ('1' chain ended, 'e' a success of a stage that
+ *        held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the job's run ('<timestamp>:<stalled count>',
+ *        '' for none; see handedOn)
  * Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
  */
 export const BATCH = `
@@ -143,7 +127,7 @@ local F = KEYS[2]
 -- job hashes of licensed jobs are built from the queue base, as BullMQ builds its own (same slot)
 local BASE = ARGV[1]
 ${HELPERS}
--- Redis' time, read once for the whole batch (its fencing tokens, the clock lead, the reply)
+-- Redis' time, read once for the whole batch (its fencing tokens, the reply)
 local NOW = nowMs()
 -- the wake sequence counters (see wakeSeq), by stage kind ('' for all stages: no kind is empty),
 -- each read once for the batch (nothing changes them while the script runs), in the MGET of its
@@ -171,62 +155,30 @@ local function nextFence()
       error({err = 'ERR bullmq-stage-deferral: ' .. F .. ' holds ' .. tostring(FENCE_LAST) .. ', past the fencing tokens a Lua number counts exactly (2^53): delete it if the Redis clock is right'})
     end
     FENCE = math.max(last + 1, NOW * 1000)
-    local begins, a = 0, 4
+    local begins, a = 0, 3
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]
-      if op == 'b' then begins = begins + 1 end
-      a = a + 7
+      if op == 'b' then begins = begins + 1; a = a + 7 else a = a + 6 end
     end
     redis.call('SET', F, string.format('%.0f', FENCE + begins - 1))
   end
   return string.format('%.0f', FENCE)
-end
--- a worker promotes a wake-up by its own clock: as early as any host of the fleet runs ahead
--- of Redis. This host's lead, and the largest one a host recorded in the last minute (a lead
--- over 50 ms is recorded; a host in step with Redis writes nothing). The fleet's is read when
--- this host's is recorded or a wake-up finds its own marker, not for every batch
-local MINE = math.max(0, tonumber(ARGV[3]) - NOW)
-local LEAD
-local function fleetLead()
-  LEAD = LEAD or math.max(MINE, tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0)
-  return LEAD
-end
-if MINE > 50 then
-  local fleet = tonumber(redis.call('GET', BASE .. 'sd:lead')) or 0
-  -- a larger lead is recorded at once; a lead about the one recorded (this host's own, most
-  -- likely) keeps it alive once half its time is gone: a host that runs no attempt says so
-  -- every LEAD_REFRESH_MS with a batch of no operation (store/lead.ts), as its worker goes
-  -- on promoting wake-ups by its clock
-  if MINE > fleet or (MINE + 100 > fleet and redis.call('PTTL', BASE .. 'sd:lead') < 30000) then
-    redis.call('SET', BASE .. 'sd:lead', math.max(MINE, fleet), 'PX', 60000)
-  end
-  LEAD = math.max(MINE, fleet)
 end
 -- begin: decide whether a dispatch may run, and take the lock if so.
 -- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
 -- ahead of Redis' (within the tolerance): wait out the rest | {6} superseded:
 -- this job recorded a deferral, its wake-up carries the stage
--- lock taken: the record 'fencing token,failures of this job,failures of the licensed job
---  (another one) in the chain,1 when this attempt starts a fresh chain (a job that failed for
---  good, retried by hand),the wake sequence seen (a wakeDeferred for this stage's filter during
---  the attempt makes its capacity deferral short),the chain a non-wake-up licence holder carries
---  (capacity.idempotent.failures, empty when none),1 when the lock is tied to the job's BullMQ
---  lock,the number of failed-job records of the stage,the wake report (see cliWake and sdw)'
+-- lock taken: the record 'fencing token,failures of this job (BullMQ's count),failures of the
+--  licensed job (for a direct call),1 when this attempt starts a fresh chain (a job that failed
+--  for good runs again),the wake sequence seen (a wakeDeferred for this stage's filter during the
+--  attempt makes its capacity deferral short),1 when the lock keeps the job's BullMQ token,1 when
+--  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms),
+--  the number of failed-job records of the stage'
 --  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
---  BullMQ opts (JSON, '' when none: its retry budget carries over), the wake-up this attempt
---  reports a CLI wake of ('' for none)}
+--  BullMQ opts (JSON, '' when none: its retry budget carries over)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
--- 1 when job J is a wake-up ('wake' is 'w') that a wakeDeferred whose process reports nothing
--- (the ops CLI) woke and nobody reported yet ('w': its 'sdw' is 'e'): the caller reports the
--- wake now, once ('sdw' becomes 'w'), for nothing else will: its run answers stale, cancelled or
--- superseded, or another attempt took its stage first
-local function cliWake(J, wake, w)
-  if wake ~= 'w' or w ~= 'e' then return 0 end
-  redis.call('HSET', J, 'sdw', 'w')
-  return 1
-end
 local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- 'bull': the worker's BullMQ lock token of the job ('' for none)
   local token
@@ -258,7 +210,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     local p = redis.call('PTTL', M)
     if m ~= own then return {1, m, p} end
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
-    if p > 20 and p <= tol + fleetLead() then return {5, p} end
+    if p > 20 and p <= tol then return {5, p} end
   end
   local retried = false
   -- the stage's licence (the job that carries it) and failed-job records, read once
@@ -266,7 +218,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- the running job's own fields, read once: cancelled, superseded, BullMQ's failures of it
   local c = {}
   if own ~= '' then
-    c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn', 'sdw', 'sdq')
+    c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn')
     -- the job is no longer this worker's to run: BullMQ's lock of it is gone or another worker's
     -- (a worker frozen past its job lock: the job was redelivered, maybe already finished or
     -- removed; BullMQ would refuse this worker's completion, and the redelivery runs it), or, for
@@ -276,13 +228,13 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     elseif not c[4] or c[5] then
       return {7}
     end
-    if c[1] then return {4, cliWake(J, wake, c[6])} end
+    if c[1] then return {4} end
     -- a job recorded as failed for good runs again: retried by hand (or redelivered after its worker
     -- died before BullMQ failed it): a fresh chain, on the budget BullMQ gives it
     for _, r in ipairs(failed) do
       if r == me .. '?' then retried = true end
     end
-    if c[2] then return {6, cliWake(J, wake, c[6])} end
+    if c[2] then return {6} end
   end
   -- a lock (it lives while its key exists) is another attempt's, or this job's own, cancelled:
   -- CANCEL marked that job ('sdc', read above), so it never gets here
@@ -291,30 +243,14 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing
   if own ~= '' and lic ~= me and lic ~= me .. '!' then
     if lic and redis.call('EXISTS', BASE .. jobOf(lic)) == 0 then
+      -- (its chain ended with it: the stage leaves the wait index too)
       redis.call('ZREM', IDX, lic)
+      unwait(BASE, sid)
       lic = nil
     end
-    if lic or (wake == 'w' and not retried) then return {wake == 'w' and 3 or 6, cliWake(J, wake, c[6])} end
+    if lic or (wake == 'w' and not retried) then return {wake == 'w' and 3 or 6} end
   end
-  if wake == 'w' and c[7] and not markUsed(c[7]) and lic == me then
-    -- a wake-up a clear promoted (marked 'sdq' first), run before that clear's batch recorded it
-    -- (its pending count is there until CLEAR): it ends its deferral as CLEAR would (the licence
-    -- marked '!', a fresh chain, the wait index left) and counts it for the batch, which CLEAR
-    -- then no longer finds; the mark is used ('+': a redelivery of this run does not count it
-    -- again). After CLEAR, its licence already is '!'; once the count is gone (CLEAR ran, and took
-    -- the marks of refused promotions back), the mark does nothing
-    local P = BASE .. 'sd:clrp:' .. c[7]
-    if redis.call('EXISTS', P) == 1 then
-      redis.call('ZREM', IDX, me)
-      lic = me .. '!'
-      redis.call('ZADD', IDX, 0, lic)
-      unwait(BASE, sid)
-      redis.call('HSET', J, 'sdq', c[7] .. '+')
-      -- counted as CLEAR counts it: its marker still named it, or no wakeDeferred ended the deferral
-      if m or (c[6] ~= 'w' and c[6] ~= 'e') then redis.call('SADD', P, own) end
-    end
-  end
-  local carried, opts, took = 0, '', ''
+  local carried, opts = 0, ''
   if retried then
     -- its record goes; it carries the stage as a fresh chain ('!')
     redis.call('ZREM', IDX, me .. '?')
@@ -325,12 +261,9 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     end
   elseif own == '' and lic then
     -- a direct call carries the licence holder's failures (BullMQ's count of them) and budget
-    local id = jobOf(lic)
-    local h = redis.call('HMGET', BASE .. id, 'opts', 'atm', 'sdw')
+    local h = redis.call('HMGET', BASE .. jobOf(lic), 'opts', 'atm')
     carried = tonumber(h[2]) or 0
     opts = h[1] or ''
-    -- a wake-up the ops CLI woke whose stage this call takes first: this call reports the wake
-    if cliWake(BASE .. id, 'w', h[3]) == 1 then took = id end
   end
   if m then redis.call('DEL', M) end
   local fence = nextFence()
@@ -344,19 +277,12 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   end
   -- failures this job spent in its chain: BullMQ's own count of them
   local mine = tonumber(c[3]) or 0
-  -- a wake-up reports its wake once (woken): by its first run, or by the wakeDeferred that woke it
-  -- ('1': that call reported it; 'e': a call whose process reports nothing, the ops CLI, left it to the run)
-  -- ('r': reported by its run, no wakeDeferred woke it; 'w' and 'e' say a wakeDeferred did: see
-  -- CLEAR; '1', written by versions before these, is reported, by whom it cannot tell)
-  local w = c[6]
-  local reported = w == 'w' or w == 'r' or w == '1'
-  if wake == 'w' and not reported then redis.call('HSET', J, 'sdw', w == 'e' and 'w' or 'r') end
   -- the numbers and short fields in one string (one reply element to build and to decode); the
-  -- licence, the opts and the CLI-woken wake-up (free text) beside it, only when there are any
+  -- licence and the opts (free text) beside it, only when there are any
   local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
-    .. ',' .. (tied and 1 or 0) .. ',' .. #failed .. ',' .. ((reported and 1) or (w == 'e' and 2) or 0)
-  if not lic and opts == '' and took == '' then return rec end
-  return {0, rec, lic or '', opts, took}
+    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0) .. ',' .. #failed
+  if not lic and opts == '' then return rec end
+  return {0, rec, lic or '', opts}
 end
 
 
@@ -374,11 +300,12 @@ local function handedOn(t, run)
   if run == '' then return end
   local id, bull = tiedTo(t)
   if not id then return end
+  -- (BullMQ's lock first: still this run's, the common case, is one read)
+  local lock = redis.call('GET', BASE .. id .. ':lock')
+  if lock == bull then return end
   local c = string.find(run, ':', 1, true)
   local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
   if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
-  local lock = redis.call('GET', BASE .. id .. ':lock')
-  if lock == bull then return end
   local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
   if moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
@@ -389,7 +316,9 @@ end
 -- the lock is still held, the job takes the stage's licence and keeps the chain it ran in
 -- (chain: 'capacity.idempotent.failures'), revoking the holder it took over from.
 -- Only the holder of the lock may change anything: an attempt whose lock expired (another
--- one may have recorded a deferral since) changes nothing.
+-- one may have recorded a deferral since) changes nothing. mode 'e': a success of a stage whose
+-- begin found no licence and no record (none can appear during the attempt but a record of a job
+-- whose worker then dies: at least once, as after any crash): the lock's release alone.
 -- {0 released | 1 cancelled | 2 lock lost, revoked licence...}
 -- a chain ended with the stage sent: the jobs of its failed-job records ('?') that will run again
 -- are superseded (see release); records whose jobs are gone are dropped, and so are those an
@@ -414,13 +343,14 @@ local function supersedeRecords(sid, own, members)
   end
 end
 
-local function release(L, sid, own, token, mode, me, chain, run)
+local function release(L, sid, own, token, mode, me, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\\n' .. token then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  if mode == '1' then handedOn(token, run) end
+  if mode == '1' or mode == 'e' then handedOn(token, run) end
+  if mode == 'e' then return {cancelled} end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -450,7 +380,7 @@ local function release(L, sid, own, token, mode, me, chain, run)
 end
 
 local out = {}
-local a = 4
+local a = 3
 local n = tonumber(ARGV[2])
 for i = 1, n do
   local op, sid = ARGV[a], ARGV[a + 1]
@@ -462,8 +392,8 @@ for i = 1, n do
     out[i] = begin(M, L, J, sid, own, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
   else
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5], ARGV[a + 6])
-    a = a + 7
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5])
+    a = a + 6
   end
 end
 out[n + 1] = NOW
@@ -604,105 +534,32 @@ return {had, inflight, pending or '', unpack(old)}
 `;
 
 /**
- * clear: record the end of the deferrals whose wake-ups were just promoted
- * (one batch of a scope). The engine promotes first and records after, so a
- * failed promotion leaves its stage deferred and clearable again, and a
- * failed record still leaves a promoted wake-up, which ends its own window
- * when it runs (its marker has more than the skew tolerance left: a Promote).
- * KEYS: 1 IDX, 2 this batch's answer (sd:clr:<uuid>), 3 its pending count (sd:clrp:<uuid>, see
- * CLEAR_MARK), then per promoted wake-up i: i its marker M
- * ARGV: 1 queue base, 2 the batch's nonce (<uuid>), 3 how many were promoted (n), then the
- * promoted wake-up ids (ARGV[i], 4 <= i <= 3 + n), in the same order, then the refused ones
- * Returns {how many deferrals this clear batch ended, the refused ids whose run ended theirs}
- * (those are counted in the first). A batch run again (its reply lost with the
- * connection: ioredis resends it, for as long as its connection retries) answers the count its
- * first run answered, kept a day: it would find its own work done and count none.
- * For each: the marker still names it -> deleted; the licence, if still the
- * wake-up's own, is marked '!' (its chain starts fresh). It counts those whose
- * deferral this clear ended (the marker was there, or the promoted wake-up
- * already began and removed it itself; not one a wakeDeferred ended between
- * the promotion and this record: WAKE marked it, 'sdw' 'w' or 'e', and counted it). One whose
- * run began after the promotion, holding its licence, ended its deferral itself and counted it
- * in the pending count (its licence is '!' then, its marker gone: this loop skips it), which
- * is added here and deleted (before, such a run that deferred again or finished
- * first was counted nowhere, and went on with its chain).
+ * clear: a wake by scope, one batch of it. Ends the deferral of each licence
+ * given whose marker still names it, whatever its class: the marker is
+ * deleted, the licence marked '!' (the chain starts fresh) and the stage
+ * leaves the wait index. The engine then promotes their wake-ups. A licence
+ * whose marker is gone or names another wake-up (woken, run, cancelled, cleared
+ * meanwhile, or deferred again) is left alone: each deferral is ended, and
+ * counted, by one call only.
+ * KEYS: 1 IDX   ARGV: 1 queue base, 2.. licences (wake-up ids) of the scope
+ * Returns the wake-up ids whose deferral this call ended.
  */
 export const CLEAR = `
 ${HELPERS}
-local done = redis.call('GET', KEYS[2])
-if done then
-  -- (a write, so a replica wait on the connection that resent it covers the first run too)
-  redis.call('PEXPIRE', KEYS[2], 86400000)
-  -- '<count>,<id>,...' (an earlier version's: '<count>')
-  local answer = {}
-  for part in string.gmatch(done, '[^,]+') do answer[#answer + 1] = part end
-  answer[1] = tonumber(answer[1])
-  return answer
-end
-local cleared = {}
-local last = 3 + tonumber(ARGV[3])
-for i = 4, last do
+local BASE = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
   local id = ARGV[i]
-  local m = KEYS[i]
-  local own = redis.call('ZREM', KEYS[1], id) == 1
-  local named = redis.call('GET', m) == id
-  if named then redis.call('DEL', m) end
-  if own then redis.call('ZADD', KEYS[1], 0, id .. '!') end
-  if named or own then
-    -- not one a wakeDeferred ended (it counted it), nor one whose run ended it first (that run
-    -- counted it in KEYS[3], its mark used: an earlier version's run may have given its licence back)
-    local q = not named and redis.call('HMGET', ARGV[1] .. jobOf(id), 'sdw', 'sdq')
-    if not q or (q[1] ~= 'w' and q[1] ~= 'e' and q[2] ~= ARGV[2] .. '+') then cleared[#cleared + 1] = id end
-    unwait(ARGV[1], string.sub(id, 1, string.find(id, '@', 1, true) - 1))
+  local sid = string.sub(id, 1, string.find(id, '@', 1, true) - 1)
+  local M = BASE .. 'sd:deferred:' .. sid
+  if redis.call('GET', M) == id then
+    redis.call('DEL', M)
+    if redis.call('ZREM', KEYS[1], id) == 1 then redis.call('ZADD', KEYS[1], 0, id .. '!') end
+    unwait(BASE, sid)
+    out[#out + 1] = id
   end
 end
--- the refused (they stay deferred): each mark no run used yet is taken back (a later run of it
--- does nothing for this clear); one whose run counted itself already ran anyway (its timer, an
--- operator's promote) and ended its deferral: answered, cleared, not refused
-local answer = {0}
-for i = last + 1, #ARGV do
-  local J = ARGV[1] .. ARGV[i]
-  if redis.call('HGET', J, 'sdq') == ARGV[2] then redis.call('HDEL', J, 'sdq') end
-  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 1 then answer[#answer + 1] = ARGV[i] end
-end
--- and those whose run began first and ended their deferral themselves (BATCH's begin): the
--- count's members ('' opened it)
-answer[1] = #cleared + math.max(redis.call('SCARD', KEYS[3]) - 1, 0)
-redis.call('DEL', KEYS[3])
--- (ids hold no ',': stage ids are percent-encoded, and the suffix is ours)
-redis.call('SET', KEYS[2], table.concat(answer, ','), 'PX', 86400000)
-return answer
-`;
-
-/**
- * clear mark: a clear batch's read of its markers, marking each wake-up a marker names with
- * the batch's nonce ('sdq') before the clear promotes it, after opening the batch's pending
- * count (sd:clrp:<nonce>: a set holding '' until runs add their wake-up ids). A run of such a wake-up that begins before the batch's CLEAR ends
- * its own deferral and counts it there (BATCH); CLEAR adds that count and deletes it. The count
- * lives a day at most, as CLEAR's answer does (ioredis may hold a CLEAR that long across an
- * outage of its connection): a clear that died before its CLEAR leaves its marks
- * doing nothing once it is gone (and CLEAR takes back the marks of refused promotions).
- * Where the count cannot be made (a slot migrating: Redis refuses
- * a new key there, and a script whose KEYS named it would not run at all), nothing is marked and
- * the markers are read as a plain MGET reads them (the clear as before this mark: such a run is
- * counted nowhere); a wake-up whose hash cannot be read or written there is left unmarked alone.
- * Sent again, it marks and answers the same.
- * KEYS: each licence's marker   ARGV: 1 queue base, 2 the nonce, 3.. the licences (wake-up ids)
- * Returns {1 when the count was opened (0: nothing marked), the markers' values, as MGET would}.
- */
-export const CLEAR_MARK = `
-local P = ARGV[1] .. 'sd:clrp:' .. ARGV[2]
-local r = redis.pcall('SADD', P, '')
-local open = r == 1 or r == 0
-if r == 1 then redis.call('PEXPIRE', P, 86400000) end
-local values = {open and 1 or 0}
-for i = 3, #ARGV do
-  local v = redis.call('GET', KEYS[i - 2])
-  values[i - 1] = v
-  local J = ARGV[1] .. ARGV[i]
-  if open and v == ARGV[i] and redis.pcall('EXISTS', J) == 1 then redis.pcall('HSET', J, 'sdq', ARGV[2]) end
-end
-return values
+return out
 `;
 
 /**
@@ -788,8 +645,6 @@ try('RPUSH', K, 'p')
 try('LPOS', K, 'p')
 try('DEL', K)
 try('SADD', K, 'p')
-try('SISMEMBER', K, 'p')
-try('SCARD', K)
 try('SMEMBERS', K)
 try('SREM', K, 'p')
 try('DEL', K)
@@ -809,8 +664,7 @@ return missing
  * window instead of the full one (the signal is not consumed by nothing).
  * KEYS: 1 IDX, 2 the set of stage kinds with a wait index, 3 the kind's wait index (KEYS[2] for none;
  *   declared for the cluster's routing, read as BASE .. 'sd:wq:' .. kind)
- * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none),
- *   5 'e' when the wake-ups' runs report the wake (the caller's process reports nothing), else '1'
+ * ARGV: 1 queue base, 2 limit, 3 scope prefix ('' none), 4 encoded stage kind ('' none)
  * Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
  */
 export const WAKE = `
@@ -883,8 +737,6 @@ end
 local out = {}
 for _, p in ipairs(picked) do
   redis.call('DEL', BASE .. 'sd:deferred:' .. p[1])
-  -- the wake-up's wake is reported (woken, early) by the caller ('1'), or by its run ('e')
-  redis.call('HSET', BASE .. p[2], 'sdw', ARGV[5] == 'e' and 'e' or 'w')
   out[#out + 1] = p[1]
   out[#out + 1] = p[2]
 end

@@ -39,8 +39,6 @@ export class Batcher {
     private readonly client: () => Promise<Client>,
     /** Redis' time in a reply, and this host's when its request was sent. */
     private readonly onClock: (redisMs: number, sentAt: number) => void,
-    /** This host runs a Worker: the script records its clock lead (else it is sent as 0). */
-    private readonly promotes: () => boolean,
   ) {}
 
   /**
@@ -55,27 +53,6 @@ export class Batcher {
     });
   }
 
-  /**
-   * A call with no operation: Redis' time for `onClock`, and this host's clock lead recorded for
-   * the fleet when it runs ahead (see `BATCH`). Its error is ignored (the next one tries again).
-   */
-  async tick(): Promise<void> {
-    const sentAt = Date.now();
-    try {
-      const c = await this.client();
-      const replies = (await c[CMD.sdBatch]!(
-        this.keys.index,
-        this.keys.fence,
-        this.keys.base,
-        0,
-        this.promotes() ? sentAt : 0,
-      )) as unknown[];
-      this.onClock(Number(replies[0]), sentAt);
-    } catch {
-      // (Redis unreachable now: the lead is recorded by the next tick or batch)
-    }
-  }
-
   private async send(): Promise<void> {
     const ops = this.queued;
     this.queued = [];
@@ -83,14 +60,7 @@ export class Batcher {
     for (let i = 0; i < ops.length; i += MAX_BATCH) {
       const chunk = ops.slice(i, i + MAX_BATCH);
       const sentAt = Date.now();
-      // (a host that runs no Worker sends 0 for its time: it promotes nothing, its lead is not the fleet's)
-      const args: (string | number)[] = [
-        this.keys.index,
-        this.keys.fence,
-        this.keys.base,
-        chunk.length,
-        this.promotes() ? sentAt : 0,
-      ];
+      const args: (string | number)[] = [this.keys.index, this.keys.fence, this.keys.base, chunk.length];
       for (const op of chunk) for (const a of op.args) args.push(a);
       try {
         const c = await this.client();

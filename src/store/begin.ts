@@ -7,11 +7,7 @@ import type { OpArgs } from './batch';
 export type BeginOutcome =
   | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
   | { kind: 'in_flight' }
-  /**
-   * `cliWake`: this wake-up was woken by the ops CLI (a `wakeDeferred` whose process reports
-   * nothing) and nobody reported the wake yet: the caller reports it (`woken`, early), once.
-   */
-  | { kind: 'stale' | 'cancelled' | 'superseded'; cliWake: boolean }
+  | { kind: 'stale' | 'cancelled' | 'superseded' }
   | { kind: 'early'; remainingMs: number }
   /** The worker no longer holds BullMQ's lock of the job (without a token: the job is gone or finished). */
   | { kind: 'gone' }
@@ -30,15 +26,10 @@ export type BeginOutcome =
       licenceRetry?: { attempts?: number; backoff?: unknown };
       /** The wake sequence seen at begin (see `wakeDeferred`). */
       wakeSeq: string;
-      /** The chain a licence holder that is not a wake-up carries (`capacity.idempotent.failures`), or ''. */
-      keptChain: string;
-      /**
-       * A wake-up's wake, reported once (`woken`): 'now' by this run (its first), 'early' by this
-       * run (a `wakeDeferred` that reports nothing woke it), 'reported' already.
-       */
-      wake: 'now' | 'early' | 'reported';
-      /** The wake-up holding the stage's licence, when the ops CLI woke it and this attempt reports that wake (else ''). */
-      tookCliWake: string;
+      /** This run ended its own deferral: its marker still named it (an operator's Promote, or due within 20 ms). */
+      endedOwnDeferral: boolean;
+      /** The stage had no licence and no failed-job record: a success's release has nothing to revoke. */
+      heldNothing: boolean;
     };
 
 /** How one begin operation is described to the batch. */
@@ -80,7 +71,7 @@ function retryOf(json: string): { attempts?: number; backoff?: unknown } | undef
   }
 }
 
-/** `BATCH`'s reply to a begin (see the script): a lock taken is its record alone, or `[0, record, licence, opts, took]`. */
+/** `BATCH`'s reply to a begin (see the script): a lock taken is its record alone, or `[0, record, licence, opts]`. */
 type BeginReply = string | [number, ...unknown[]];
 
 /** A begin's reply read by the batch: its operation's arguments hold the job id (2) and BullMQ token (6). */
@@ -90,41 +81,39 @@ export function readBegin(reply: unknown, args: OpArgs): BeginOutcome {
 
 /** What a begin's reply says; a plain function, so the awaiting frame stays small. */
 function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undefined): BeginOutcome {
-  if (typeof r === 'string') return locked(r, '', '', '', ownJobId, bullToken);
+  if (typeof r === 'string') return locked(r, '', '', ownJobId, bullToken);
   switch (r[0]) {
     case 1:
       return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
     case 2:
       return { kind: 'in_flight' };
     case 3:
-      return { kind: 'stale', cliWake: r[1] === 1 };
+      return { kind: 'stale' };
     case 4:
-      return { kind: 'cancelled', cliWake: r[1] === 1 };
+      return { kind: 'cancelled' };
     case 5:
       return { kind: 'early', remainingMs: Math.max(0, Number(r[1])) };
     case 6:
-      return { kind: 'superseded', cliWake: r[1] === 1 };
+      return { kind: 'superseded' };
     case 7:
       return { kind: 'gone' };
     default:
-      return locked(r[1] as string, r[2] as string, r[3] as string, r[4] as string, ownJobId, bullToken);
+      return locked(r[1] as string, r[2] as string, r[3] as string, ownJobId, bullToken);
   }
 }
 
 /**
- * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,kept
- * chain,tied,failed-job records,wake report' (see `BATCH`), none of them holding a comma.
+ * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,tied,ended
+ * its own deferral,failed-job records' (see `BATCH`), none of them holding a comma.
  */
 function locked(
   record: string,
   licence: string,
   opts: string,
-  took: string,
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, kept, tied, , reported] = record.split(',') as [
-    string,
+  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker, records] = record.split(',') as [
     string,
     string,
     string,
@@ -145,8 +134,7 @@ function locked(
     retriedByHand: retried === '1',
     licenceRetry: opts ? retryOf(opts) : undefined,
     wakeSeq,
-    keptChain: kept,
-    wake: reported === '1' ? 'reported' : reported === '2' ? 'early' : 'now',
-    tookCliWake: took,
+    endedOwnDeferral: ownMarker === '1',
+    heldNothing: !licence && records === '0',
   };
 }

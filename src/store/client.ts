@@ -62,9 +62,7 @@ const SCRIPTS = {
   sdProbe: { keys: 3, lua: lua.PROBE },
   sdCancel: { keys: 4, lua: lua.CANCEL },
   sdFail: { keys: 3, lua: lua.FAIL },
-  // variable key count: the first argument is the number of keys
-  sdClear: { keys: undefined, lua: lua.CLEAR },
-  sdClearMark: { keys: undefined, lua: lua.CLEAR_MARK },
+  sdClear: { keys: 1, lua: lua.CLEAR },
   sdPermissions: { keys: 2, lua: lua.PERMISSIONS },
   sdWake: { keys: 3, lua: lua.WAKE },
   sdReplace: { keys: 1, lua: lua.REPLACE },

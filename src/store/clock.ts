@@ -13,6 +13,11 @@ export class RedisClock {
   private lo = -Infinity;
   private hi = Infinity;
   private offsetMs = 0;
+  private read_ = false;
+  /** `watchLead`'s limit and report; `leading`: the last reading was past the limit. */
+  private limitMs = Infinity;
+  private onLead: ((leadMs: number) => void) | undefined;
+  private leading = false;
 
   /** A reading: Redis' time `redisMs` in the reply to a request sent at `sentAt`, read at `receivedAt` (this host's ms). */
   read(redisMs: number, sentAt: number, receivedAt = Date.now()): void {
@@ -27,6 +32,26 @@ export class RedisClock {
       this.hi = Math.min(this.hi, hi);
     }
     this.offsetMs = (this.lo + this.hi) / 2;
+    this.read_ = true;
+    this.checkLead();
+  }
+
+  /**
+   * Reports (`onLead`) this host's lead over Redis' clock when it is more than `limitMs`: at once
+   * if the last reading says so, then whenever a reading crosses the limit (not at every reading
+   * past it). Once: a later call changes nothing.
+   */
+  watchLead(limitMs: number, onLead: (leadMs: number) => void): void {
+    if (this.onLead) return;
+    this.limitMs = limitMs;
+    this.onLead = onLead;
+    if (this.read_) this.checkLead();
+  }
+
+  private checkLead(): void {
+    const over = this.leadMs > this.limitMs;
+    if (over && !this.leading) this.onLead!(Math.round(this.leadMs));
+    this.leading = over;
   }
 
   /** Redis' time now, ms since the epoch, as last measured. */

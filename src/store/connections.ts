@@ -4,7 +4,6 @@ import { MissingPermissionError } from '../errors';
 import { checkPermissions, defineCommands, quitOrDrop, type Client } from './client';
 import type { RedisClock } from './clock';
 import type { StoreKeys } from './keys';
-import type { LeadRecorder } from './lead';
 
 /**
  * The store's connections: the queue's client (opened once: the engine's scripts defined, the
@@ -21,7 +20,6 @@ export class StoreConnections {
     /** `waitForReplicas` is on: the permission check includes `WAIT`, renewals get their own connection. */
     private readonly replicas: boolean,
     private readonly clock: RedisClock,
-    private readonly lead: LeadRecorder,
   ) {}
 
   /**
@@ -38,7 +36,6 @@ export class StoreConnections {
       const sentAt = Date.now();
       const [sec, usec] = (await c.time!()) as [string, string];
       this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
-      if (this.lead.promotes) await this.lead.recordLead(c);
       return c;
     })().catch((error: unknown) => {
       // a missing permission stays refused; anything else (Redis not up yet) is tried again next time

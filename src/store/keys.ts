@@ -8,12 +8,9 @@
  *                          `<job id>\n<fencing token>`, a job's `<job id>\n<fencing token>\n<BullMQ lock token>`
  *   sd:licences            sorted set of licence members, one per stage at most
  *   sd:fence               the queue's fencing counter (max(last + 1, Redis µs); a batch reserves one per begin, in one write)
- *   sd:lead                the largest clock lead of a host over Redis (PX 60 s), when over 50 ms
  *   sd:wq:<kind>           the kind's capacity chains by start time (wakeDeferred)
  *   sd:wqk                 the stage kinds with a wait index
  *   sd:wseq, sd:wseq:<kind>  wakeDeferred calls (a dispatch in flight watches them)
- *   sd:clr:<uuid>          one clear batch's count (PX 1 day): the same batch sent again answers it
- *   sd:clrp:<uuid>         one clear batch's pending count, a set (PX 1 day, deleted by its CLEAR): '' and the ids of promoted wake-ups whose runs ended their deferral first (CLEAR_MARK, BATCH, CLEAR)
  *   de:<stageId>           BullMQ deduplication key of the stage's enqueued job
  *   <job id>               BullMQ's job hash (the engine adds fields `sd*`)
  */
@@ -37,21 +34,9 @@ export class StoreKeys {
   get fence(): string {
     return `${this.base}sd:fence`;
   }
-  /** The largest lead of a host's clock over Redis' measured in the last minute, ms (a worker promotes by its clock). */
-  get lead(): string {
-    return `${this.base}sd:lead`;
-  }
   /** Never written: `PERSIST` on it routes a pipeline to the queue's master and changes nothing. */
   get route(): string {
     return `${this.base}sd:route`;
-  }
-  /** Where one clear batch keeps its count a day, for a resend of the same batch. */
-  clearReply(nonce: string): string {
-    return `${this.base}sd:clr:${nonce}`;
-  }
-  /** One clear batch's count of the promoted wake-ups whose runs ended their deferral first (`CLEAR_MARK`). */
-  clearPending(nonce: string): string {
-    return `${this.base}sd:clrp:${nonce}`;
   }
   dedup(sid: string): string {
     return `${this.base}de:${sid}`;

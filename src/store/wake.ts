@@ -1,22 +1,22 @@
 import { promote } from '../bullmq/adapter';
+import { ClearIncompleteError } from '../errors';
 import { CMD } from './client';
 import type { StoreParts } from './parts';
+
+/** How many licences one clear script call handles. */
+const CLEAR_BATCH = 500;
 
 /**
  * Capacity has returned: ends the deferral of up to `limit` capacity-deferred
  * stages, longest-waiting first, in the scope prefix ('' for all) and of the
- * stage kind (encoded, '' for any), and promotes their wake-ups (one script,
- * then the promotions sent together). Returns the woken stage ids, in order.
- * A wake-up that cannot be promoted still runs at its time: its stage is no
- * longer deferred, and nothing is lost. `byRun`: the wake-ups' runs report the
- * wake (the caller's process reports nothing).
+ * stage kind (encoded, '' for any), and promotes their wake-ups (see
+ * `promoteWakeUps`). Returns the woken stage ids, in order.
  */
 export async function wakeStages(
   s: StoreParts,
   limit: number,
   scopePrefix: string,
   kind: string,
-  byRun = false,
 ): Promise<{ sid: string; wakeUpJobId: string }[]> {
   const k = s.keys;
   const r = (await s.tx.one('wake', (m) =>
@@ -28,13 +28,57 @@ export async function wakeStages(
       limit,
       scopePrefix,
       kind,
-      byRun ? 'e' : '1',
     ),
   )) as string[];
   const woken: { sid: string; wakeUpJobId: string }[] = [];
   for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
-  await Promise.all(woken.map((w) => promote(s.queue, w.wakeUpJobId).catch(() => undefined)));
+  await promoteWakeUps(
+    s,
+    woken.map((w) => w.wakeUpJobId),
+  );
   return woken;
+}
+
+/** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
+export async function licencesIn(s: StoreParts, prefix: string): Promise<string[]> {
+  const c = await s.client();
+  return (await c.zrangebylex!(s.keys.index, `[${prefix}`, `[${prefix}\xff`)) as string[];
+}
+
+/**
+ * A wake by scope: ends every deferral in the scope prefix, any class, with a
+ * fresh chain (`CLEAR`, 500 licences a call), and promotes the ended stages'
+ * wake-ups as `wakeStages` does. Returns how many deferrals it ended: exact
+ * when nothing races; a call whose reply is lost counts nothing for its batch
+ * (its stages are no longer deferred, their wake-ups run at their time).
+ * A batch that fails after an earlier one answered rejects with
+ * `ClearIncompleteError` (the count so far); a first batch that fails rejects
+ * with its own error.
+ */
+export async function clearScope(s: StoreParts, prefix: string): Promise<number> {
+  // deferrals only: not a licence marked '!' (a fresh chain: no marker) or '?' (a failed job's record)
+  const licences = (await s.licencesIn(prefix)).filter((l) => !/[!?]$/.test(l));
+  let cleared = 0;
+  for (let i = 0; i < licences.length; i += CLEAR_BATCH) {
+    const batch = licences.slice(i, i + CLEAR_BATCH);
+    const ended = (await s.tx
+      .one('clear', (m) => m[CMD.sdClear]!(s.keys.index, s.keys.base, ...batch))
+      .catch((error: unknown) => {
+        throw i === 0 ? error : new ClearIncompleteError(cleared, error);
+      })) as string[];
+    cleared += ended.length;
+    await promoteWakeUps(s, ended);
+  }
+  return cleared;
+}
+
+/**
+ * Promotes the wake-ups of deferrals just ended, together, to run now. One
+ * that cannot be promoted (gone, no longer delayed, a slot migrating) still
+ * runs at its time: its stage is no longer deferred, and nothing is lost.
+ */
+async function promoteWakeUps(s: StoreParts, ids: readonly string[]): Promise<void> {
+  await Promise.all(ids.map((id) => promote(s.queue, id).catch(() => undefined)));
 }
 
 /**

@@ -4,20 +4,10 @@ import { redisOptions, waitFor } from '../helpers/redis';
 import type { StageRef } from '../../src';
 
 /**
- * Docs/design.md, "Clocks": the tolerance of begin's early check is `maxClockSkewMs`
- * plus the fleet's lead (`sd:lead`), because "any host's worker may promote the wake-up": a
- * host's lead is recorded "when it starts, before its worker fetches anything". README, the
- * operator table: "promotes a wake-up (Bull Board's Promote, `promoteJobs`) | the stage wakes
- * now (its window ends early)".
- *
- * The ops CLI's `wake` (and `clear`, `cancel`) makes a dispatch engine (src/cli/session.ts) whose
- * first connect (DeferralStore.client) records its host's lead in `sd:lead` like a worker
- * host's, PX 60 s. That host (an operator's laptop, a bastion) runs no Worker and promotes
- * nothing. A laptop whose clock is 2 minutes ahead runs `wake --stage video` (nothing to wake):
- * for the next minute the whole fleet takes every wake-up with less than 2 min 1 s left for one
- * promoted early by a fast clock. Bull Board's Promote of a stage 60 s from its window's end then
- * does not wake it: its begin answers `early` and the processor re-delays it for the whole rest
- * of the window. What should happen: the promoted stage dispatches now.
+ * README, the operator table: "promotes a wake-up (Bull Board's Promote, `promoteJobs`) | the
+ * stage wakes now". The ops CLI run from a laptop whose clock is 2 minutes ahead changes nothing
+ * of how the fleet judges a wake-up (the tolerance of an early one is `maxClockSkewMs` alone):
+ * Bull Board's Promote of a stage 60 s from its window's end still wakes it now.
  */
 const a: StageRef = { scope: ['r34-laptop', 'ch-1'], stage: 'image' };
 describe('C29: an operator runs the CLI from a laptop whose clock runs ahead', () => {

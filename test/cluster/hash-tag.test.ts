@@ -71,16 +71,12 @@ describe('C21: the Lua scripts', () => {
       'BATCH',
       'CANCEL',
       'CLEAR',
-      'CLEAR_MARK',
       'DEFER',
       'EXTEND',
       'FAIL',
-      'FINISHED',
-      'OWN_MEMBERS',
       'PERMISSIONS',
       'PROBE',
       'REPLACE',
-      'RETRIED',
       'WAKE',
     ]);
   });

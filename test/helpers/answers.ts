@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import { createProcessor } from '../../src/bullmq/processor';
 import { checkExecutorResult } from '../../src/dispatch';
-import { dispatchJobData } from '../../src/job-data';
+import { dispatchJobData, readyJobId } from '../../src/job-data';
+import { stageId } from '../../src/stage-ref';
 import type { DispatchResult, StageRef } from '../../src';
 
 /** The largest executor answer a job's return value keeps, as JSON characters (processor.ts). */
@@ -27,13 +28,15 @@ export async function stored(answer: unknown): Promise<{ rv: DispatchResult; cop
       result,
     }),
   };
-  const store = { queue: { qualifiedName: 'bull:q' }, markFinished: async () => undefined };
+  const store = { queue: { qualifiedName: 'bull:q' } };
   const opts = { inFlightRetryMs: 100, retry: { attempts: 3, backoff: { type: 'fixed', delay: 1 } } };
   const processor = createProcessor(dispatcher as never, store as never, opts as never);
+  const sid = stageId(image);
   const job = {
-    id: 'job-1',
+    id: readyJobId(sid),
     data: dispatchJobData(image, {}, undefined),
-    opts: { removeOnComplete: true },
+    deduplicationId: sid,
+    opts: { removeOnComplete: true, deduplication: { id: sid } },
     timestamp: 1,
     stalledCounter: 0,
     attemptsMade: 0,

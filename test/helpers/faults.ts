@@ -60,8 +60,8 @@ export const first = (n: number) => {
   return (args: unknown[]) => endsChain(args) && seen++ < n;
 };
 
-/** A call carrying a release that ends the chain (`'r', sid, own, token, '1', chain`). */
+/** A call carrying a release that ends the chain (`'r', sid, own, token, mode, run`: mode '1', or 'e' for a stage that held nothing). */
 export const endsChain = (args: unknown[]) => {
   const i = args.indexOf('r');
-  return i > 0 && args[i + 4] === '1';
+  return i > 0 && (args[i + 4] === '1' || args[i + 4] === 'e');
 };

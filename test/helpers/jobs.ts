@@ -1,7 +1,5 @@
 import { Worker, type Job } from 'bullmq';
 import type { StageRef } from '../../src';
-import { redisClient } from '../../src/bullmq/adapter';
-import { CMD } from '../../src/store/client';
 import { notSent, type Harness } from './engine';
 import { client, waitFor } from './redis';
 
@@ -182,101 +180,10 @@ export async function stalledCheck(
   }
 }
 
-/**
- * Refuses BullMQ's promote of `wakeUp` on `queue` (each time, as a slot migrating refuses it),
- * but the first time moves the job on anyway (its own timer, an operator's Promote) and waits
- * until `done` shows it ran. `refused(n)`, when given, is awaited before the n-th refusal.
- * `restore()` puts the real promote back.
- */
-export function refuseButRun(
-  queue: unknown,
-  wakeUp: string,
-  done: { id: string }[],
-  refused?: (call: number) => Promise<void> | void,
-) {
-  type Backend = { promote(id: string): Promise<void> };
-  const backend = (queue as { getBackend(): Backend }).getBackend();
-  const real = backend.promote.bind(backend);
-  let calls = 0;
-  backend.promote = async (id: string) => {
-    if (id !== wakeUp) return real(id);
-    if (++calls === 1) {
-      await real(id);
-      await waitFor(() => done.some((c) => c.id === wakeUp), 'the wake-up to run and defer again', 15_000);
-    }
-    await refused?.(calls);
-    throw new Error('refused, as a slot migrating refuses it');
-  };
-  return {
-    restore() {
-      backend.promote = real;
-    },
-  };
-}
-
-/**
- * Defers `ref` with a capacity outcome (one more scripted for its wake-up's run, which defers
- * again) and starts a Worker whose finished runs `done` records: a deferred stage whose wake-up a
- * clear's refused promotion may run anyway (`refuseButRun`). Returns the wake-up's id.
- */
-export async function deferredWithWorker(h: Harness, ref: StageRef) {
-  const wakeUp = await deferOnce(h, ref, 2);
-  const worker = h.engine.createWorker();
-  return { wakeUp, worker, done: watch(worker).done };
-}
-
-/**
- * Defers `ref` by a direct dispatch answered `no_worker_available` (scripted `answers` times: the
- * later ones for its wake-up's runs); returns its wake-up's id.
- */
-export async function deferOnce(h: Harness, ref: StageRef, answers = 1): Promise<string> {
-  h.executor.script(ref, ...Array.from({ length: answers }, () => notSent('no_worker_available')));
+/** Defers `ref` by a direct dispatch answered `no_worker_available`; returns its wake-up's id. */
+export async function deferOnce(h: Harness, ref: StageRef): Promise<string> {
+  h.executor.script(ref, notSent('no_worker_available'));
   expect(await h.engine.dispatchStage(ref, {})).toMatchObject({ reason: 'no_worker_available' });
   const [deferred] = await h.engine.listDeferred(ref.scope);
   return deferred!.wakeUpJobId;
-}
-
-type Multi = Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<unknown> };
-
-/**
- * Makes the clear's batch records on `queue`'s connection run on Redis and then fail with `error`
- * (a reply lost, a replica wait unconfirmed). `failed()`: how many did; `restore()` undoes it.
- */
-export async function clearRecordFailsAfterRunning(queue: unknown, error: () => Error) {
-  const c = (await redisClient(queue as never)) as unknown as { multi(): Multi };
-  const realMulti = c.multi.bind(c);
-  let failed = 0;
-  c.multi = () => {
-    const m = realMulti();
-    const send = m[CMD.sdClear]!;
-    let clear = false;
-    m[CMD.sdClear] = (...args: unknown[]) => {
-      clear = true;
-      return send.apply(m, args);
-    };
-    const exec = m.exec.bind(m);
-    m.exec = async () => {
-      const out = await exec();
-      if (!clear) return out;
-      failed++;
-      throw error();
-    };
-    return m;
-  };
-  return {
-    failed: () => failed,
-    restore() {
-      c.multi = realMulti;
-    },
-  };
-}
-
-/** `clearDeferrals(scope)`'s outcome: its count, or what its `ClearIncompleteError` reported. */
-export function clearOutcome(
-  engine: Harness['engine'],
-  scope: string[],
-): Promise<number | { cleared: number; notCleared: number }> {
-  return engine
-    .clearDeferrals(scope)
-    .catch((e: { cleared: number; notCleared: number }) => ({ cleared: e.cleared, notCleared: e.notCleared }));
 }

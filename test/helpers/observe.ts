@@ -217,29 +217,3 @@ export async function chainStartOf(
   const kind = sid.slice(sid.lastIndexOf('/') + 1);
   return redis.zscore(`${q.prefix}:${q.queueName}:sd:wq:${kind}`, sid);
 }
-
-/**
- * Internal: the clock lead (ms) the fleet's Worker hosts recorded, null when none is: what the
- * early-wake tolerance follows. Its effect (a wake-up promoted early by a leading host is not
- * dispatched inside its window) takes a host whose clock leads and a window's wait to see.
- */
-export async function fleetClockLead(redis: IORedis, q: { prefix: string; queueName: string }): Promise<number | null> {
-  const v = await redis.get(`${q.prefix}:${q.queueName}:sd:lead`);
-  return v === null ? null : Number(v);
-}
-
-/** Internal: sets the fleet's recorded clock lead (as another host's record), or drops it (`null`). */
-export async function setFleetClockLead(
-  redis: IORedis,
-  q: { prefix: string; queueName: string },
-  ms: number | null,
-): Promise<void> {
-  const key = `${q.prefix}:${q.queueName}:sd:lead`;
-  if (ms === null) await redis.del(key);
-  else await redis.set(key, ms, 'PX', 60_000);
-}
-
-/** Internal: how long the fleet's recorded clock lead lives on (its PTTL, ms; negative: none or no TTL). */
-export async function fleetClockLeadPttl(redis: IORedis, q: { prefix: string; queueName: string }): Promise<number> {
-  return redis.pttl(`${q.prefix}:${q.queueName}:sd:lead`);
-}

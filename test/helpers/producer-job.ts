@@ -1,18 +1,25 @@
-import type { JobsOptions, Queue } from 'bullmq';
-import { readyJobId } from '../../src/job-data';
-import { stageId } from '../../src/stage-ref';
+import type { Job, JobsOptions, Queue } from 'bullmq';
 import type { StageRef } from '../../src';
+import { dispatchJobData, readyJobId } from '../../src/job-data';
+import { stageId } from '../../src/stage-ref';
 
 /**
- * Adds a producer's dispatch job for `ref` as the published contract says (id `<sid>@r.…`,
- * deduplication id the stage id), with `opts` beside them (attempts, 3 unless given, backoff, removeOnComplete…).
- * BullMQ deduplicates it while the stage has a job pending: the answer is then that job.
+ * Adds a job of stage `ref` as a producer does by the published contract (docs/producers.md):
+ * id `<stageId>@r.…`, deduplication id the stage id, with BullMQ options of the test's own
+ * (attempts, 3 unless given; backoff, removeOnComplete…). BullMQ deduplicates it while the stage has a job.
  */
-export function addProducerJob(queue: Queue, ref: StageRef, opts: JobsOptions = {}, payload: unknown = {}) {
+export function addProducerJob(
+  queue: Queue,
+  ref: StageRef,
+  opts: JobsOptions = {},
+  payload: unknown = {},
+  name: string = ref.stage,
+): Promise<Job> {
   const sid = stageId(ref);
-  return queue.add(
-    ref.stage,
-    { v: 1, scope: [...ref.scope], stage: ref.stage, payload },
-    { attempts: 3, ...opts, jobId: readyJobId(sid), deduplication: { id: sid } },
-  );
+  return queue.add(name, dispatchJobData(ref, payload, undefined), {
+    jobId: readyJobId(sid),
+    deduplication: { id: sid },
+    attempts: 3,
+    ...opts,
+  });
 }

@@ -1,10 +1,7 @@
 import type { EngineEvents, ExecutorResult, StageRef } from '../../src';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { Worker } from 'bullmq';
 import { harness, notSent, SENT, type Answer, type Harness } from './engine';
 import { fast, watch } from './jobs';
-import { redisOptions, waitFor } from './redis';
+import { waitFor } from './redis';
 
 /** Runs of a stage through an engine's own worker, as several test files make them. */
 
@@ -96,61 +93,4 @@ export async function runWakeUp(h: Harness, clock: () => number) {
   const { done } = watch(h.engine.createWorker());
   await waitFor(() => done.length === 1, 'the wake-up ran', 12_000);
   return { result: done[0]!.result, calledAt };
-}
-
-/**
- * Host A, a plain BullMQ Worker whose clock runs `aheadMs` ahead, fetches its next job (an
- * `other` job, older than the wake-up): BullMQ promotes what is due by A's clock, the wake-up
- * too. Then host B, with the right clock, runs the engine's worker: `runWakeUp`'s answer.
- */
-export async function promotedByClockAhead(h: Harness, real: () => number, aheadMs = 6000) {
-  const a = new Worker(h.queueName, undefined, {
-    connection: { ...redisOptions(), maxRetriesPerRequest: null },
-    prefix: h.prefix,
-    autorun: false,
-  });
-  try {
-    const ahead = jest.spyOn(Date, 'now').mockImplementation(() => real() + aheadMs);
-    let taken;
-    try {
-      taken = await a.getNextJob('host-a');
-    } finally {
-      ahead.mockRestore();
-    }
-    expect(taken?.name).toBe('other');
-    expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toMatchObject({ wait: 1, delayed: 0 });
-    return await runWakeUp(h, real);
-  } finally {
-    await a.close(true);
-  }
-}
-
-/**
- * Host A: a child process running test/helpers/ahead-host.ts (a dispatch
- * engine and a Worker, not started) on `h`'s queue, with `clock` (a `--require` preload that
- * shifts its Date.now by CLOCK_AHEAD_MS, 6 s) for its clock. Resolves once it said 'ready';
- * `said()` is all it printed so far; `kill()` stops it by SIGKILL.
- */
-export async function spawnAheadHost(h: Harness, clock: string) {
-  const { host, port } = redisOptions();
-  const child = spawn(process.execPath, ['--require', clock, '--import', 'tsx', join(__dirname, 'ahead-host.ts')], {
-    env: {
-      ...process.env,
-      CLOCK_AHEAD_MS: '6000',
-      REDIS_URL: `redis://${host}:${port}`,
-      PREFIX: h.prefix,
-      QUEUE: h.queueName,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let said = '';
-  child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
-  const kill = () => child.kill('SIGKILL');
-  try {
-    await waitFor(() => said.includes('ready'), 'host A ready', 20_000);
-  } catch (error) {
-    kill();
-    throw error;
-  }
-  return { child, said: () => said, kill };
 }

@@ -118,51 +118,6 @@ export async function internalMarkedSuperseded(h: Where, jobId: string): Promise
 }
 
 /**
- * INTERNAL ENCODING, not part of the contract (see {@link internalMarkedSuperseded}): the stage
- * the engine recorded on BullMQ job `jobId` (its job-hash field `sdi`), which spares its scripts
- * decoding the job's data; `null`: none recorded.
- */
-export async function internalRecordedStage(h: Where, jobId: string): Promise<string | null> {
-  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdi');
-}
-
-/**
- * INTERNAL ENCODING (see {@link internalMarkedSuperseded}): the mark a clear batch left on BullMQ
- * job `jobId` (its job-hash field `sdq`: the batch's nonce, `+` once a run used it), `null`: none.
- * A mark left on a wake-up whose promotion was refused does nothing once its batch's pending count
- * is gone; that the batch also takes it back is a second guard no user sees on its own.
- */
-export async function internalClearMarkOf(h: Where, jobId: string): Promise<string | null> {
-  return h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'sdq');
-}
-
-/**
- * INTERNAL ENCODING (see {@link internalMarkedSuperseded}): the clear batches' pending counts still
- * open (`sd:clrp:<nonce>`, a day at most). One left after its clear answered is memory no user sees
- * (its day runs out; a run that meets it meanwhile counts itself for a clear long answered).
- */
-export async function internalOpenClearCounts(h: Where): Promise<string[]> {
-  return h.redis.keys(`${h.prefix}:${h.queueName}:sd:clrp:*`);
-}
-
-/**
- * INTERNAL ENCODING (see {@link internalOpenClearCounts}): the members of every open clear batch's
- * pending count: '' (the batch opened it) and the ids of wake-ups whose runs counted themselves.
- */
-export async function internalClearCountMembers(h: Where): Promise<string[]> {
-  const out: string[] = [];
-  for (const key of await internalOpenClearCounts(h)) out.push(...(await h.redis.smembers(key)));
-  return out.sort();
-}
-
-/** INTERNAL ENCODING (see {@link internalRecordedStage}): sets (`null`: drops) the stage recorded on a job. */
-export async function internalSetRecordedStage(h: Where, jobId: string, sid: string | null): Promise<void> {
-  const key = `${h.prefix}:${h.queueName}:${jobId}`;
-  if (sid === null) await h.redis.hdel(key, 'sdi');
-  else await h.redis.hset(key, 'sdi', sid);
-}
-
-/**
  * Waits until the engine keeps no key of stage `ref`'s own (named after its id: {@link keptFor}
  * without the values of shared keys): a success's release, lazy or not, has landed. A sync point
  * for tests whose next step must come after that release, which nothing user-visible reports.

@@ -553,7 +553,7 @@ export async function runFleet(
 }
 
 /** The job hash fields a lost stage's report shows (BullMQ's and the engine's). */
-const JOB_FIELDS = ['failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sdf', 'sds', 'stc'];
+const JOB_FIELDS = ['failedReason', 'finishedOn', 'processedOn', 'atm', 'ats', 'sds', 'stc'];
 
 async function describeStages(
   queue: Queue,

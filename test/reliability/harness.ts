@@ -115,9 +115,9 @@ export class ManualWorker {
 const BULLMQ_QUEUE_KEYS = new Set(['id', 'meta', 'events', 'stalled-check', 'marker', 'limiter', 'pc', 'metrics']);
 /**
  * The engine's own queue-level keys (never per stage): the fencing counter, the wake sequences,
- * the fleet's clock lead, the set of stage kinds with a wait index (a few members, kept).
+ * the set of stage kinds with a wait index (a few members, kept).
  */
-const ENGINE_QUEUE_KEYS = new Set(['sd:fence', 'sd:wseq', 'sd:lead', 'sd:wqk']);
+const ENGINE_QUEUE_KEYS = new Set(['sd:fence', 'sd:wseq', 'sd:wqk']);
 
 /**
  * Keys under the prefix that belong to no stage after a drain: any engine key

@@ -46,11 +46,9 @@ interface MStage {
   idem: number;
   /** Real failures spent by earlier jobs of the chain. */
   failures: number;
-  /** Real failures the stage's current job has spent in its chain. */
-  attempts: number;
-  /** BullMQ's attemptsMade of the stage's current job (a retry by hand may keep it). */
+  /** BullMQ's attemptsMade of the stage's current job: its own failures (a retry by hand may keep them). */
   bull: number;
-  /** Where the job of a pending or woken stage is: waiting, or delayed and due now (retried by the engine itself, sent back by close()). */
+  /** Where the job of a pending or woken stage is: waiting, or delayed and due now (sent back by close()). */
   queued: 'waiting' | 'delayed';
   /** The pending job failed for good and was retried by hand: it holds the stage by its own licence member, marked `?` until it begins, `!` after. */
   retried?: { id: string; mark: '?' | '!' };
@@ -103,7 +101,6 @@ function fresh(s: MStage) {
   s.cap = 0;
   s.idem = 0;
   s.failures = 0;
-  s.attempts = 0;
 }
 
 function makeEngine(real: Real) {
@@ -322,8 +319,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         else s.idem = count;
         if (cap && count === 1) s.chainStart = ++modelClock;
         s.cls = cap ? 'capacity' : 'idempotent';
-        s.failures += s.attempts;
-        s.attempts = 0;
+        s.failures += s.bull;
         s.state = 'deferred';
         s.marker = true;
         s.bull = 0;
@@ -333,19 +329,17 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
       break;
     }
     case 'failure': {
-      const spent = s.failures + s.attempts + 1;
+      // the job's own failures are BullMQ's attemptsMade (a retry by hand keeps them unless reset)
+      const spent = s.failures + s.bull + 1;
       expect(out.error).toBeDefined();
       if (spent >= ATTEMPTS) {
         s.end = 'failed';
         failedForGood();
       } else {
-        // BullMQ retries while its own count allows; past it (a job retried by hand, not reset),
-        // the engine delays the job itself, due now
-        s.queued = s.bull + 1 < ATTEMPTS ? 'waiting' : 'delayed';
-        if (s.queued === 'waiting') s.bull += 1;
-        else tally('process:failure:retried-by-engine');
+        // BullMQ retries it (backoff 0: waiting)
+        s.queued = 'waiting';
+        s.bull += 1;
         expect({ job: id, st }).toEqual({ job: id, st: s.queued });
-        s.attempts += 1;
         // it waits out its backoff holding the stage's licence (a retried job keeps its own `!`)
         if (s.retried) s.retried.mark = '!';
         else s.held = id;
@@ -539,7 +533,8 @@ class Restart implements Cmd {
 
 /**
  * An operator retries the job that failed for good (Bull Board's Retry):
- * the stage is pending again with a fresh chain and budget, held by the
+ * the stage is pending again with a fresh chain, on the budget BullMQ gives
+ * the job (reset: a fresh one; else the attempts it has left), held by the
  * job's own `?` member until it begins. A job cancelled after it failed is
  * queued again but completes as cancelled, calling nothing.
  */
@@ -929,7 +924,6 @@ describe('C14: the deferral contract, model-based', () => {
               cap: 0,
               idem: 0,
               failures: 0,
-              attempts: 0,
               bull: 0,
               queued: 'waiting',
               marks: [],
@@ -975,7 +969,6 @@ describe('C14: the deferral contract, model-based', () => {
         'retry:keep:limit',
         'retry:cancelled:',
         'process:stray:cancelled',
-        'process:failure:retried-by-engine',
         'cancel:after-failure',
         'close:interrupted:',
         'close:ran-again',

@@ -7,11 +7,8 @@ import { listedDeferral } from '../../helpers/observe';
 import { stubWait } from '../../helpers/replica-wait';
 
 /**
- * Q2. Transactions.run confirmed the replicas for every MULTI whose EXEC answered, even
- * when the write's own command failed inside EXEC (a script error reply: nothing written). If the
- * WAIT then failed, 8e4123c rejected with ReplicationUnconfirmedError ("The clear was written ..."),
- * masking the command's own error (before it, the WAIT's plain error masked it). Fixed: a MULTI
- * with a command that failed inside EXEC sends no WAIT, and the command's error is the answer.
+ * A MULTI whose command failed inside EXEC (a script error reply: nothing written) sends no WAIT,
+ * and the command's error is the answer, not `ReplicationUnconfirmedError`.
  */
 const a: StageRef = { scope: ['r50-refused', 'ch-1'], stage: 'image' };
 
@@ -22,7 +19,7 @@ async function refuseClearRecord(queue: unknown) {
   const realMulti = c.multi.bind(c);
   c.multi = () => {
     const m = realMulti();
-    // the record's script answers an error reply inside EXEC (it ran nothing); the rest of the MULTI runs
+    // the batch's script answers an error reply inside EXEC (it ran nothing); the rest of the MULTI runs
     m[CMD.sdClear] = () => m.eval!("return redis.error_reply('ERR r50 record refused')", 0);
     return m;
   };
@@ -42,7 +39,7 @@ async function outcome(waitFails: boolean) {
       (n) => ({ resolved: n }),
       (e: Error & { code?: string }) => ({ rejected: e.code ?? e.message }),
     );
-    // the record wrote nothing: the stage is still deferred, its chain not ended (a clear again ends it)
+    // the call wrote nothing: the stage is still deferred, its chain not ended (a clear again ends it)
     const listed = await listedDeferral(h.engine, a);
     return {
       out,
@@ -55,13 +52,13 @@ async function outcome(waitFails: boolean) {
   }
 }
 
-it('C10: control: a clear record refused inside EXEC (WAIT fine) rejects with the record error', async () => {
+it('C10: control: a clear batch call refused inside EXEC (WAIT fine) rejects with the record error', async () => {
   const r = await outcome(false);
-  expect(r.stillDeferred).toBe(true); // the record wrote nothing
+  expect(r.stillDeferred).toBe(true); // the call wrote nothing
   expect(r.out).toEqual({ rejected: 'ERR r50 record refused' });
 });
 
-it('C10: a clear record refused inside EXEC, its WAIT set to fail, answers its own error, not REPLICATION_UNCONFIRMED (nothing was written)', async () => {
+it('C10: a clear batch call refused inside EXEC, its WAIT set to fail, answers its own error, not REPLICATION_UNCONFIRMED (nothing was written)', async () => {
   const r = await outcome(true);
   // no WAIT is sent for it (8e4123c sent one, which failed: REPLICATION_UNCONFIRMED, "The clear
   // was written")

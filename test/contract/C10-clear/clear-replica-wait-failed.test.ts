@@ -4,19 +4,13 @@ import { stageView } from '../../helpers/observe';
 import { stubWait } from '../../helpers/replica-wait';
 
 /**
- * D54396e keeps a batch record's REPLICATION_UNCONFIRMED (not read back: the replicas
- * may not hold it), but only that error class. The replica wait can fail another way: its own
- * pipeline (PERSIST, CLIENT INFO, WAIT) rejects (its connection closed under it: ioredis'
- * "Connection is closed.", a commandTimeout on the WAIT). `ReplicaWait.confirm` then throws that
- * error (src/store/replica-wait.ts: "whose WAIT failed, rejects with ... the error"), the record
- * rejects with it, and clearScope reads the kept answer back and resolves with the count: a
- * clear reported done whose replicas were never confirmed, where every other write of the
- * engine rejects. Fixed: a replica wait that fails, or whose connection read fails, rejects with
- * `ReplicationUnconfirmedError` (the failure its cause), whichever write it confirms.
+ * A batch call that ran but whose replica wait failed (its own pipeline rejects: its connection
+ * closed under it, a commandTimeout on the WAIT) rejects with `ReplicationUnconfirmedError`, as
+ * every write of the engine does then, not resolves with a count the replicas may not hold.
  */
 const a: StageRef = { scope: ['r49-wait-failed', 'ch-1'], stage: 'image' };
 
-it('C10: a batch record that ran but whose replica WAIT failed rejects with REPLICATION_UNCONFIRMED, not resolves with the count', async () => {
+it('C10: a batch call that ran but whose replica WAIT failed rejects with REPLICATION_UNCONFIRMED, not resolves with the count', async () => {
   const h = harness({ windows: { capacitySeconds: 300, jitter: 0 }, waitForReplicas: { replicas: 1, timeoutMs: 10 } });
   // the tests' Redis has no replica: its WAIT is answered as one replica holding the write
   const w = await stubWait(h.engine.queue);
@@ -34,8 +28,8 @@ it('C10: a batch record that ran but whose replica WAIT failed rejects with REPL
     w.restore();
   }
   expect(w.failed()).toBe(1);
-  // the record ran on the primary (the deferral ended: nothing holds the stage but its promoted
-  // wake-up, waiting to run) ...
+  // the call ran on the primary (the deferral ended: nothing holds the stage but its wake-up,
+  // which runs at its time) ...
   const { jobs, ...view } = await stageView(h.engine, a);
   expect(view).toEqual({ deferred: false, listed: undefined });
   expect(jobs).toHaveLength(1);

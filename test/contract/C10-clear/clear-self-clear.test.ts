@@ -4,9 +4,9 @@ import { holdPromotion, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
 /**
- * The self-clear path (the promoted wake-up's run begins before its batch's
- * CLEAR) with an idempotent deferral, and with a real failure (retries left, BullMQ backoff)
- * before CLEAR: one clear counted, and the next deferral is the first of a fresh chain.
+ * A clear of an idempotent deferral, and of a capacity deferral whose promoted run then fails
+ * for real (retries left, BullMQ backoff), each run while the clear is under way (its promotion
+ * held): one clear counted, and the next deferral is the first of a fresh chain.
  */
 const a: StageRef = { scope: ['r45-self', 'ch-1'], stage: 'image' };
 
@@ -18,7 +18,7 @@ it.each([
     /@cap\.1\.0\.1\./,
   ],
 ])(
-  'C10: %s after a self-clear: the clear counts 1 and the chain is fresh',
+  'C10: %s after a clear: the clear counts 1 and the chain is fresh',
   async (_what, after, shape) => {
     const h = harness({
       windows: { capacitySeconds: 300, idempotentSeconds: 300, jitter: 0 },

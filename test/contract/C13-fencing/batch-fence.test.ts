@@ -40,14 +40,14 @@ describe('C13: a batch that mixes begins', () => {
     const [a, b, c, d] = await Promise.all([
       begin(A), // deferred (first begin of the batch: reads F and the image/all counters)
       begin(sidOf('b', 'video'), ''), // direct call, first of kind video
-      begin(sidOf('j1'), j1.id as string, 'bull-1\n0'), // tied job attempt, kind image
-      begin(sidOf('j2', 'video'), j2.id as string, 'not-bull-2\n0'), // stale token: gone
+      begin(sidOf('j1'), j1.id as string, 'bull-1'), // tied job attempt, kind image
+      begin(sidOf('j2', 'video'), j2.id as string, 'not-bull-2'), // stale token: gone
     ]);
     expect(a.kind).toBe('deferred');
     expect(b).toMatchObject({ kind: 'locked', wakeSeq: '2:1', licence: null });
     expect(c).toMatchObject({ kind: 'locked', wakeSeq: '2:0' });
     expect(d.kind).toBe('gone');
-    expect(c.kind === 'locked' && c.token).toBe(`${j1.id}\n${fenceOf(c)}\nbull-1\n0`);
+    expect(c.kind === 'locked' && c.token).toBe(`${j1.id}\n${fenceOf(c)}\nbull-1`);
     expect(await h.redis.get(store.keys.lock(sidOf('j1')))).toBe(c.kind === 'locked' ? c.token : null);
     expect(fenceOf(b)!).toBeGreaterThan(before);
     expect(fenceOf(c)).toBe(fenceOf(b)! + 1);
@@ -70,14 +70,14 @@ describe("C13: the first begin of a call reads BullMQ's job lock, F and the coun
     const y = await begin(sidOf('y'));
     if (x.kind !== 'locked' || y.kind !== 'locked') throw new Error('not locked');
     await h.engine.wakeDeferred({ stage: 'video' });
-    const stale = begin(sidOf('j1'), j1.id as string, 'bull-9\n0');
+    const stale = begin(sidOf('j1'), j1.id as string, 'bull-9');
     const releasedX = store.release(sidOf('x'), '', x.token, 'end');
     const released = store.release(sidOf('y'), '', y.token, 'plain');
     const [s, , r, t, d] = await Promise.all([
       stale,
       releasedX,
       released,
-      begin(sidOf('j2', 'video'), j2.id as string, 'bull-2\n0'),
+      begin(sidOf('j2', 'video'), j2.id as string, 'bull-2'),
       begin(sidOf('d')),
     ]);
     expect(s.kind).toBe('gone');

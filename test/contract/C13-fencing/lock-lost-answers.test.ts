@@ -1,8 +1,7 @@
-import { UnrecoverableError } from 'bullmq';
-import type { DispatchContext, ExecutorResult, StageRef } from '../../../src';
+import type { DispatchContext, ExecutorResult } from '../../../src';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { latch, watch } from '../../helpers/jobs';
-import { chainCarriedBy, expireDispatchLockNow, holdsOn } from '../../helpers/observe';
+import { expireDispatchLockNow } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 import { recording, untilAborted } from '../../helpers/attempts';
 
@@ -111,7 +110,13 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
     gate.open();
     await waitFor(() => done.length === 1, 'the job completed');
-    expect(done[0]!.result).toEqual({ dispatched: true, reason: null, retryable: false, result: SENT, cancelled: true });
+    expect(done[0]!.result).toEqual({
+      dispatched: true,
+      reason: null,
+      retryable: false,
+      result: SENT,
+      cancelled: true,
+    });
   });
 
   it('a lock the renewal found lost, then the idempotent answer that reaches the bound: lock lost and retryable, not done', async () => {
@@ -169,44 +174,4 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
       expect(limits).toEqual([]);
     },
   );
-
-  it("a licence marked '!' whose job id was reused by another stage's job: the stage's chain still starts fresh", async () => {
-    const s = { scope: ['book-14', 'ch-3', 'sc-1'], stage: 's' };
-    const t = { scope: ['book-14', 'ch-3', 'sc-1'], stage: 't' };
-    const h = harness({ limits: { maxCapacityDeferrals: 120, maxIdempotentDeferrals: 1 } });
-    const q = h.engine.queue;
-    const data = (ref: StageRef) => ({ v: 1, scope: ref.scope, stage: ref.stage, payload: {} });
-    const opts = { attempts: 3, backoff: { type: 'fixed' as const, delay: 60_000 } };
-    h.executor.script(s, new UnrecoverableError('broken'), new Error('down again'), notSent('already_completed'));
-    h.executor.script(t, notSent('already_completed'), new Error('t down'));
-    // job X of stage s fails for good; an operator retries it; it fails again and waits out its backoff
-    await q.add('s', data(s), { ...opts, jobId: 'X' });
-    const { failed } = watch(h.engine.createWorker());
-    await waitFor(() => failed.length === 1, 'X failed for good');
-    await (await q.getJob('X'))!.retry('failed');
-    await waitFor(() => failed.length === 2, 'X failed again after the retry by hand');
-    // X holds stage s (its one hold), waiting out its backoff
-    expect(await holdsOn(h.redis, h, s)).toHaveLength(1);
-    expect(await q.getJobState('X')).toBe('delayed');
-    // the operator removes X: the licence stays
-    await q.remove('X');
-    // stage t: one idempotent deferral, ended by hand; then a job with the reused id X fails under t's licence
-    expect(await h.engine.dispatchStage(t, {})).toMatchObject({ until: expect.any(Number) });
-    await h.redis.del(h.engine.deferredStageKey(t));
-    await q.add('t', data(t), { ...opts, jobId: 'X' });
-    await waitFor(() => failed.length === 3, 'X (of stage t) failed once');
-    // X of stage t waits out its backoff, in t's chain of one idempotent deferral (the trap: a
-    // chain on a job whose id s's hold names; no public view shows it)
-    expect(await q.getJobState('X')).toBe('delayed');
-    expect(await chainCarriedBy(h.redis, h, 'X')).toBe('0.1.0');
-    // stage s, under its '!' licence: a fresh chain, so its first idempotent answer is a deferral
-    const r = await h.engine.dispatchStage(s, {});
-    expect(r).toMatchObject({
-      dispatched: false,
-      reason: 'already_completed',
-      retryable: true,
-      until: expect.any(Number),
-    });
-    expect(r.completed).toBeUndefined();
-  });
 });

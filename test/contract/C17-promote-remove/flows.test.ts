@@ -1,64 +1,56 @@
-import { FlowProducer, QueueEvents, Worker } from 'bullmq';
+import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import { harness, notSent, SENT } from '../../helpers/engine';
-import { client, redisOptions, waitFor } from '../../helpers/redis';
+import { watch } from '../../helpers/jobs';
+import { redisOptions, waitFor } from '../../helpers/redis';
 import { stageId, type StageRef } from '../../../src';
+import { readyJobId } from '../../../src/job-data';
 
 /**
  * A BullMQ user puts the dispatch job inside a flow: a parent job (in another queue) that must run
- * only once its children are done. BullMQ moves the parent on when the child *completes*; a
- * deferral completes the dispatch job (no attempt spent), and the wake-up that carries the stage
- * is no child of that parent.
+ * only once its children are done. BullMQ refuses deduplication on a job with a parent, so a flow's
+ * child is a dispatch job by its id alone (`<stageId>@r.…`, docs/producers.md); a child of any other
+ * id is refused.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C17: a dispatch job as a child of a flow', () => {
-  it('documented (README, "puts a dispatch job in a flow"): the parent runs once the child deferred, before the stage was dispatched; the child value says dispatched: false', async () => {
-    const h = harness({ windows: { capacitySeconds: 1, jitter: 0 } });
-    h.executor.script(image, notSent('no_worker_available'), SENT);
-    const parentQueue = `${h.queueName}-parent`;
-    const order: string[] = [];
-    const parentWorker = new Worker(
-      parentQueue,
-      async (job) => {
-        order.push(
-          `parent ran (executor calls: ${h.executor.calls.length}, sent: ${h.executor.calls.filter((c) => c.result?.dispatched).length})`,
-        );
-        return job.getChildrenValues();
-      },
-      { connection: client({ maxRetriesPerRequest: null }), prefix: h.prefix },
-    );
+  it.each([
+    ['under a producer id is dispatched, and the parent moves on', true],
+    ['under an id of its own is refused at once with INVALID_JOB_OPTIONS, never dispatched', false],
+  ])('%s', async (_n, producerId) => {
+    const h = harness();
+    h.executor.fallback = SENT;
+    const parentQueue = new Queue(`${h.queueName}-parent`, { connection: redisOptions(), prefix: h.prefix });
     const flows = new FlowProducer({ connection: redisOptions(), prefix: h.prefix });
     try {
-      const worker = h.engine.createWorker();
-      const parentDone = new Promise<Record<string, unknown>>((resolve) =>
-        parentWorker.on('completed', (_job, value) => resolve(value as Record<string, unknown>)),
-      );
-      await flows.add({
+      const { done, failed } = watch(h.engine.createWorker());
+      const flow = await flows.add({
         name: 'render-scene',
-        queueName: parentQueue,
+        queueName: parentQueue.name,
         data: {},
         children: [
           {
             name: 'image',
             queueName: h.queueName,
             data: { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-            opts: { failParentOnFailure: true },
+            opts: producerId ? { jobId: readyJobId(stageId(image)), attempts: 3 } : {},
           },
         ],
       });
-      const children = await parentDone;
-      await waitFor(() => h.executor.calls.length === 2, 'the wake-up dispatched the stage', 5000);
-      await worker.close();
-      // a deferral completes the child: the parent ran after the first call, which sent nothing
-      expect(order).toEqual(['parent ran (executor calls: 1, sent: 0)']);
-      expect(Object.values(children)[0]).toMatchObject({
-        dispatched: false,
-        reason: 'no_worker_available',
-        retryable: true,
-      });
+      await waitFor(() => done.length + failed.length === 1, 'the child ran');
+      if (producerId) {
+        expect(done[0]!.result).toMatchObject({ dispatched: true });
+        expect(h.executor.calls).toHaveLength(1);
+        // the parent is no longer waiting for its child
+        await waitFor(async () => (await parentQueue.getJobState(flow.job.id!)) === 'waiting', 'the parent moved on');
+      } else {
+        expect(failed[0]!.error).toMatchObject({ code: 'INVALID_JOB_OPTIONS' });
+        expect(h.executor.calls).toHaveLength(0);
+        expect(await parentQueue.getJobState(flow.job.id!)).toBe('waiting-children');
+      }
     } finally {
-      await parentWorker.close();
       await flows.close();
+      await parentQueue.close();
     }
   });
 });

@@ -2,6 +2,7 @@ import { harness, notSent, teardown, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 import { fast, watch } from '../../helpers/jobs';
+import { addProducerJob } from '../../helpers/producer-job';
 
 /** Paths that held up when tried (these pass). */
 afterEach(async () => {
@@ -12,15 +13,15 @@ afterEach(async () => {
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C17: operations on a stage whose licence another job holds', () => {
-  it('listDeferred / clearDeferrals / cancel on a stage whose licence is `@j.<id>?` (a job added by hand, failed)', async () => {
+  it('listDeferred / clearDeferrals / cancel on a stage whose job failed for good (its record `<id>?`)', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
     h.executor.script(image, new Error('down'));
-    const job = await h.engine.queue.add('image', { v: 1, scope: image.scope, stage: image.stage, payload: {} });
+    const job = await addProducerJob(h.engine.queue, image, { attempts: 1 });
     const { failed, done } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'failed for good');
     expect(await h.engine.listDeferred()).toEqual([]);
     expect(await h.engine.clearDeferrals(['book-1'])).toBe(0);
-    // enqueue sees nothing pending; the hand-added job is kept as the record
+    // enqueue sees nothing pending; the failed job is kept as the record
     expect(await h.engine.cancelActiveDispatch(image)).toMatchObject({ removedJobs: 0 });
     await (await h.engine.queue.getJob(job.id!))!.retry('failed');
     await waitFor(() => done.length === 1, 'retried');

@@ -1,7 +1,7 @@
 import type { EngineEvents, EnqueueResult, StageRef } from '../../../src';
 import { CMD } from '../../../src/store/client';
 import { wrapBatch } from '../../helpers/faults';
-import { harness, notSent } from '../../helpers/engine';
+import { harness } from '../../helpers/engine';
 import { latch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 import { stageId } from '../../../src/stage-ref';
@@ -58,20 +58,6 @@ describe('C18: replace leaves alone a job that began, or is not the stage’s to
       expect(await h.engine.enqueue(image, { v: 2 }, { replace: true })).toMatchObject({ payloadTaken: false });
       expect((await payloadOf(h, jobId!)).payload).toEqual({ v: 1 });
     }
-  });
-
-  it('C18: the wake-up’s id holding another stage’s job (re-added by hand): not replaced', async () => {
-    const h = harness();
-    h.executor.script(image, notSent('no_worker_available'));
-    await h.engine.dispatchStage(image, { v: 1 });
-    const [d] = await h.engine.listDeferred();
-    const other = JSON.stringify({ v: 1, scope: ['book-1', 'ch-2', 'sc-8'], stage: 'image', payload: { v: 1 } });
-    await h.redis.hset(`${h.prefix}:${h.queueName}:${d!.wakeUpJobId}`, 'data', other);
-    expect(await h.engine.enqueue(image, { v: 2 }, { replace: true })).toMatchObject({
-      reason: 'deferred',
-      payloadTaken: false,
-    });
-    expect(await h.redis.hget(`${h.prefix}:${h.queueName}:${d!.wakeUpJobId}`, 'data')).toBe(other);
   });
 
   it('C18: the stage’s pending job in another wire format version: not replaced', async () => {

@@ -1,6 +1,7 @@
 import { harness } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
+import { addProducerJob } from '../../helpers/producer-job';
 import { probe } from '../../helpers/visible';
 
 /** Segments on the edges of encodeURIComponent / cjson; the job's data as BullMQ writes it, and \u-escaped (Python's json.dumps). */
@@ -23,24 +24,28 @@ describe.each([
   ['\\u-escaped', true],
 ])('C20: data %s', (_, escaped) => {
   it.each(cases)(
-    '%s: an enqueue (and the published probe) while the hand-added job waits out its retry answers pending',
+    "%s: an enqueue (and the published probe) while the producer's job waits out its retry answers pending, a cancel removes it",
     async (_n, scope, stage) => {
       const ref = { scope, stage };
       const h = harness();
       const base = `${h.prefix}:${h.queueName}:`;
       h.executor.script(ref, crash);
-      await h.engine.queue.add(
-        stage,
-        { v: 1, scope, stage, payload: {} },
-        { jobId: 'x-1', attempts: 3, backoff: { type: 'fixed', delay: 60_000 } },
-      );
+      const { id } = await addProducerJob(h.engine.queue, ref, {
+        attempts: 3,
+        backoff: { type: 'fixed', delay: 60_000 },
+      });
       const w = watch(h.engine.createWorker());
-      await waitFor(() => w.failed.length === 1, 'x-1 failed');
-      expect(await h.engine.queue.getJobState('x-1')).toBe('delayed');
+      await waitFor(() => w.failed.length === 1, 'the job failed');
+      expect(await h.engine.queue.getJobState(id!)).toBe('delayed');
       // the job's data rewritten in the same published shape, as a producer in another language writes it
-      if (escaped) await h.redis.hset(`${base}x-1`, 'data', asciiOnly((await h.redis.hget(`${base}x-1`, 'data'))!));
-      expect(await probe(h, ref)).toEqual({ kind: 'pending', jobId: 'x-1' });
-      expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: 'x-1' });
+      if (escaped) await h.redis.hset(`${base}${id}`, 'data', asciiOnly((await h.redis.hget(`${base}${id}`, 'data'))!));
+      expect(await probe(h, ref)).toEqual({ kind: 'pending', jobId: id });
+      expect(await h.engine.enqueue(ref, {})).toMatchObject({ added: false, reason: 'pending', jobId: id });
+      // the same scope with another stage kind is another stage
+      expect(await h.engine.enqueue({ scope, stage: `${stage}-other` }, {})).toMatchObject({ added: true });
+      // a cancel reaches the job
+      expect(await h.engine.cancelActiveDispatch(ref)).toMatchObject({ removedJobs: 1 });
+      expect(await h.engine.queue.getJob(id!)).toBeUndefined();
     },
   );
 });

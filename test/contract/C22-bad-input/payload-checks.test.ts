@@ -1,4 +1,4 @@
-import { checkCall, checkPayload, parseChain, windowMax } from '../../../src/dispatch';
+import { checkCall, checkPayload, windowMax } from '../../../src/dispatch';
 import { InvalidPayloadError } from '../../../src/errors';
 
 /**
@@ -153,10 +153,5 @@ describe('C22: the window bounds and the kept chain (pure helpers of src/dispatc
     expect(windowMax(windows, 'idempotent')).toBe(300);
   });
 
-  it('parseChain: a kept chain `capacity.idempotent.failures`, multi-digit counts too; anything else is none', () => {
-    expect(parseChain('12.34.560')).toEqual({ capacity: 12, idempotent: 34, failures: 560 });
-    expect(parseChain('0.0.1')).toEqual({ capacity: 0, idempotent: 0, failures: 1 });
-    for (const bad of ['', '1.2', '1.2.3.4', '1.2.3x', 'x1.2.3', '1.2.-3', ' 1.2.3'])
-      expect({ bad, parsed: parseChain(bad) }).toEqual({ bad, parsed: null });
-  });
+
 });

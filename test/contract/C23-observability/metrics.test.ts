@@ -209,6 +209,27 @@ describe('C23: instrumentEngine', () => {
     }
   });
 
+  it("counts a Worker host's clock found leading Redis' past maxClockSkewMs, once per crossing (clockSkew: { leadMs, maxClockSkewMs })", async () => {
+    const { provider, reader } = setup();
+    const real = Date.now.bind(Date);
+    const ahead = jest.spyOn(Date, 'now').mockImplementation(() => real() + 3000);
+    const { engine } = harness({ maxClockSkewMs: 500, executor: answers['sc-a']! });
+    const skews: unknown[] = [];
+    engine.on('clockSkew', (e) => skews.push(e));
+    const stopIt = instrumentEngine(engine, { meter: provider.getMeter('skewed'), deferredGauge: false });
+    try {
+      expect(typeof engine.processor).toBe('function'); // a Worker host
+      await engine.waitUntilReady();
+      await engine.dispatchStage(A, null);
+      expect(skews).toEqual([{ leadMs: expect.any(Number), maxClockSkewMs: 500 }]);
+      expect(Object.keys(skews[0] as object).sort()).toEqual(['leadMs', 'maxClockSkewMs']);
+      expect(sum(await collect(reader), 'stage_deferral.clock.skews')).toBe(1);
+    } finally {
+      ahead.mockRestore();
+      stopIt();
+    }
+  });
+
   it('stops counting once stopped', async () => {
     const { engine, reader, stop } = setup();
     await seed(engine);

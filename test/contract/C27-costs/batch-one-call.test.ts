@@ -3,14 +3,14 @@ import { stageId } from '../../../src';
 import type { Batcher, OpArgs } from '../../../src/store/batch';
 import { harness, SENT } from '../../helpers/engine';
 import { wrapBatch } from '../../helpers/faults';
-import { connect, waitFor } from '../../helpers/redis';
+import { connect } from '../../helpers/redis';
 import { probe } from '../../helpers/visible';
 
 /**
  * docs/design.md, "begin and release share one script (`BATCH`)": the begins
  * and releases of one event-loop turn go to Redis as one call and run in
  * order. Each operation carries a different number of arguments (begin 7, a
- * release 6, a lazy release 3); each must get its own reply.
+ * release 6); each must get its own reply.
  */
 const refs = ['a', 'b', 'c'].map((s) => ({ scope: ['book-b', s], stage: 'image' }));
 const [A, B, C] = refs.map(stageId) as [string, string, string];
@@ -44,31 +44,6 @@ async function internalSetFence(h: ReturnType<typeof harness>, store: DeferralSt
   await h.redis.set(store.keys.fence, value);
 }
 
-const batchOf = (store: DeferralStore) => (store as unknown as { batch: Batcher }).batch;
-
-/** Holds back the replies of the engine's `BATCH` calls (each runs in Redis) until `answer()`. */
-async function holdReplies(h: ReturnType<typeof harness>) {
-  let answer!: () => void;
-  let answered = false;
-  const held = new Promise<void>((resolve) => (answer = resolve)).then(() => (answered = true));
-  let sent = 0;
-  const putBack = await wrapBatch(h.engine, (send) => async (...args: unknown[]) => {
-    sent++;
-    const reply = await send(...args);
-    await held;
-    return reply;
-  });
-  return {
-    sent: () => sent,
-    answered: () => answered,
-    answer,
-    restore() {
-      answer();
-      putBack();
-    },
-  };
-}
-
 describe('C27: BATCH: the operations of one turn, in one call', () => {
   it('a release, then a begin: the release ends its stage, the begin takes its own', async () => {
     const { store, inFlight, begin, token } = setUp();
@@ -87,7 +62,11 @@ describe('C27: BATCH: the operations of one turn, in one call', () => {
   it('two releases and a begin: each acts on its own stage', async () => {
     const { store, inFlight, begin, token } = setUp();
     const [a, b] = [await token(A), await token(B)];
-    const [, released, c] = await Promise.all([store.release(A, '', a, 'end'), store.release(B, '', b, 'plain'), begin(C)]);
+    const [, released, c] = await Promise.all([
+      store.release(A, '', a, 'end'),
+      store.release(B, '', b, 'plain'),
+      begin(C),
+    ]);
     expect(released).toEqual({ cancelled: false, lost: false, revoked: [] });
     expect(c.kind).toBe('locked');
     expect([await inFlight(A), await inFlight(B), await inFlight(C)]).toEqual([false, false, true]);

@@ -2,6 +2,7 @@ import { harness, teardown, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 import { fast, watch } from '../../helpers/jobs';
+import { addProducerJob } from '../../helpers/producer-job';
 import { keptFor } from '../../helpers/visible';
 
 /**
@@ -19,13 +20,12 @@ afterEach(async () => {
 });
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-const data = { v: 1, scope: image.scope, stage: image.stage, payload: {} };
 
 describe('C27: failed-job records whose job is gone', () => {
   it('a job with removeOnFail fails for good, then the stage is dispatched: nothing of it is left', async () => {
     const h = harness({ retry: { attempts: 1, backoff: fast } });
     h.executor.script(image, new Error('down'), SENT);
-    await h.engine.queue.add('image', data, { attempts: 1, removeOnFail: true });
+    await addProducerJob(h.engine.queue, image, { attempts: 1, removeOnFail: true });
     const { failed } = watch(h.engine.createWorker());
     await waitFor(() => failed.length === 1, 'failed for good (and removed by BullMQ)');
     expect(await h.engine.queue.getJobCounts('failed')).toMatchObject({ failed: 0 });

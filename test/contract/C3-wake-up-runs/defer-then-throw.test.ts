@@ -1,6 +1,7 @@
 import { type StageRef } from '../../../src';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
+import { addProducerJob } from '../../helpers/producer-job';
 import { waitFor } from '../../helpers/redis';
 
 /**
@@ -14,7 +15,7 @@ afterEach(() => {
 
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
-describe('C3: a job added by hand that defers, then throws, does not dispatch twice', () => {
+describe("C3: a producer's job that defers, then throws, does not dispatch twice", () => {
   it('its retry finds it was superseded by its own deferral and stops', async () => {
     let thrown = false;
     const h = harness({
@@ -27,11 +28,7 @@ describe('C3: a job added by hand that defers, then throws, does not dispatch tw
       },
     });
     h.executor.script(image, notSent('no_worker_available'), SENT);
-    await h.engine.queue.add(
-      'image',
-      { v: 1, scope: image.scope, stage: image.stage, payload: {} },
-      { attempts: 3, backoff: { type: 'fixed', delay: 300 } },
-    );
+    await addProducerJob(h.engine.queue, image, { attempts: 3, backoff: { type: 'fixed', delay: 300 } });
     const { done } = watch(h.engine.createWorker());
     await waitFor(() => done.length === 2, 'the wake-up and the retried job completed');
     expect(done.map((d) => d.result.reason ?? null).sort()).toEqual(['superseded', null].sort());

@@ -9,8 +9,6 @@ import { dropsAfterFirstDeferral } from '../../helpers/attempts';
  * applied. They go through the public API and BullMQ's own job states only.
  */
 const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
-/** A job added by hand (its id is not the engine's), with the data a dispatch job carries. */
-const handData = { v: 1, scope: image.scope, stage: image.stage, payload: { p: 1 } };
 const crash = new Error('executor crashed');
 
 describe('C6: a job whose licence another attempt revoked, and that was not removed', () => {
@@ -34,24 +32,5 @@ describe('C6: a job whose licence another attempt revoked, and that was not remo
       reason: 'superseded',
       retryable: false,
     });
-  });
-});
-
-describe('C6: a job added by hand whose licence another attempt revoked, and that was not removed', () => {
-  it('does not dispatch the stage again when it runs after the wake-up dispatched (it was marked superseded; no deduplication key speaks for it)', async () => {
-    const h = dropsAfterFirstDeferral(1_500);
-    h.executor.script(image, crash, notSent('no_worker_available'));
-    await h.engine.queue.add('image', handData, {
-      jobId: 'hand-9',
-      attempts: 3,
-      backoff: { type: 'fixed', delay: 1_500 },
-    });
-    const { done, failed } = watch(h.engine.createWorker());
-    await waitFor(() => failed.length === 1, 'the job added by hand failed once');
-    await expect(h.engine.dispatchStage(image, { p: 1 })).rejects.toThrow(/connection closed/);
-    expect(await h.engine.queue.getJobState('hand-9')).toBe('delayed');
-    await waitFor(() => done.length === 2, 'the wake-up and the retried job completed', 20_000);
-    expect(h.executor.calls.filter((c) => c.result === SENT)).toHaveLength(1);
-    expect(done.find((d) => d.id === 'hand-9')?.result).toMatchObject({ dispatched: false, reason: 'superseded' });
   });
 });

@@ -4,15 +4,15 @@ import { waitFor } from '../../helpers/redis';
 import type { StageRef } from '../../../src';
 
 /**
- * A worker whose clock runs ahead of Redis' (by up to maxClockSkewMs plus the fleet's
- * lead, design.md "Clocks") promotes a wake-up W before its window ends: W's begin finds its own
+ * A worker whose clock runs ahead of Redis' (by up to maxClockSkewMs, design.md
+ * "Clocks") promotes a wake-up W before its window ends: W's begin finds its own
  * marker with that little left and answers `early`; the processor then re-delays W for the rest
  * (`job.moveToDelayed`). wakeDeferred lands between that begin and the move: WAKE finds the marker
  * and W's hash, deletes the marker and reports the stage woken; its promote of W fails ("not in
  * the delayed state": W is active) and is swallowed. The processor then moves W back to delayed
  * for the whole rest of its old window. Contract (): "its wake-up job runs now"; what
  * happens: the stage wakeDeferred reported woken waits out its old window (up to
- * maxClockSkewMs + the fleet's lead, seconds with a host seconds ahead), the freed slot unused.
+ * maxClockSkewMs), the freed slot unused.
  * The test makes "early" with maxClockSkewMs 10 s and an 8 s window, W promoted as the fast
  * host's worker would, and holds the processor's move with a latch while wakeDeferred runs.
  */

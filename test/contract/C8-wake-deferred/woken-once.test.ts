@@ -3,12 +3,9 @@ import { waitFor } from '../../helpers/redis';
 import type { EngineEvents, StageRef } from '../../../src';
 
 /**
- * "Event: `woken` carries `early: true` for these; metric
- * `stage_deferral.wakeups` with an `early` attribute". One early wake was reported twice: by
- * `wakeDeferred` (early) and again, without `early`, when its promoted wake-up ran, so the metric
- * counted two wake-ups, one of them "on time", for one stage woken once. A wake is now reported
- * once: early by the waker, or plainly by a wake-up that runs at its window's end or that an
- * operator promoted.
+ * A wake is reported once, by the process that woke the stage: early by the `wakeDeferred` that
+ * woke it (its wake-up's run reports nothing), or plainly by a wake-up that runs at its window's
+ * end or that an operator promoted.
  */
 const image = (book: string): StageRef => ({ scope: [book, 'ch-1'], stage: 'image' });
 

@@ -4,16 +4,9 @@ import { waitFor } from '../../helpers/redis';
 import type { EngineEvents, StageRef } from '../../../src';
 
 /**
- * Commit 2e03d06 made `woken` "once per wake" (src/events.ts: "A stage woke, once per
- * wake"; docs/observability.md, `stage_deferral.wakeups`: "stages woken, once per wake"). It
- * keeps an early wake from being reported twice with a job-hash mark (`sdw`), but the plain
- * report still sits in the attempt (src/dispatch.ts `locked`: every begin of a wake-up that took
- * the lock emits `woken`). A wake-up whose window ended (or that an operator promoted) and whose
- * executor then throws is retried by BullMQ (its `attempts`/`backoff`, README semantics table):
- * the retry's begin takes the lock again and reports `woken` again. One wake, one promoted
- * wake-up job, one dispatch of the stage: `stage_deferral.wakeups` counts two (three with two
- * failures). The same wake-up woken early by `wakeDeferred` and failing the same way is counted
- * once (its `sdw` mark silences every run): the count of a wake depends on whether it was early.
+ * A wake-up whose window ended (or that an operator promoted) and whose executor then throws is
+ * retried by BullMQ (its `attempts`/`backoff`): its first run reported the wake, and the retry,
+ * which takes the lock again, does not report it again.
  */
 const a: StageRef = { scope: ['r34-retry', 'ch-1'], stage: 'image' };
 

@@ -2,6 +2,7 @@ import { readyJobId } from '../../../src/job-data';
 import { stageId } from '../../../src/stage-ref';
 import { harness, notSent, SENT } from '../../helpers/engine';
 import { watch } from '../../helpers/jobs';
+import { addProducerJob } from '../../helpers/producer-job';
 import { waitFor } from '../../helpers/redis';
 
 /**
@@ -10,25 +11,28 @@ import { waitFor } from '../../helpers/redis';
  * applied. They go through the public API and BullMQ's own job states only.
  */
 const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
-/** A job added by hand (its id is not the engine's), with the data a dispatch job carries. */
+/** The data a dispatch job of `image` carries. */
 const handData = { v: 1, scope: image.scope, stage: image.stage, payload: { p: 1 } };
 const crash = new Error('executor crashed');
 
-/** Adds a job by hand under `jobId` and runs it once: it fails (the executor's first answer throws) and waits 60 s. */
-async function failedOnceByHand(h: ReturnType<typeof harness>, jobId: string, attempts: number) {
-  await h.engine.queue.add('image', handData, { jobId, attempts, backoff: { type: 'fixed', delay: 60_000 } });
+/** Adds a producer's job and runs it once: it fails (the executor's first answer throws) and waits 60 s. */
+async function failedOnce(h: ReturnType<typeof harness>, attempts: number) {
+  const { id } = await addProducerJob(h.engine.queue, image, {
+    attempts,
+    backoff: { type: 'fixed', delay: 60_000 },
+  });
   const worker = h.engine.createWorker();
   const { failed } = watch(worker);
   await waitFor(() => failed.length === 1, 'the first attempt failed');
-  return worker;
+  return { worker, id: id! };
 }
 
-describe('C19: a job added by hand under its own id, holding the stage while it waits out its retry', () => {
+describe('C19: a producer’s job holding the stage while it waits out its retry', () => {
   it('a direct call goes on with that job’s retry budget (its licence names the job)', async () => {
     const h = harness({ retry: { attempts: 3, backoff: { type: 'fixed', delay: 10 } } });
     h.executor.script(image, crash, notSent('no_worker_available'));
-    await failedOnceByHand(h, 'by-hand-1', 7);
-    expect(await h.engine.queue.getJobState('by-hand-1')).toBe('delayed');
+    const { id } = await failedOnce(h, 7);
+    expect(await h.engine.queue.getJobState(id)).toBe('delayed');
     const wakeUps: string[] = [];
     h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
     const r = await h.engine.dispatchStage(image, { p: 1 });
@@ -42,12 +46,12 @@ describe('C19: a job added by hand under its own id, holding the stage while it 
   it('enqueue answers pending with that job’s id (no second job for the stage)', async () => {
     const h = harness();
     h.executor.script(image, crash);
-    const worker = await failedOnceByHand(h, 'by-hand-2', 3);
+    const { worker, id } = await failedOnce(h, 3);
     await worker.close();
     expect(await h.engine.enqueue(image, { p: 1 })).toMatchObject({
       added: false,
       reason: 'pending',
-      jobId: 'by-hand-2',
+      jobId: id,
     });
     expect(await h.engine.queue.getJobCounts('wait', 'delayed', 'active')).toEqual({ wait: 0, delayed: 1, active: 0 });
   });
