@@ -11,7 +11,7 @@
  * its text. The stats are server-wide: give it a Redis of its own.
  */
 import type IORedis from 'ioredis';
-import { BATCH } from '../src/lua/scripts';
+import { BATCH } from '../src/lua/generated';
 import { benchPrefix, client, closeClients, dropPrefix } from './lib/redis';
 import { median } from './lib/stats';
 
@@ -34,10 +34,7 @@ const CUTS: Record<string, [from: string, to: string]> = {
     "c = redis.call('HMGET', J, 'sdc', 'sds', 'atm', 'timestamp', 'finishedOn')",
     "c = {false, false, '0', '1', false}",
   ],
-  "the begin's licence range": [
-    "  local lic, failed = split(redis.call('ZRANGEBYLEX', IDX, '[' .. sid .. '@', '[' .. sid .. '@\\255'))",
-    '  local lic, failed = nil, {}',
-  ],
+  "the begin's licence range": ['  local lic, failed = split(licences(IDX, sid))', '  local lic, failed = nil, {}'],
   "the release's hand-on check": ["  if mode == '1' or mode == 'e' then handedOn(token, run) end", ''],
 };
 

@@ -1,7 +1,8 @@
 /**
- * Mutation testing of the engine's Lua: the scripts in src/lua/scripts.ts and the shipped
- * enqueue probe, src/lua/enqueue-probe.lua (script `ENQUEUE_PROBE`; the engine runs it from
- * src/lua/generated.ts, which holds its text, and a Python producer reads the file itself).
+ * Mutation testing of the engine's Lua: the .lua files in src/lua (one script each, e.g.
+ * batch.lua, script `BATCH`; enqueue-probe.lua, `ENQUEUE_PROBE`) and their includes in
+ * src/lua/includes (script `INCLUDES/<NAME>`, whose mutants run the suites of `HELPERS`). The
+ * engine runs their flattened text from src/lua/generated.ts (scripts/gen-lua.ts).
  * Stryker sees each script as one string literal, so this script mutates the
  * Lua itself, line by line (block comments `--[[ ... ]]` skipped):
  *   delete  the line is blanked (statements only: a line that opens or closes
@@ -10,17 +11,17 @@
  *           outside string literals and comments
  * and runs the core suites (after the script's own, `OWN`) against each mutant in a sandbox copy of the
  * project (src/ in the work tree is never written). A mutant is killed when a
- * suite fails, timed out when the run exceeds --timeout, survived otherwise. A mutant of the
- * probe is written to the sandbox's .lua file and to its generated.ts; one Redis will not load
- * (SCRIPT LOAD refuses it: a syntax error) is a compile error, not run and left out of the score,
- * as Stryker does. (A mutant of scripts.ts is not checked so: one that does not load is killed.)
+ * suite fails, timed out when the run exceeds --timeout, survived otherwise. A mutant is
+ * written to the sandbox's .lua file and its generated.ts made again; one whose scripts Redis will
+ * not load (SCRIPT LOAD refuses it: a syntax error) is a compile error, not run and left out of the
+ * score, as Stryker does.
  *
  *   npm run test:mutation:lua                      # every mutant
  *   npm run test:mutation:lua -- --script DEFER,CANCEL --ops flip
  *   npm run test:mutation:lua -- --script ENQUEUE_PROBE   # the shipped probe only
  *   npm run test:mutation:lua -- --resume          # reuse reports/lua-mutation.json
  *   npm run test:mutation:lua -- --list            # print the mutants, run nothing
- *   npm run test:mutation:lua -- --id HELPERS:44:delete --tests test/contract/C16-retry-by-hand/retry-completed.test.ts
+ *   npm run test:mutation:lua -- --id INCLUDES/LICENCES:30:delete --tests test/contract/C16-retry-by-hand/retry-completed.test.ts
  *                                                  # one mutant against one suite (a check: the report is not written)
  *   npm run test:mutation:lua -- --skip test/a.test.ts,...   # leave suites out (the report's hash changes with them)
  *   options: --workers N (jest workers, 2), --timeout MS (a whole run: 3 x the baseline, at least 60 s),
@@ -40,15 +41,21 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { constantOf, flatten, generatedModule, scriptFiles } from './gen-lua';
 import { PrivateRedis, waitForPong } from '../test/helpers/private-redis';
 
 const ROOT = resolve(__dirname, '..');
-const SOURCE = 'src/lua/scripts.ts';
-/** The shipped probe: a Lua file of its own, all of it one script. */
-const PROBE_FILE = 'src/lua/enqueue-probe.lua';
+const LUA = 'src/lua';
+/** The Lua files mutated: every script, then every include. */
+const SOURCES = [
+  ...scriptFiles(join(ROOT, LUA)).map((f) => `${LUA}/${f}`),
+  ...scriptFiles(join(ROOT, LUA, 'includes')).map((f) => `${LUA}/includes/${f}`),
+];
 const PROBE_SCRIPT = 'ENQUEUE_PROBE';
-/** Its text as src/lua/generated.ts holds it (scripts/gen-lua.ts), which the engine runs. */
-const GENERATED = 'src/lua/generated.ts';
+/** The scripts' flattened text (scripts/gen-lua.ts), which the engine runs. */
+const GENERATED = `${LUA}/generated.ts`;
+/** The script name of a Lua file: `BATCH` for src/lua/batch.lua, `INCLUDES/LICENCES` for an include. */
+const scriptOf = (file: string) => constantOf(file.slice(LUA.length + 1));
 /** The suites one suite was split into by clause: they run together wherever it ran. */
 const DISPATCH_EDGES = [
   'test/contract/C12-one-in-flight/dispatch-edges.test.ts',
@@ -204,12 +211,13 @@ const kept = (tests: string[]) => tests.filter((t) => !skip.has(t));
 /** Every suite a mutant may run. */
 const TESTS = only ?? kept([...new Set([...CORE, ...Object.values(OWN).flat()])]);
 /** The suites a mutant of `script` runs: its own first, then the core ones. */
-const testsOf = (script: string): string[] => only ?? kept([...new Set([...(OWN[script] ?? []), ...CORE])]);
+const testsOf = (script: string): string[] =>
+  only ?? kept([...new Set([...(OWN[script.startsWith('INCLUDES/') ? 'HELPERS' : script] ?? []), ...CORE])]);
 const REPORT = join(ROOT, 'reports/lua-mutation.json');
 
 interface Mutant {
   id: string;
-  /** The file mutated (src/lua/scripts.ts, or the probe's .lua file). */
+  /** The .lua file mutated. */
   file: string;
   script: string;
   line: number;
@@ -230,25 +238,6 @@ function arg(name: string): string | undefined {
   return i < 0 ? undefined : process.argv[i + 1];
 }
 const flag = (name: string) => process.argv.includes(`--${name}`);
-
-/** The Lua lines of the file: those inside a multi-line `export const NAME = \`` literal. */
-function luaLines(lines: string[]): { line: number; script: string }[] {
-  const out: { line: number; script: string }[] = [];
-  let script: string | null = null;
-  lines.forEach((text, i) => {
-    const open = /^(?:export )?const (\w+) = `$/.exec(text);
-    if (open) {
-      script = open[1] as string;
-      return;
-    }
-    if (script && text.startsWith('`')) {
-      script = null;
-      return;
-    }
-    if (script) out.push({ line: i, script });
-  });
-  return out;
-}
 
 /** The line with string literals and a trailing comment blanked, so operators are found in code only. */
 function codeOnly(text: string): string {
@@ -297,15 +286,14 @@ function fileLines(lines: string[], script: string): { line: number; script: str
   return out;
 }
 
-/** The mutants of `file` (src/lua/scripts.ts, or the probe's .lua file), whose text is `source`. */
+/** The mutants of the .lua file `file`, whose text is `source`. */
 function mutantsOf(file: string, source: string): Mutant[] {
   const lines = source.split('\n');
   const mutants: Mutant[] = [];
-  const lua = file === PROBE_FILE ? fileLines(lines, PROBE_SCRIPT) : luaLines(lines);
-  for (const { line, script } of lua) {
+  for (const { line, script } of fileLines(lines, scriptOf(file))) {
     const text = lines[line] as string;
     const code = codeOnly(text).trim();
-    if (code === '' || text.includes('${')) continue;
+    if (code === '') continue;
     const opensOrCloses =
       /^(end|else|elseif|until)\b|^[})]/.test(code) ||
       /(\bthen|\bdo|\belse|[{(,])$/.test(code) ||
@@ -436,12 +424,11 @@ function runJest(
 }
 
 async function main() {
-  const source = readFileSync(join(ROOT, SOURCE), 'utf8');
-  const probe = readFileSync(join(ROOT, PROBE_FILE), 'utf8');
+  const sources = new Map(SOURCES.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
   const generated = readFileSync(join(ROOT, GENERATED), 'utf8');
-  const probeLiteral = JSON.stringify(probe);
-  if (!generated.includes(probeLiteral)) throw new Error(`${GENERATED} does not hold ${PROBE_FILE}: run npm run lua`);
-  const all = [...mutantsOf(SOURCE, source), ...mutantsOf(PROBE_FILE, probe)];
+  if (generated !== generatedModule(join(ROOT, LUA)))
+    throw new Error(`${GENERATED} is not the .lua files': run npm run lua`);
+  const all = SOURCES.flatMap((f) => mutantsOf(f, sources.get(f) as string));
   let mutants = all;
   const ids = arg('id')?.split(',');
   if (ids) mutants = mutants.filter((m) => ids.includes(m.id));
@@ -512,14 +499,15 @@ async function main() {
     only ||
     writeFileSync(
       REPORT,
-      `${JSON.stringify({ sources: [SOURCE, PROBE_FILE], tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
+      `${JSON.stringify({ sources: SOURCES, tests: TESTS, testsHash, results: [...results.values()] }, null, 2)}\n`,
     );
   /** The sandbox's files as they are without a mutant. */
   const restore = () => {
-    writeFileSync(join(dir, SOURCE), source);
-    writeFileSync(join(dir, PROBE_FILE), probe);
+    for (const [f, text] of sources) writeFileSync(join(dir, f), text);
     writeFileSync(join(dir, GENERATED), generated);
   };
+  /** The flattened scripts of the sandbox as they are now. */
+  const flattened = () => scriptFiles(join(dir, LUA)).map((f) => flatten(f, join(dir, LUA)));
   try {
     // the baseline: every suite the selected mutants may run
     const baseTests = only ?? [...new Set(mutants.flatMap((m) => testsOf(m.script)))];
@@ -536,24 +524,16 @@ async function main() {
         results.set(m.id, { ...old, ...m });
         continue;
       }
-      const lines = (m.file === PROBE_FILE ? probe : source).split('\n');
+      const lines = (sources.get(m.file) as string).split('\n');
       lines[m.line - 1] = m.mutated;
-      const mutated = lines.join('\n');
+      const before = new Set(flattened());
+      writeFileSync(join(dir, m.file), lines.join('\n'));
       let r: { status: Result['status']; killedBy?: string; ms: number };
-      if (m.file === PROBE_FILE) {
-        if (!loads(redis.port, mutated)) {
-          r = { status: 'CompileError', ms: 0 };
-        } else {
-          writeFileSync(join(dir, PROBE_FILE), mutated);
-          // (a function as the replacement: the Lua holds `$'`, which a replacement string would expand)
-          writeFileSync(
-            join(dir, GENERATED),
-            generated.replace(probeLiteral, () => JSON.stringify(mutated)),
-          );
-          r = await runJest(dir, timeoutMs, testsOf(m.script));
-        }
+      // every script the mutant changed (an include's: each script that includes it) must load
+      if (!flattened().every((text) => before.has(text) || loads(redis.port, text))) {
+        r = { status: 'CompileError', ms: 0 };
       } else {
-        writeFileSync(join(dir, SOURCE), mutated);
+        writeFileSync(join(dir, GENERATED), generatedModule(join(dir, LUA)));
         r = await runJest(dir, timeoutMs, testsOf(m.script));
       }
       restore();

@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { constantOf, scriptFiles } from '../../scripts/gen-lua';
+import * as generated from '../../src/lua/generated';
 import { buildOnce, ROOT } from '../helpers/build';
 import { client, closeClients, dropPrefix, isolated, redisOptions } from '../helpers/redis';
 
@@ -128,6 +130,22 @@ describe('C30: the packed package', () => {
     expect(readFileSync(join(installed, 'src/lua/enqueue-probe.lua'), 'utf8')).toBe(
       readFileSync(join(ROOT, 'src/lua/enqueue-probe.lua'), 'utf8'),
     );
+  });
+
+  it("ships every script of the engine flattened (its includes in place) as dist/lua/<name>.lua, the text the engine runs, resolvable as 'lua/<name>.lua'", async () => {
+    const paths = packed.files.map((f) => f.path);
+    const installed = join(dir, 'node_modules', 'bullmq-stage-deferral');
+    const scripts = scriptFiles();
+    expect(scripts).toEqual(expect.arrayContaining(['batch.lua', 'defer.lua', 'enqueue-probe.lua']));
+    for (const file of scripts) {
+      expect(paths).toContain(`dist/lua/${file}`);
+      const text = readFileSync(join(installed, 'dist/lua', file), 'utf8');
+      expect([file, text]).toEqual([file, (generated as Record<string, string>)[constantOf(file)]]);
+      expect(text).not.toContain('@include');
+    }
+    const script = `for (const f of ${JSON.stringify(scripts)}) console.log(require.resolve('bullmq-stage-deferral/lua/' + f));`;
+    const { stdout } = await sh(process.execPath, ['-e', script]);
+    expect(stdout.trim().split('\n')).toEqual(scripts.map((f) => join(installed, 'dist/lua', f)));
   });
 
   it('ships the MIT LICENSE and says where the repository, homepage and issues are', () => {
