@@ -3,7 +3,7 @@
   job that has not begun. Writes only a job that will still send it: BullMQ
   never started it (`ats`, `atm` 0: it waits, delayed or not, unfinished, and as
   BullMQ's moves run as scripts too no run begins before the write), it is not
-  marked cancelled or superseded, and its data names the stage in wire format v1.
+  marked cancelled or superseded, and its data is in wire format v1 (its id names the stage).
 
     KEYS[1] M, the stage's marker
     ARGV[1] stageId   ARGV[2] queue base
