@@ -258,7 +258,7 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   checkRetryOptions(job);
 }
 
-/** A producer's retry options: `attempts` a positive integer, `backoff` one of the engine's types (or none). */
+/** A producer's retry options: `attempts` a positive integer, `backoff` BullMQ's (or none). */
 function checkRetryOptions(job: JobIdentity): void {
   const { attempts, backoff } = job.opts;
   if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) > 0)) {
@@ -268,13 +268,17 @@ function checkRetryOptions(job: JobIdentity): void {
         (attempts === 0 ? ' (BullMQ stores 0 when a job is added without attempts: give the budget, e.g. 3)' : ''),
     );
   }
+  // a custom type is BullMQ's to apply (the Worker's settings.backoffStrategy); its own two need a delay
   const b = backoff as { type?: unknown; delay?: unknown } | undefined;
-  const delay = b?.delay;
+  const builtIn = b?.type === 'fixed' || b?.type === 'exponential';
   if (
     b !== undefined &&
-    !((b.type === 'fixed' || b.type === 'exponential') && typeof delay === 'number' && delay >= 0)
+    !(typeof b.type === 'string' && b.type !== '' && (!builtIn || (typeof b.delay === 'number' && b.delay >= 0)))
   ) {
-    fail(job, `must have \`backoff\` { type: 'fixed' | 'exponential', delay: ms }, got ${JSON.stringify(backoff)}`);
+    fail(
+      job,
+      `must have \`backoff\` { type: 'fixed' | 'exponential', delay: ms } or { type: '<your strategy's name>' }, got ${JSON.stringify(backoff)}`,
+    );
   }
 }
 

