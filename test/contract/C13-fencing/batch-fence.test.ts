@@ -32,6 +32,8 @@ describe('C13: a batch that mixes begins', () => {
     await h.engine.enqueue(ref('j2', 'video'), {});
     const j2 = await fetchBy(h, 'bull-2');
     const A = sidOf('a');
+    // a marker naming a wake-up that exists (one whose wake-up is gone defers nothing)
+    await h.redis.hset(`${base}someone-else`, 'timestamp', 1);
     await h.redis.set(`${base}sd:deferred:${A}`, 'someone-else', 'PX', 60_000);
     await h.engine.wakeDeferred({ stage: 'video' });
     await h.engine.wakeDeferred();

@@ -64,9 +64,9 @@ describe('C19: the worker holds a producer to the contract', () => {
     ],
     ['attempts 1.5', { deduplication: { id: sid }, attempts: 1.5 }, 'must have `attempts` a positive integer, got 1.5'],
     [
-      'a custom backoff',
-      { deduplication: { id: sid }, backoff: { type: 'jitter', delay: 5 } },
-      'must have `backoff` { type: \'fixed\' | \'exponential\', delay: ms }, got {"delay":5,"type":"jitter"}',
+      'a fixed backoff without its delay',
+      { deduplication: { id: sid }, attempts: 3, backoff: { type: 'fixed' } },
+      "must have `backoff` { type: 'fixed' | 'exponential', delay: ms } or { type: '<your strategy's name>' }, got {\"type\":\"fixed\"}",
     ],
   ])('an enqueue id `<stageId>@r.…` with %s fails with INVALID_JOB_OPTIONS', async (_what, opts, said) => {
     const id = `${sid}@r.mj3k2x1a7f2b`;

@@ -181,10 +181,18 @@ describe('C27: BATCH called directly', () => {
 
   it('a begin of a deferred stage answers its marker and takes nothing', async () => {
     const wake = `${SID}@cap.1.0.0.1`;
+    await jobs(wake);
     await redis.set(k.M(), wake, 'PX', 60_000);
     const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, ''])) as unknown[];
     expect(reply).toEqual([1, wake, expect.any(Number)]);
     expect([await redis.exists(k.L()), await redis.exists(k.F())]).toEqual([0, 0]);
+  });
+
+  it('a begin of a stage whose marker names a wake-up that is gone deletes the marker and takes the lock', async () => {
+    await redis.set(k.M(), `${SID}@cap.1.0.0.1`, 'PX', 60_000);
+    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, ''])) as unknown[];
+    expect(typeof reply).toBe('string');
+    expect([await redis.exists(k.M()), await redis.exists(k.L())]).toEqual([0, 1]);
   });
 
   it("a release ending the chain drops the lock, revokes the licence (its job superseded) and ends the stage's wait", async () => {
