@@ -36,10 +36,6 @@ if scope == '' then
   if kind ~= '' then
     src[1] = {kind = kind}
   else
-    -- a queue upgraded from the queue-wide index (sd:wq): its kinds join the set, 10,000 entries a wake
-    local legacy = BASE .. 'sd:wq'
-    for _, sid in ipairs(redis.call('ZRANGE', legacy, 0, 9999)) do redis.call('SADD', KEYS[2], kindOf(sid)) end
-    redis.call('ZREMRANGEBYRANK', legacy, 0, 9999)
     for _, k in ipairs(redis.call('SMEMBERS', KEYS[2])) do src[#src + 1] = {kind = k} end
   end
   for _, s in ipairs(src) do s.buf, s.i, s.offset = {}, 1, 0 end

@@ -89,7 +89,7 @@ describe('C25: a Redis user missing a permission is refused at start-up, before 
     { without: '-wait', extra: ['+client|info'], waitForReplicas: { replicas: 1, timeoutMs: 1 }, names: ['wait'] },
     { without: '-time', extra: ['-time'], waitForReplicas: undefined, names: ['time'] },
     { without: '-evalsha', extra: ['-evalsha'], waitForReplicas: undefined, names: ['evalsha'] },
-    { without: '-hincrby', extra: ['-hincrby'], waitForReplicas: undefined, names: ['hincrby'] },
+    { without: '-zrangebylex', extra: ['-zrangebylex'], waitForReplicas: undefined, names: ['zrangebylex'] },
   ])('$without: MISSING_PERMISSION names $names; enqueue, dispatch, cancel and clear write nothing', async (c) => {
     const { prefix, queueName } = isolated();
     const connection = await aclUser(admin, 'rel', prefix, c.extra);

@@ -5,14 +5,12 @@ import { notSent } from '../../helpers/engine';
 import { client, closeClients, dropPrefix, isolated, keysUnder } from '../../helpers/redis';
 
 /**
- * The start-up permission probe (src/lua/scripts.ts PERMISSIONS, run by
- * src/store/client.ts checkPermissions) claims to try "every command the engine's scripts
- * use". WAKE () uses INCR (the wake sequences) and ZRANGE (the wait indexes); the
- * probe tries INCRBY and ZRANGEBYLEX instead. A user missing INCR or ZRANGE passes
- * waitUntilReady, and wakeDeferred then fails with a raw NOPERM ReplyError, not the typed
- * MissingPermissionError (docs/reliability.md 7b: "every operation rejects with
- * MISSING_PERMISSION naming the command"). Without INCR, BullMQ's addDelayedJob fails too, inside
- * the deferral's MULTI after DEFER ran: the marker and licence are written, the wake-up is not.
+ * The start-up permission probe (src/lua/permissions.lua, run by src/store/client.ts
+ * checkPermissions) tries every command the engine's scripts use, WAKE's INCR (the wake
+ * sequences) and ZRANGE (the wait indexes) included: a user missing one is refused at start-up
+ * with the typed MissingPermissionError (docs/reliability.md: "every operation rejects with
+ * MISSING_PERMISSION naming the command"), not a raw NOPERM ReplyError from wakeDeferred later,
+ * nor, without INCR, a deferral's MULTI whose BullMQ add fails after DEFER ran.
  */
 let admin: IORedis;
 const prefixes: string[] = [];

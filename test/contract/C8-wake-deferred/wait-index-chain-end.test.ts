@@ -105,18 +105,6 @@ async function twoKindsDeferred() {
   return { h, video };
 }
 
-describe('C8: a queue upgraded from the version with a queue-wide wait index (sd:wq) and no set of kinds (sd:wqk)', () => {
-  it('wakeDeferred without a stage kind moves the kinds in, wakes their stages, and deletes the queue-wide index', async () => {
-    const { h, video } = await twoKindsDeferred();
-    // what that version left: the per-kind indexes, the queue-wide one, no set of kinds
-    const base = `${h.prefix}:${h.queueName}:`;
-    await h.redis.del(`${base}sd:wqk`);
-    await h.redis.zadd(`${base}sd:wq`, 1, stageId(image), 2, stageId(video));
-    expect((await h.engine.wakeDeferred({ limit: 10 })).woken).toEqual([image, video]);
-    expect(await h.redis.exists(`${base}sd:wq`)).toBe(0);
-  });
-});
-
 describe('C8: the set of stage kinds with a wait index (sd:wqk)', () => {
   it('a kind whose chains all ended leaves it at the next wakeDeferred without a kind; a kind still waiting stays', async () => {
     const { h, video } = await twoKindsDeferred();

@@ -89,22 +89,6 @@ describe('C8: the per-kind wait index', () => {
     expect(woken).toEqual(['a/image', 'a/video', 'b/audio', 'b/image', 'c/image']);
   });
 
-  it('a queue upgraded with open capacity deferrals (queue-wide sd:wq, no sd:wqk): wakeDeferred() without a kind still reaches them', async () => {
-    const h = harness(long);
-    h.executor.fallback = NO;
-    const a: StageRef = { scope: ['up'], stage: 'image' };
-    await h.engine.dispatchStage(a, {});
-    // what the previous version left: the queue-wide index beside the kind's, and no set of kinds
-    const base = `${h.prefix}:${h.queueName}:`;
-    const start = await h.redis.zscore(waitKey(h, 'image'), 'up/image');
-    await h.redis.del(`${base}sd:wqk`);
-    await h.redis.zadd(`${base}sd:wq`, start!, 'up/image');
-    expect((await h.engine.wakeDeferred()).woken).toEqual([a]);
-    // migrated once: the old index is gone, the kind is in the set
-    expect(await h.redis.exists(`${base}sd:wq`)).toBe(0);
-    expect(await h.redis.smembers(`${base}sd:wqk`)).toEqual(['image']);
-  });
-
   it('sd:wqk holds the kinds that have a wait index: a kind whose chains all ended leaves it at the next unfiltered wake (no read per kind ever seen)', async () => {
     const h = harness(long);
     h.executor.fallback = NO;
