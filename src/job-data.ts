@@ -8,9 +8,8 @@ import type { OutcomeClass, StageRef } from './types';
 /**
  * The data of a dispatch job. A wake-up job also shows, for Bull Board, why
  * its stage is deferred (reason, class, deferral count; Bull Board shows the
- * window's end as the job's "will run at"). `wakeUp` and `until` are written
- * by versions before 0.2 and still read; the job id says whether a job is a
- * wake-up, and its delay when the window ends.
+ * window's end as the job's "will run at"); the job id says whether a job is
+ * a wake-up, and its delay when the window ends.
  */
 export interface DispatchJobData<P = unknown> {
   v: 1;
@@ -18,11 +17,8 @@ export interface DispatchJobData<P = unknown> {
   stage: string;
   payload: P;
   buildId?: string;
-  wakeUp?: true;
   reason?: string;
   class?: OutcomeClass;
-  /** ISO time at which the window ends. */
-  until?: string;
   /** Deferrals of `class` in a row, this one included. */
   deferrals?: number;
 }
@@ -48,18 +44,8 @@ export const dispatchJobDataSchema = z
     stage: segment.describe('The stage kind, e.g. "image"; also the BullMQ job name.'),
     payload: z.unknown().describe('What the executor gets; any JSON value (null when there is none).'),
     buildId: z.string().optional().describe('Optional; passed to the executor.'),
-    wakeUp: z
-      .literal(true)
-      .optional()
-      .describe('Written on wake-ups by versions before 0.2 and still read; a producer leaves it out.'),
     reason: z.string().optional().describe('Wake-up only (engine): the outcome that deferred the stage.'),
     class: z.enum(['capacity', 'idempotent']).optional().describe('Wake-up only (engine): the class of the deferral.'),
-    until: z
-      .string()
-      .optional()
-      .describe(
-        'Written on wake-ups by versions before 0.2 (ISO end of the window) and still read; a producer leaves it out.',
-      ),
     deferrals: z.number().optional().describe('Wake-up only (engine): deferrals of `class` in a row.'),
   })
   .meta({
@@ -81,10 +67,8 @@ function isJobData(data: unknown): data is DispatchJobData {
   for (const segment of scope) if (!isSegment(segment)) return false;
   return (
     optional(d.buildId, 'string') &&
-    (d.wakeUp === undefined || d.wakeUp === true) &&
     optional(d.reason, 'string') &&
     (d.class === undefined || d.class === 'capacity' || d.class === 'idempotent') &&
-    optional(d.until, 'string') &&
     optional(d.deferrals, 'number')
   );
 }

@@ -15,14 +15,13 @@ describe('C19: the JSON Schema of the dispatch job data', () => {
     expect(published).toEqual(jsonSchema());
   });
 
-  it('names every field the engine writes (and reads from older wake-ups), and requires what a producer must write', () => {
+  it('names every field the engine writes, and requires what a producer must write', () => {
     const wakeUp = dispatchJobData({ scope: ['a'], stage: 's' }, null, 'b-1', {
       reason: 'r',
       class: 'capacity',
       deferrals: 1,
     });
-    const legacy = ['until', 'wakeUp']; // written by versions before 0.2
-    expect(Object.keys(published.properties).sort()).toEqual([...Object.keys(wakeUp), ...legacy].sort());
+    expect(Object.keys(published.properties).sort()).toEqual(Object.keys(wakeUp).sort());
     expect(published.required.sort()).toEqual(['payload', 'scope', 'stage', 'v']);
     expect(published).toMatchObject({ properties: { v: { const: JOB_DATA_VERSION } } });
   });
