@@ -60,6 +60,7 @@ export const gateSuites = [
   // tests written for surviving mutants, and quick suites that reach lines the core ones do not
   'contract/C12-one-in-flight/dispatch-edges',
   'contract/C9-cancel/cancel-aborts-signal',
+  'contract/C24-close/close-aborts-attempts',
   'contract/C13-fencing/lock-lost-then-threw',
   'contract/C11-retry-budget/failure-takes-stage',
   'contract/C5-outcomes/dispatch-answers',
@@ -91,6 +92,9 @@ export const gateSuites = [
   'contract/C24-close/closed-engine-refuses-jobs',
   'contract/C27-costs/finished-mark-cost',
   'contract/C25-start-up/engine-edges',
+  'contract/C24-close/close-own-connections',
+  'contract/C14-crash-recovery/stalled-failed-for-good',
+  'contract/C19-producer-contract/stalled-malformed-leaves-nothing',
   'contract/C22-bad-input/malformed-filters',
   'contract/C23-observability/cancel-enqueue-report',
   'contract/C18-enqueue/enqueue-replicas',
@@ -113,6 +117,7 @@ export const gateSuites = [
   'contract/C23-observability/metrics',
   // src/store/batch.ts and a sent stage's release
   'contract/C27-costs/batch-one-call',
+  'contract/C25-start-up/shared-client-scripts',
   'contract/C6-sent-stays-sent/release-reply-lost',
 ];
 

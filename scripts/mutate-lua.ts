@@ -60,6 +60,7 @@ const scriptOf = (file: string) => constantOf(file.slice(LUA.length + 1));
 const DISPATCH_EDGES = [
   'test/contract/C12-one-in-flight/dispatch-edges.test.ts',
   'test/contract/C9-cancel/cancel-aborts-signal.test.ts',
+  'test/contract/C24-close/close-aborts-attempts.test.ts',
   'test/contract/C13-fencing/lock-lost-then-threw.test.ts',
   'test/contract/C11-retry-budget/failure-takes-stage.test.ts',
   'test/contract/C5-outcomes/dispatch-answers.test.ts',
@@ -78,6 +79,9 @@ const PROCESSOR = [
 ];
 const ENGINE_EDGES = [
   'test/contract/C25-start-up/engine-edges.test.ts',
+  'test/contract/C24-close/close-own-connections.test.ts',
+  'test/contract/C14-crash-recovery/stalled-failed-for-good.test.ts',
+  'test/contract/C19-producer-contract/stalled-malformed-leaves-nothing.test.ts',
   'test/contract/C22-bad-input/malformed-filters.test.ts',
   'test/contract/C23-observability/cancel-enqueue-report.test.ts',
 ];
@@ -177,6 +181,7 @@ const OWN: Record<string, string[]> = {
   ],
   BATCH: [
     'test/contract/C27-costs/batch-one-call.test.ts',
+    'test/contract/C25-start-up/shared-client-scripts.test.ts',
     'test/contract/C12-one-in-flight/job-lock.test.ts',
     ...DISPATCH_EDGES,
     ...PROCESSOR,

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { DispatchContext, ExecutorResult, StageRef } from '../../src';
-import { type Answer, type Harness, harness, notSent } from './engine';
-import { latch, watch } from './jobs';
+import { type Answer, type Harness, harness, notSent, SENT } from './engine';
+import { fast, latch, watch } from './jobs';
 import { waitFor } from './redis';
 
 /** Attempt scaffolding shared by the contract's dispatch suites. */
@@ -89,4 +89,20 @@ export function dropsAfterFirstDeferral(backoffMs: number) {
       }
     },
   });
+}
+
+/**
+ * A wake-up of `ref` fails for good (kept: the failed-job record), then the host cancels the stage
+ * ('book withdrawn'): the executor was called twice (the capacity answer, the wake-up's failure).
+ */
+export async function failedWakeUpCancelled(ref: StageRef) {
+  const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
+  h.executor.script(ref, notSent('no_worker_available'), new Error('down'), SENT);
+  await h.engine.enqueue(ref, {});
+  const { done, failed } = watch(h.engine.createWorker());
+  await waitFor(() => failed.length === 1, 'the wake-up failed for good');
+  const wakeUp = (await h.engine.queue.getJobs(['failed']))[0]!;
+  expect(wakeUp.data).toMatchObject({ class: 'capacity', reason: 'no_worker_available' });
+  await h.engine.cancelActiveDispatch(ref, 'book withdrawn');
+  return { h, wakeUp, done, failed };
 }

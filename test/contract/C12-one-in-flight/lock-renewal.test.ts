@@ -1,4 +1,3 @@
-import type { ExecutorResult } from '../../../src';
 import { harness, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 
@@ -55,27 +54,5 @@ describe('C12: the in-flight lock is renewed while the executor runs', () => {
     // the lock ended with the dispatch: the next one is sent at once
     expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
     expect(calls).toBe(2);
-  });
-});
-
-describe('C12: ctx.signal', () => {
-  it('close() aborts the signal of a running executor, with ENGINE_CLOSED', async () => {
-    let seen: AbortSignal | undefined;
-    const h = harness({
-      executor: async (_ref, _payload, ctx) => {
-        seen = ctx.signal;
-        // answers only when aborted (close() waits for running executors)
-        return new Promise<ExecutorResult>((_resolve, reject) =>
-          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error)),
-        );
-      },
-    });
-    const dispatched = h.engine.dispatchStage(image, {}).catch((e: unknown) => e);
-    await waitFor(() => seen !== undefined, 'the executor to start');
-    expect(seen!.aborted).toBe(false);
-    await h.engine.close();
-    expect(seen!.aborted).toBe(true);
-    expect(seen!.reason).toMatchObject({ code: 'ENGINE_CLOSED' });
-    expect(await dispatched).toMatchObject({ code: 'ENGINE_CLOSED' });
   });
 });

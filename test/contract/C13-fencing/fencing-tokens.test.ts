@@ -25,4 +25,17 @@ describe('C13: no attempt starts while another attempt holds the stage; a fencin
     expect(b1).toBeGreaterThan(a1!);
     expect(a2).toBeGreaterThan(b1!);
   });
+
+  it('ctx.fencingToken strictly increases (as numbers and as decimal strings) across two engines dispatching at once', async () => {
+    const a = harness();
+    const b = harness({}, { prefix: a.prefix, queueName: a.queueName });
+    for (let i = 0; i < 50; i++)
+      await Promise.all([a.engine.dispatchStage(image, {}), b.engine.dispatchStage(image, {})]);
+    const tokens = [...a.executor.calls, ...b.executor.calls].map((c) => c.fencingToken).sort((x, y) => x - y);
+    for (let i = 1; i < tokens.length; i++) {
+      expect(tokens[i]!).toBeGreaterThan(tokens[i - 1]!);
+      expect(Number.isSafeInteger(tokens[i]!)).toBe(true);
+      expect(String(tokens[i]).length).toBe(String(tokens[i - 1]).length);
+    }
+  });
 });

@@ -1,5 +1,8 @@
+import { Job } from 'bullmq';
 import { harness, notSent } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
+
+const image = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 describe('C15: the wake-up job of a re-deferred stage', () => {
   it('is a new delayed job whose data and log line carry the deferral count', async () => {
@@ -38,5 +41,29 @@ describe('C15: promoting a wake-up job by hand (Bull Board "Promote")', () => {
     await waitFor(() => executor.calls.length === 2, 'the promoted wake-up to dispatch');
     await waitFor(async () => !(await e.isStageDeferred(ref)), 'the deferral to end');
     expect(await e.listDeferred()).toEqual([]);
+  });
+});
+
+describe('C15: the wake-up job of a deferred stage reads plainly', () => {
+  it('is named after the stage, its data shows reason, class, count; it runs at the window end; one log line (jobLog: true)', async () => {
+    const h = harness({ jobLog: true });
+    h.executor.script(image, notSent('no_worker_available'));
+    await h.engine.dispatchStage(image, { p: 1 });
+    const [d] = await h.engine.listDeferred(['book-1']);
+    const job = await Job.fromId(h.engine.queue, d!.wakeUpJobId);
+    expect(job!.name).toBe('image');
+    expect(job!.id).toMatch(/^book-1\/ch-2\/sc-7\/image@cap\.1\./);
+    expect(job!.data).toMatchObject({
+      scope: image.scope,
+      stage: 'image',
+      reason: 'no_worker_available',
+      class: 'capacity',
+      deferrals: 1,
+    });
+    // the job runs at the window's end as listed (the marker's expiry): timestamp + delay
+    expect(Math.abs(job!.timestamp + job!.delay - d!.until)).toBeLessThan(5);
+    const logs = await h.engine.queue.getJobLogs(job!.id as string);
+    expect(logs.logs).toHaveLength(1);
+    expect(logs.logs[0]).toMatch(/deferred #1 \(capacity\): no_worker_available/);
   });
 });

@@ -1,9 +1,8 @@
 import { DeferralStore } from '../../../src/deferral-store';
 import { stageId } from '../../../src';
 import type { Batcher, OpArgs } from '../../../src/store/batch';
-import { harness, SENT } from '../../helpers/engine';
+import { harness } from '../../helpers/engine';
 import { wrapBatch } from '../../helpers/faults';
-import { connect } from '../../helpers/redis';
 import { probe } from '../../helpers/visible';
 
 /**
@@ -101,21 +100,6 @@ describe('C27: BATCH: what one call reads once', () => {
     expect(four.map((b) => b.fence)).toEqual([9000000000000003, 9000000000000004]);
     const fences = [...one, ...two, ...three, ...four].map((b) => b.fence);
     for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
-  });
-});
-
-describe('C27: the scripts on a shared ioredis client', () => {
-  it('another copy of the library (another version) that defined its scripts on the same client does not change the ones this copy runs', async () => {
-    const shared = connect({ maxRetriesPerRequest: null });
-    // what an older copy leaves on the client: its own scripts under the names it uses
-    // (this library's names before they carried a digest of the script)
-    for (const name of ['sdBatch', 'sdDefer', 'sdProbe', 'sdPermissions'])
-      shared.defineCommand(name, { numberOfKeys: 0, lua: "return redis.error_reply('the other copy')" });
-    const h = harness({ connection: shared });
-    h.executor.script(refs[0]!, SENT);
-    await h.engine.waitUntilReady();
-    await expect(h.engine.dispatchStage(refs[0]!, {})).resolves.toMatchObject({ dispatched: true });
-    expect(h.executor.calls).toHaveLength(1);
   });
 });
 
