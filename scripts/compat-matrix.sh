@@ -32,10 +32,10 @@ suites=(
   test/contract/C15-bull-board/wake-up-readable.test.ts test/contract/C12-one-in-flight/in-flight-retry.test.ts test/contract/C12-one-in-flight/lock-renewal.test.ts
   test/contract/C17-promote-remove/marker-deleted.test.ts test/contract/C23-observability/error-codes.test.ts test/contract/C25-start-up/producer-only.test.ts test/contract/C25-start-up/bullmq-versions.test.ts test/contract/C25-start-up/engine-edges.test.ts
   # a Worker's custom backoff strategy and BullMQ's stalled count, read by the engine
-  test/contract/C11-retry-budget/backoff-stops-retry.test.ts test/contract/C14-crash-recovery/crash-after-fail-record.test.ts
+  test/contract/C11-retry-budget/custom-backoff-type.test.ts test/contract/C14-crash-recovery/crash-after-fail-record.test.ts
   # BullMQ's stalled check failing a job whose frozen worker still runs, and its lock token read by
   # the engine
-  test/contract/C12-one-in-flight/stall-failed-lock-lives.test.ts test/contract/C12-one-in-flight/kept-job-frozen.test.ts
+  test/contract/C12-one-in-flight/stalled-job-lock-lives.test.ts test/contract/C12-one-in-flight/kept-job-frozen.test.ts
 )
 
 for pair in "$@"; do
