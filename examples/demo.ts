@@ -195,7 +195,7 @@ async function main() {
   // no journal event at all would mean the plugin deferred nothing: not a saving, a broken run
   const journal = plugin.journalEvents === 0 ? 0 : naive.journalEvents / plugin.journalEvents;
   console.log(
-    `Targets (issue 11): drain plugin ÷ naive ${drain.toFixed(2)} (≤ 1.0: ${met(drain <= 1)}), ` +
+    `Targets: drain plugin ÷ naive ${drain.toFixed(2)} (≤ 1.0: ${met(drain <= 1)}), ` +
       `executor calls per stage ${perStage.toFixed(2)} (≤ 2: ${met(perStage <= 2)}), ` +
       `journal events naive ÷ plugin ${journal.toFixed(1)} (≥ 10: ${met(journal >= 10)}).`,
   );

@@ -98,7 +98,7 @@ function nestApp(flavour: 'cjs' | 'mjs', where: { prefix: string; queueName: str
 }
 
 describe('C30: the packed package', () => {
-  it('holds the build and the manifest, not the sources or tests (but the producer contract files)', () => {
+  it('holds the build, the manifest and the docs, not the sources or tests (but the producer contract files)', () => {
     const paths = packed.files.map((f) => f.path).sort();
     expect(paths).toEqual(
       expect.arrayContaining(['dist/cli.js', 'dist/index.d.mts', 'dist/index.d.ts', 'dist/index.js', 'dist/index.mjs']),
@@ -107,7 +107,7 @@ describe('C30: the packed package', () => {
       paths.filter(
         (p) =>
           !p.startsWith('dist/') &&
-          !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(p) &&
+          !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[a-z-]+\.md)$/.test(p) &&
           !CONTRACT.includes(p),
       ),
     ).toEqual([]);
@@ -163,16 +163,23 @@ describe('C30: the packed package', () => {
     });
   });
 
-  it('the packed README links only to absolute URLs (relative ones break on npmjs.com)', () => {
-    const readme = readFileSync(join(dir, 'node_modules', 'bullmq-stage-deferral', 'README.md'), 'utf8');
-    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
-    expect(targets.length).toBeGreaterThan(5);
-    expect(targets.filter((t) => !/^https?:\/\//.test(t))).toEqual([]);
-    const blob = 'https://github.com/bullmq-stage-deferral/bullmq-stage-deferral/blob/main/';
-    for (const t of targets.filter((t) => t.startsWith(blob))) {
-      // each one names a file of this repository
-      expect(existsSync(join(ROOT, t.slice(blob.length).replace(/#.*$/, '')))).toBe(true);
+  it('ships the docs the README links to, and every relative link of README, CHANGELOG and docs names a shipped file', () => {
+    const installed = join(dir, 'node_modules', 'bullmq-stage-deferral');
+    const docs = packed.files.map((f) => f.path).filter((p) => /^docs\/.*\.md$/.test(p));
+    expect(docs).toEqual(expect.arrayContaining(['docs/guide.md', 'docs/reference.md', 'docs/contract.md']));
+    let relative = 0;
+    for (const file of ['README.md', 'CHANGELOG.md', ...docs]) {
+      const text = readFileSync(join(installed, file), 'utf8');
+      // no link to a repository that is not published
+      expect([file, text.includes('github.com/bullmq-stage-deferral')]).toEqual([file, false]);
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^https?:\/\//.test(target!) || target!.startsWith('#')) continue;
+        relative++;
+        const path = join(installed, file, '..', target!.replace(/#.*$/, ''));
+        expect([file, target, existsSync(path)]).toEqual([file, target, true]);
+      }
     }
+    expect(relative).toBeGreaterThan(10);
   });
 
   it('loads from CommonJS require (dist/index.js)', async () => {
