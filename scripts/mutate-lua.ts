@@ -325,8 +325,8 @@ function makeSandbox(): string {
   const dir = join(ROOT, '.stryker-tmp', `lua-sandbox-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  // (examples/python: the Python producer's suite runs its enqueue.py, which reads the probe's file)
-  for (const p of ['src', 'test', 'examples', 'jest.config.ts', 'tsconfig.json', 'package.json']) {
+  // (python: the Python producer's suite runs it, and it reads the probe's file)
+  for (const p of ['src', 'test', 'python', 'examples', 'jest.config.ts', 'tsconfig.json', 'package.json']) {
     cpSync(join(ROOT, p), join(dir, p), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));

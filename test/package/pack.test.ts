@@ -16,8 +16,13 @@ function redisUrl(): string {
 }
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** The files a producer in another language reads (). */
-const CONTRACT = ['schema/dispatch-job-data.v1.json', 'src/lua/enqueue-probe.lua', 'test/vectors/stage-ids.json'];
+/** The files a producer in another language reads, and the Python producer. */
+const CONTRACT = [
+  'python/bullmq_stage_deferral.py',
+  'schema/dispatch-job-data.v1.json',
+  'src/lua/enqueue-probe.lua',
+  'test/vectors/stage-ids.json',
+];
 
 let dir: string;
 let tarball: string;
@@ -130,6 +135,24 @@ describe('C30: the packed package', () => {
     expect(readFileSync(join(installed, 'src/lua/enqueue-probe.lua'), 'utf8')).toBe(
       readFileSync(join(ROOT, 'src/lua/enqueue-probe.lua'), 'utf8'),
     );
+  });
+
+  it('C30: the installed Python producer finds the probe beside it and adds a job (/usr/bin/python3, redis-py only)', async () => {
+    const { prefix, queueName } = isolated();
+    const producer = join(dir, 'node_modules', 'bullmq-stage-deferral', 'python', 'bullmq_stage_deferral.py');
+    const args = ['--redis', redisUrl(), '--prefix', prefix, '--queue', queueName, '--scope', 'b', '--stage', 'image'];
+    try {
+      const { stdout } = await sh('/usr/bin/python3', [producer, ...args], tmpdir());
+      expect(JSON.parse(stdout)).toEqual({
+        added: true,
+        reason: null,
+        jobId: expect.stringMatching(/^b\/image@r\./),
+        payloadTaken: true,
+      });
+    } finally {
+      await dropPrefix(client(), prefix);
+      await closeClients();
+    }
   });
 
   it("ships every script of the engine flattened (its includes in place) as dist/lua/<name>.lua, the text the engine runs, resolvable as 'lua/<name>.lua'", async () => {
