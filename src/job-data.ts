@@ -166,7 +166,7 @@ export interface JobIdentity {
   /** What of its data tells an engine's wake-up (`reason`, `class`). */
   data?: { reason?: unknown; class?: unknown } | null;
   deduplicationId?: string;
-  /** A flow child's parent (`<prefix>:<queue>:<id>`): BullMQ refuses deduplication on such a job. */
+  /** A flow child's parent (`<prefix>:<queue>:<id>`): BullMQ allows no deduplication on such a job. */
   parentKey?: string;
   opts: {
     attempts?: unknown;
@@ -223,8 +223,14 @@ export function checkJobOptions(job: JobIdentity, sid: string): void {
   READY_SUFFIX.lastIndex = at + 1;
   if (!READY_SUFFIX.test(job.id)) fail(job, `has no dispatch job id (\`<stageId>@r.…\`): ${HOW_TO_ADD}`);
   const dedup = job.deduplicationId ?? job.opts.deduplication?.id;
-  // a flow's child cannot be deduplicated (BullMQ refuses it): it is added without
-  if (dedup === undefined && job.parentKey !== undefined) return checkRetryOptions(job);
+  // BullMQ allows no deduplication on a flow's child: nothing could find it while it waits (a
+  // cancel, an enqueue), so it is no dispatch job
+  if (dedup === undefined && job.parentKey !== undefined)
+    fail(
+      job,
+      "is a flow's child, which BullMQ cannot deduplicate, so a cancel or an enqueue could not find it while it " +
+        "waits: enqueue the stage from the parent's processor, or follow the engine's `dispatched` event",
+    );
   if (dedup !== sid) {
     fail(
       job,
