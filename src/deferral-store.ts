@@ -212,9 +212,9 @@ export class DeferralStore {
     return false;
   }
 
+  /** Whether the stage is deferred: its marker exists and names a wake-up that exists (the probe's rule). */
   async isDeferred(sid: string): Promise<boolean> {
-    const c = await this.client();
-    return (await c.exists!(this.keys.marker(sid))) === 1;
+    return (await this.probe(sid)).kind === 'deferred';
   }
 
   /** Cancels the stage and removes the jobs that would still run (see `cancelStage`). */

@@ -50,18 +50,28 @@ const MIN_SCAN = 1000;
 /** The stage id of a licence member: the part before its first `@` (also for a `<stage id>@j.<job id>` member). */
 const stageOfMember = (member: string) => member.slice(0, member.indexOf('@'));
 
-/** The members among `members` whose stage is deferred by them (its marker names the member's job), with their index. */
-async function deferredOf(reader: Reader, keys: Pick<StoreKeys, 'marker'>, members: readonly string[]) {
+/**
+ * The members among `members` whose stage is deferred by them (its marker names the member's job,
+ * and that wake-up job exists: a marker whose wake-up is gone defers nothing), with their index.
+ */
+async function deferredOf(reader: Reader, keys: Pick<StoreKeys, 'marker' | 'job'>, members: readonly string[]) {
   const ids = members.map(jobIdOfLicence);
   const markers = await reader.run(
-    members.flatMap((m): Cmd[] => [
+    members.flatMap((m, at): Cmd[] => [
       ['get', keys.marker(stageOfMember(m))],
       ['pttl', keys.marker(stageOfMember(m))],
+      ['exists', keys.job(ids[at]!)],
     ]),
   );
   return ids
-    .map((id, at) => ({ id, at, marker: markers[2 * at] as string | null, pttl: Number(markers[2 * at + 1]) }))
-    .filter((r) => r.marker === r.id && r.pttl >= 0);
+    .map((id, at) => ({
+      id,
+      at,
+      marker: markers[3 * at] as string | null,
+      pttl: Number(markers[3 * at + 1]),
+      exists: Number(markers[3 * at + 2]) === 1,
+    }))
+    .filter((r) => r.marker === r.id && r.pttl >= 0 && r.exists);
 }
 
 /**

@@ -52,16 +52,15 @@ describe('C17: wake-ups removed by BullMQ bulk operations', () => {
     expect(await h.engine.enqueue(a, {})).toMatchObject({ added: true });
   });
 
-  it('documented (README): queue.obliterate() leaves the engine keys; clearDeferrals over the scopes ends them, and enqueue adds again', async () => {
+  it('documented (guide): after queue.obliterate() the engine keys left defer nothing without their wake-ups: not deferred, not listed, and enqueue adds again', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
     await deferBoth(h);
     await h.engine.queue.pause();
     await h.engine.queue.obliterate({ force: true });
     await h.engine.queue.resume();
-    // the markers stand (isStageDeferred reads them), their wake-ups are gone
-    expect([await h.engine.isStageDeferred(a), await h.engine.isStageDeferred(b)]).toEqual([true, true]);
-    expect(await h.engine.clearDeferrals(['book-1'])).toBe(2);
-    expect(await h.engine.isStageDeferred(a)).toBe(false);
+    // their wake-ups are gone: the markers left defer nothing (they lapse with their windows)
+    expect([await h.engine.isStageDeferred(a), await h.engine.isStageDeferred(b)]).toEqual([false, false]);
+    expect(await h.engine.listDeferred()).toEqual([]);
     expect(await h.engine.enqueue(a, {})).toMatchObject({ added: true });
   });
 });
