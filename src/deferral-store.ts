@@ -212,9 +212,15 @@ export class DeferralStore {
     return false;
   }
 
-  /** Whether the stage is deferred: its marker exists and names a wake-up that exists (the probe's rule). */
+  /**
+   * Whether the stage is deferred: its marker exists and names a wake-up that exists (the probe's
+   * rule). Two reads of one key each, so a Cluster's slot migration redirects them (a script of
+   * several keys would be refused while the slot's keys move).
+   */
   async isDeferred(sid: string): Promise<boolean> {
-    return (await this.probe(sid)).kind === 'deferred';
+    const c = await this.client();
+    const wakeUp = (await c.get!(this.keys.marker(sid))) as string | null;
+    return wakeUp !== null && (await c.exists!(this.keys.job(wakeUp))) === 1;
   }
 
   /** Cancels the stage and removes the jobs that would still run (see `cancelStage`). */
