@@ -77,7 +77,7 @@ end
 --  BullMQ opts (JSON, '' when none: its retry budget carries over)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
-local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
+local function begin(M, L, J, sid, own, lockMs, wake, tol, bull)
   -- 'bull': the worker's BullMQ lock token of the job ('' for none)
   local token
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
@@ -135,7 +135,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
     -- a job recorded as failed for good runs again: retried by hand (or redelivered after its worker
     -- died before BullMQ failed it): a fresh chain, on the budget BullMQ gives it
     for _, r in ipairs(failed) do
-      if r == me .. '?' then retried = true end
+      if r == own .. '?' then retried = true end
     end
     if c[2] then return {6} end
   end
@@ -146,7 +146,7 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   -- only as its licence holder. A licence whose job is gone (removed by hand) carries nothing, nor
   -- does one whose job BullMQ finished by itself (failed as stalled, maxStartedAttempts): that job
   -- is recorded as failed instead. Its chain ended with it: the stage leaves the wait index too
-  if own ~= '' and lic ~= me and lic ~= me .. '!' then
+  if own ~= '' and lic ~= own and lic ~= own .. '!' then
     local h = lic and redis.call('HMGET', BASE .. jobOf(lic), 'timestamp', 'finishedOn')
     if h and (not h[1] or h[2]) then
       redis.call('ZREM', IDX, lic)
@@ -159,10 +159,10 @@ local function begin(M, L, J, sid, own, me, lockMs, wake, tol, bull)
   local carried, opts = 0, ''
   if retried then
     -- its record goes; it carries the stage as a fresh chain ('!')
-    redis.call('ZREM', IDX, me .. '?')
-    if lic ~= me .. '!' then
+    redis.call('ZREM', IDX, own .. '?')
+    if lic ~= own .. '!' then
       if lic then redis.call('ZREM', IDX, lic) end
-      lic = me .. '!'
+      lic = own .. '!'
       redis.call('ZADD', IDX, 0, lic)
     end
   elseif own == '' and lic then
@@ -256,7 +256,7 @@ local function supersedeRecords(sid, own, members)
   end
 end
 
-local function release(L, sid, own, token, mode, me, run)
+local function release(L, sid, own, token, mode, run)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\n' .. token then return {2} end
   redis.call('DEL', L)
@@ -269,9 +269,9 @@ local function release(L, sid, own, token, mode, me, run)
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
     local live = split(licences(IDX, sid))
     local old = {}
-    if live ~= me and live ~= me .. '!' then
+    if live ~= own and live ~= own .. '!' then
       if live then old = revoke(IDX, BASE, sid, {live}, own) end
-      redis.call('ZADD', IDX, 0, me)
+      redis.call('ZADD', IDX, 0, own)
     end
     return {cancelled, unpack(old)}
   end
@@ -302,10 +302,10 @@ for i = 1, n do
     local own = ARGV[a + 2]
     local M = BASE .. 'sd:deferred:' .. sid
     local J = BASE .. own
-    out[i] = begin(M, L, J, sid, own, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
+    out[i] = begin(M, L, J, sid, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
     a = a + 7
   else
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 2], ARGV[a + 5])
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
     a = a + 6
   end
 end
