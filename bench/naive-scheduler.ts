@@ -30,7 +30,7 @@ export class HostModel {
   }
 
   /** Returns false when the lease is held elsewhere. */
-  async attempt(ref: StageRef, attemptId: string): Promise<ExecutorResult> {
+  async attempt(ref: StageRef, attemptId: string): Promise<ExecutorResult<string>> {
     const taken = await this.redis.set(this.key('lease', ref), attemptId, 'PX', 30_000, 'NX');
     if (taken !== 'OK') return { dispatched: false, jobs: 0, reason: 'lease_held' };
     await this.redis.hset(this.key('dispatch', ref), 'attempt', attemptId, 'startedAt', Date.now(), 'buildId', 'b1');

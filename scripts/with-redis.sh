@@ -6,12 +6,16 @@
 # which wraps itself) find REDIS_URL answering and start no second Redis.
 set -euo pipefail
 
+# --private: always a private redis-server (the benchmark's counters and memory figures are server-wide)
+private=0
+if [ "${1:-}" = --private ]; then private=1; shift; fi
+
 answers() { redis-cli -u "$1" ping 2>/dev/null | grep -q PONG; }
 
-if [ -n "${REDIS_URL:-}" ] && answers "$REDIS_URL"; then
+if [ "$private" = 0 ] && [ -n "${REDIS_URL:-}" ] && answers "$REDIS_URL"; then
   exec "$@"
 fi
-if command -v redis-cli >/dev/null && answers redis://127.0.0.1:6379; then
+if [ "$private" = 0 ] && command -v redis-cli >/dev/null && answers redis://127.0.0.1:6379; then
   REDIS_URL=redis://127.0.0.1:6379 exec "$@"
 fi
 if ! command -v redis-server >/dev/null; then

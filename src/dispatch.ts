@@ -345,7 +345,7 @@ export class Dispatcher<P> {
       },
       fencingToken: begun.fencingToken,
     };
-    let raw: ExecutorResult;
+    let raw: ExecutorResult<string>;
     let invalid: InvalidExecutorResultError | undefined;
     // a thrown CapacityError defers as capacity, whatever its reason
     let thrownCapacity = false;
@@ -376,7 +376,7 @@ export class Dispatcher<P> {
   }
 
   /** A dispatched attempt whose release is awaited: it may revoke licences, or report a cancel or a lost lock. */
-  private async sent(running: Running, raw: ExecutorResult, executorMs: number): Promise<Attempt> {
+  private async sent(running: Running, raw: ExecutorResult<string>, executorMs: number): Promise<Attempt> {
     const { ref, job } = running;
     const released = await this.releaseSent(running);
     await this.removeRevoked(released.revoked, job);
@@ -488,7 +488,7 @@ export class Dispatcher<P> {
     payload: P,
     call: { buildId?: string },
     ctx: DispatchContext,
-    raw: ExecutorResult,
+    raw: ExecutorResult<string>,
     executorMs: number,
     begun: Locked,
     thrownCapacity: boolean,
@@ -530,7 +530,7 @@ export class Dispatcher<P> {
     ownFailures: number,
     cls: OutcomeClass,
     reason: string,
-    raw: ExecutorResult,
+    raw: ExecutorResult<string>,
     executorMs: number,
     carry: Carry,
   ): Promise<Attempt> {
@@ -787,7 +787,7 @@ function plain(kind: Attempt['kind'], reason: string, retryable: boolean, extra?
  * reason when all are deferrable, else its most frequent non-deferrable one
  * (a real failure wins); without, the executor's `reason`.
  */
-function reportedReason(raw: ExecutorResult, outcomes: OutcomeTable): string {
+function reportedReason(raw: ExecutorResult<string>, outcomes: OutcomeTable): string {
   const counted = [...(raw.notSent ?? [])].filter(([, n]) => n > 0);
   if (counted.length === 0) return raw.reason ?? 'no_jobs_sent';
   const dominant = outcomes.dominant(new Map(counted));
@@ -894,9 +894,9 @@ function errorText(error: unknown): string {
 export function checkExecutorResult(
   value: unknown,
   outcomes: OutcomeTable = BUILT_IN_OUTCOMES,
-): { raw: ExecutorResult; invalid?: InvalidExecutorResultError } {
+): { raw: ExecutorResult<string>; invalid?: InvalidExecutorResultError } {
   const read = typeof value === 'object' && value !== null ? readAnswer(value) : undefined;
-  const r = (read ? read.answer : value) as Partial<ExecutorResult> | null;
+  const r = (read ? read.answer : value) as Partial<ExecutorResult<string>> | null;
   const sent = read !== undefined && r!.dispatched === true;
   let invalid: InvalidExecutorResultError | undefined;
   try {
@@ -907,9 +907,9 @@ export function checkExecutorResult(
     // describing it failed (a text past V8's longest string): still refused, or, sent, still a dispatch
     invalid = new InvalidExecutorResultError('The executor returned an invalid result that cannot be described');
   }
-  if (!invalid) return { raw: r as ExecutorResult };
+  if (!invalid) return { raw: r as ExecutorResult<string> };
   if (!sent) throw invalid;
-  return { raw: r as ExecutorResult, invalid };
+  return { raw: r as ExecutorResult<string>, invalid };
 }
 
 /**
@@ -929,7 +929,7 @@ function countsOf(notSent: unknown): Map<string, number> | string {
 
 /** What is wrong with an answer (its copy), or null. A stage not sent gets its `notSent` copied. */
 function answerProblem(
-  r: Partial<ExecutorResult> | null,
+  r: Partial<ExecutorResult<string>> | null,
   unreadable: string | undefined,
   sent: boolean,
   outcomes: OutcomeTable,
@@ -953,7 +953,7 @@ function answerProblem(
   // read (and so checked) only for a capacity outcome
   if (
     r.retryAfterMs !== undefined &&
-    outcomes.classOf(reportedReason(r as ExecutorResult, outcomes)) === 'capacity' &&
+    outcomes.classOf(reportedReason(r as ExecutorResult<string>, outcomes)) === 'capacity' &&
     // (Infinity is a hint too: "not for a long while", clamped to the class's maximum)
     (typeof r.retryAfterMs !== 'number' || !(r.retryAfterMs >= 0))
   )

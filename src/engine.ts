@@ -105,8 +105,12 @@ export interface DispatchEngine<P = unknown> {
 /**
  * Creates the engine. Opens a Queue (no Worker until `createWorker`). Throws `InvalidOptionsError`.
  * Without `options.executor` the engine is producer-only: see `NoExecutorError`.
+ * `R`, the reasons of your own, is read from `outcomes`; an executor's `reason` must be one of
+ * them or a built-in one. Naming the payload type names them too: `createDispatchEngine<Payload, 'gpu_busy'>`.
  */
-export function createDispatchEngine<P = unknown>(options: DispatchEngineOptions<P>): DispatchEngine<P> {
+export function createDispatchEngine<P = unknown, const R extends string = never>(
+  options: DispatchEngineOptions<P, R>,
+): DispatchEngine<P> {
   const { executor, ...rest } = resolveOptions(options);
   // The dispatcher runs the executor. A producer-only engine never starts an attempt:
   // dispatchStage, processor and createWorker refuse before one; enqueue, cancel and

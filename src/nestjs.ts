@@ -45,7 +45,7 @@ export function InjectStageDeferral(): ReturnType<typeof Inject> {
 
 /** An executor as a NestJS provider: a class (with its own injected dependencies) implementing `execute`. */
 export interface StageExecutor<P = unknown> {
-  execute(ref: StageRef, payload: P, ctx: DispatchContext): Promise<ExecutorResult>;
+  execute(ref: StageRef, payload: P, ctx: DispatchContext): Promise<ExecutorResult<string>>;
 }
 
 /** A class implementing `StageExecutor`, or the token of a provider that does. */
@@ -61,7 +61,7 @@ export interface StageDeferralModuleOptions<P = unknown> extends Omit<DispatchEn
    * It must be a singleton (the default scope). Leave `executor` out for a
    * producer-only engine (no Worker).
    */
-  executor?: Executor<P> | StageExecutorToken<P>;
+  executor?: Executor<P, string> | StageExecutorToken<P>;
   /**
    * The Worker the module runs on the dispatch queue once the application has
    * bootstrapped (`concurrency`, `limiter`, ...; the connection and prefix
@@ -178,11 +178,11 @@ class StageDeferralHost implements OnModuleInit, OnApplicationBootstrap, OnModul
     const token = executorToken(executor);
     let resolved: StageExecutor | undefined;
     this.resolveExecutor = token === undefined ? undefined : () => (resolved ??= lookup(moduleRef, token));
-    const fn: Executor | undefined =
+    const fn: Executor<unknown, string> | undefined =
       token !== undefined
         ? (ref, payload, ctx) => this.resolveExecutor!().execute(ref, payload, ctx)
-        : (executor as Executor | undefined);
-    this.engine = createDispatchEngine({ ...engineOptions, ...(fn ? { executor: fn } : {}) });
+        : (executor as Executor<unknown, string> | undefined);
+    this.engine = createDispatchEngine<unknown, string>({ ...engineOptions, ...(fn ? { executor: fn } : {}) });
     this.workerOptions = executor === undefined || worker === false ? undefined : { ...worker };
   }
 

@@ -12,7 +12,7 @@ import {
 import type { DeferralJournalEvent, DispatchContext, Executor, StageRef } from './types';
 
 /** Options of `createDispatchEngine`. */
-export interface DispatchEngineOptions<P = unknown> {
+export interface DispatchEngineOptions<P = unknown, R extends string = string> {
   /** An ioredis client (or Cluster) or connection options, as BullMQ takes them. Never closed by the engine when it is a client. */
   connection: ConnectionOptions;
   /** BullMQ queue name. Default `'stage-dispatch'`. */
@@ -29,7 +29,7 @@ export interface DispatchEngineOptions<P = unknown> {
    * `wakeDeferred` work; `dispatchStage`, `processor` and `createWorker`
    * throw `NoExecutorError`. The engine your workers run has one.
    */
-  executor?: Executor<P>;
+  executor?: Executor<P, NoInfer<R>>;
   /** Returns the stage to PENDING in the host; called once per attempt that sent nothing. */
   rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
   /** Host event journal; one `stage_deferred` event per deferral. */
@@ -39,7 +39,7 @@ export interface DispatchEngineOptions<P = unknown> {
    * (`CAPACITY_OUTCOMES`, `IDEMPOTENT_OUTCOMES`): e.g.
    * `{ capacity: ['gpu_pool_full'] }`. A reason in neither list is a failure.
    */
-  outcomes?: OutcomeOptions;
+  outcomes?: OutcomeOptions<R>;
   windows?: {
     /** Capacity window, seconds, 0.05..600. Default `DEFERRED_STAGE_TTL_S` (30). */
     capacitySeconds?: number;
@@ -193,7 +193,7 @@ const schema = z.strictObject({
 
 /** The options of an engine that has an executor: what the dispatcher and the processor run with. */
 export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'executor' | 'waitForReplicas' | 'windows'> & {
-  executor: Executor<P>;
+  executor: Executor<P, string>;
   /** Resolved: `capacityMaxSeconds` defaults to `capacitySeconds`. */
   windows: Omit<z.output<typeof schema>['windows'], 'capacityMaxSeconds'> & { capacityMaxSeconds: number };
   /** Resolved: `false`, or what `WAIT` is sent with. */
@@ -201,7 +201,9 @@ export type ResolvedOptions<P = unknown> = Omit<z.output<typeof schema>, 'execut
 };
 
 /** Resolved options of any engine: without `executor`, a producer-only one. */
-export type ResolvedEngineOptions<P = unknown> = Omit<ResolvedOptions<P>, 'executor'> & { executor?: Executor<P> };
+export type ResolvedEngineOptions<P = unknown> = Omit<ResolvedOptions<P>, 'executor'> & {
+  executor?: Executor<P, string>;
+};
 
 /** `waitForReplicas` when the caller did not say: on for a Redis Cluster, where failover is built in. */
 export const CLUSTER_WAIT = { replicas: 1, timeoutMs: 250 } as const;

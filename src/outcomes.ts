@@ -18,9 +18,9 @@ export type KnownReason =
   (typeof CAPACITY_OUTCOMES)[number] | (typeof IDEMPOTENT_OUTCOMES)[number] | (typeof FAILURE_OUTCOMES)[number];
 
 /** Reasons of your own that defer (the engine's `outcomes` option), added after the built-in ones. */
-export interface OutcomeOptions {
-  capacity?: readonly string[];
-  idempotent?: readonly string[];
+export interface OutcomeOptions<R extends string = string> {
+  capacity?: readonly R[];
+  idempotent?: readonly R[];
 }
 
 /**
@@ -113,10 +113,10 @@ export class CapacityError extends Error {
  * >= 0 (a missing `Retry-After` header read as NaN) is no hint: the capacity
  * window applies; an empty or missing reason is `no_capacity`.
  */
-export function capacityAnswer(error: unknown): ExecutorResult | undefined {
+export function capacityAnswer(error: unknown): ExecutorResult<string> | undefined {
   if (!(error instanceof CapacityError) && !isNamedCapacityError(error)) return undefined;
   const { reason, retryAfterMs } = error as Partial<CapacityError>;
-  const answer: ExecutorResult = {
+  const answer: ExecutorResult<string> = {
     dispatched: false,
     jobs: 0,
     reason: typeof reason === 'string' && reason !== '' ? reason : 'no_capacity',
@@ -134,19 +134,21 @@ function isNamedCapacityError(error: unknown): boolean {
 }
 
 /** An answer: nothing could take the stage now (capacity; `retryAfterMs` if the downstream said when). */
-export function noCapacity(options: { retryAfterMs?: number; reason?: string } = {}): ExecutorResult {
-  const answer: ExecutorResult = { dispatched: false, jobs: 0, reason: options.reason ?? 'no_capacity' };
+export function noCapacity<const R extends string = never>(
+  options: { retryAfterMs?: number; reason?: KnownReason | R } = {},
+): ExecutorResult<R> {
+  const answer: ExecutorResult<R> = { dispatched: false, jobs: 0, reason: options.reason ?? 'no_capacity' };
   if (options.retryAfterMs !== undefined) answer.retryAfterMs = options.retryAfterMs;
   return answer;
 }
 
 /** An answer: the work is already done downstream (idempotent). */
-export function alreadyDone(): ExecutorResult {
+export function alreadyDone(): ExecutorResult<never> {
   return { dispatched: false, jobs: 0, reason: 'already_completed' };
 }
 
 /** An answer: the stage was sent (`jobs`, when known, how many jobs went downstream). */
-export function dispatched(jobs?: number): ExecutorResult {
+export function dispatched(jobs?: number): ExecutorResult<never> {
   return jobs === undefined ? { dispatched: true, reason: null } : { dispatched: true, jobs, reason: null };
 }
 

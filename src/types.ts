@@ -25,17 +25,20 @@ export interface StageRef {
   stage: string;
 }
 
-/** What the host's executor returns for one dispatch attempt (or use `noCapacity()`, `alreadyDone()`, `dispatched()`). */
-export interface ExecutorResult {
+/**
+ * What the host's executor returns for one dispatch attempt (or use `noCapacity()`, `alreadyDone()`, `dispatched()`).
+ * `R`: the reasons of your own (the engine's `outcomes`), beside the built-in ones.
+ */
+export interface ExecutorResult<R extends string = never> {
   dispatched: boolean;
   /** Jobs sent downstream, when known (optional). */
   jobs?: number;
   /**
-   * Why nothing was sent (`null` when dispatched). The built-in reasons are
-   * listed; a reason of your own defers when it is in the engine's `outcomes`
-   * option, else it is a failure (BullMQ's `attempts` apply).
+   * Why nothing was sent (`null` when dispatched): a built-in reason or one of
+   * the engine's `outcomes` (`createDispatchEngine` types it so: a typo does not
+   * compile). A reason that is not deferrable is a failure (BullMQ's `attempts` apply).
    */
-  reason: KnownReason | (string & {}) | null;
+  reason: KnownReason | R | null;
   retryable?: boolean;
   /** Counts of not-sent reasons of this attempt; the dominant one is reported. */
   notSent?: Map<string, number>;
@@ -69,7 +72,11 @@ export interface DispatchContext {
   fencingToken: number;
 }
 
-export type Executor<P = unknown> = (ref: StageRef, payload: P, ctx: DispatchContext) => Promise<ExecutorResult>;
+export type Executor<P = unknown, R extends string = never> = (
+  ref: StageRef,
+  payload: P,
+  ctx: DispatchContext,
+) => Promise<ExecutorResult<R>>;
 
 /** Journal events: one per deferral, from the attempt that created it. */
 export interface DeferralJournalEvent {
@@ -92,7 +99,7 @@ export interface DispatchResult {
   /** Epoch ms at which the deferral ends (suppressed calls, and new deferrals). */
   until?: number;
   /** The executor's result (with `retryable: true` for a deferrable outcome). */
-  result?: ExecutorResult;
+  result?: ExecutorResult<string>;
   /**
    * True when a cancel arrived while this dispatch was in flight.
    */

@@ -29,7 +29,7 @@ export function refs(scope: string, count: number, from = 0, stage = 'image'): S
 
 /** An engine on its own prefix whose executor always answers `no_worker_available` unless told otherwise. */
 export function engine<P = unknown>(prefix: string, extra: Partial<DispatchEngineOptions<P>> = {}): DispatchEngine<P> {
-  return createDispatchEngine<P>({
+  return createDispatchEngine<P, string>({
     connection: bullConnection(),
     prefix,
     queueName: 'q',

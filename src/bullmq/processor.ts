@@ -77,7 +77,7 @@ function storable(result: DispatchResult): DispatchResult {
   try {
     const json = JSON.stringify(answer);
     if (json === undefined || json.length > MAX_STORED_ANSWER) return rest;
-    return { ...rest, result: JSON.parse(json) as ExecutorResult };
+    return { ...rest, result: JSON.parse(json) as ExecutorResult<string> };
   } catch {
     return rest;
   }

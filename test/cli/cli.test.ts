@@ -12,8 +12,8 @@ function cli(...args: string[]): Promise<Run> {
   return cliOn({ prefix, queueName }, ...args);
 }
 
-const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
-const DONE: ExecutorResult = { dispatched: false, jobs: 0, reason: 'already_completed' };
+const NO_WORKER: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const DONE: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'already_completed' };
 
 const image1: StageRef = { scope: ['book-1', 'ch-1', 'sc-1'], stage: 'image' };
 const video1: StageRef = { scope: ['book-1', 'ch-1', 'sc-1'], stage: 'video' };
@@ -147,7 +147,7 @@ describe('C29: a stage whose wake-up failed for good', () => {
   it('show reports it failed, with the job and its error', async () => {
     let calls = 0;
     // by hand, not harness(): its teardown would close the client this file's shared engine runs on
-    e = createDispatchEngine({
+    e = createDispatchEngine<unknown, string>({
       connection: client(),
       ...own,
       windows: { capacitySeconds: 0.1 },

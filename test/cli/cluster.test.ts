@@ -5,7 +5,7 @@ import { buildOnce } from '../helpers/build';
 import { RedisClusterHarness, redisServerAvailable } from '../cluster/harness';
 import { run } from './run';
 
-const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const NO_WORKER: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 const maybe = redisServerAvailable() ? describe : describe.skip;
 
 maybe('C29: cluster mode', () => {
@@ -23,7 +23,7 @@ maybe('C29: cluster mode', () => {
     harness = await RedisClusterHarness.start({ masters: 3, replicasPerMaster: 0 });
     cluster = harness.connect();
     // by hand, not harness(): the engine runs on this file's private cluster, which the CLI binary reads
-    engine = createDispatchEngine({
+    engine = createDispatchEngine<unknown, string>({
       connection: cluster,
       prefix,
       queueName,

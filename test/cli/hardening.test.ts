@@ -7,7 +7,7 @@ import { buildOnce, ROOT } from '../helpers/build';
 import { client, closeClients, dropPrefix, isolated, redisOptions, waitFor } from '../helpers/redis';
 import { cliOn, run } from './run';
 
-const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const NO_WORKER: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 const prefixes: string[] = [];
 const closers: (() => Promise<unknown>)[] = [];
 

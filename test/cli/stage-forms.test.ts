@@ -11,7 +11,7 @@ import { cliOn } from './run';
  * lists what a clear would wake, and a clear of a whole book wants `--yes`.
  */
 const names = isolated();
-const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const NO_WORKER: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 const image: StageRef = { scope: ['book-1', 'ch-2'], stage: 'image' };
 const video: StageRef = { scope: ['book-1', 'ch-2'], stage: 'video' };
 const odd: StageRef = { scope: ['book 3', 'ch/4'], stage: 'image' };

@@ -92,7 +92,7 @@ describeWithRedisServer('C21: cluster operations under faults (failover, reshard
   /** An engine with the Cluster defaults (waitForReplicas on) whose every dispatch defers for 10 minutes. */
   async function engineOn(names: { prefix: string; queueName: string }): Promise<DispatchEngine> {
     // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
-    const engine = createDispatchEngine({
+    const engine = createDispatchEngine<unknown, string>({
       connection: cluster,
       prefix: names.prefix,
       queueName: names.queueName,

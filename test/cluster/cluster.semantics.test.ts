@@ -34,9 +34,9 @@ describeWithRedisServer('C21: through an ioredis Cluster (3 masters + 3 replicas
   }, 30_000);
 
   // by hand, not harness(): the engines run on this file's private cluster, not on the tests' Redis
-  function engine(plan: (ref: StageRef) => ExecutorResult[], capacitySeconds = 0.6, names = taggedIsolated()) {
+  function engine(plan: (ref: StageRef) => ExecutorResult<string>[], capacitySeconds = 0.6, names = taggedIsolated()) {
     const exec = new ScriptedExecutor(SENT, plan);
-    const e = createDispatchEngine({
+    const e = createDispatchEngine<unknown, string>({
       connection: cluster,
       ...names,
       executor: exec.fn,
@@ -147,9 +147,9 @@ describeWithRedisServer('C21: through an ioredis Cluster (3 masters + 3 replicas
 
     it('a prefix without hash tag is refused before anything is written', async () => {
       const names = { prefix: `untagged-${Date.now()}`, queueName: 'q' };
-      expect(() => createDispatchEngine({ connection: cluster, ...names, executor: async () => SENT })).toThrow(
-        InvalidOptionsError,
-      );
+      expect(() =>
+        createDispatchEngine<unknown, string>({ connection: cluster, ...names, executor: async () => SENT }),
+      ).toThrow(InvalidOptionsError);
       expect(await clusterKeysUnder(cluster, names.prefix)).toEqual([]);
     });
   });

@@ -52,7 +52,7 @@ describeWithRedisServer('C21: waitForReplicas on a Redis Cluster', () => {
     const names = taggedIsolated();
     prefixes.push(names.prefix);
     // by hand, not harness(): the engine runs on this file's private cluster, not on the tests' Redis
-    const engine = createDispatchEngine({
+    const engine = createDispatchEngine<unknown, string>({
       connection: cluster,
       ...names,
       executor: async () => NO_WORKER,
@@ -160,11 +160,15 @@ describeWithRedisServer('C21: waitForReplicas on a Redis Cluster', () => {
 
   it('waitForReplicas is validated: replicas and timeoutMs are positive integers', () => {
     const base = { connection: cluster, ...taggedIsolated(), executor: async () => NO_WORKER };
-    expect(() => createDispatchEngine({ ...base, waitForReplicas: { replicas: 0 } })).toThrow(InvalidOptionsError);
-    expect(() => createDispatchEngine({ ...base, waitForReplicas: { timeoutMs: 0 } })).toThrow(
+    expect(() => createDispatchEngine<unknown, string>({ ...base, waitForReplicas: { replicas: 0 } })).toThrow(
+      InvalidOptionsError,
+    );
+    expect(() => createDispatchEngine<unknown, string>({ ...base, waitForReplicas: { timeoutMs: 0 } })).toThrow(
       /waitForReplicas\.timeoutMs/,
     );
-    expect(() => createDispatchEngine({ ...base, waitForReplicas: true as never })).toThrow(InvalidOptionsError);
+    expect(() => createDispatchEngine<unknown, string>({ ...base, waitForReplicas: true as never })).toThrow(
+      InvalidOptionsError,
+    );
   });
   // last: it kills a master, so the cluster has one master without a replica afterwards
   it('a deferral returns only once the replica holds it, and survives its master killed with SIGKILL right after', async () => {

@@ -71,7 +71,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   let replicaLags = 0;
   const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
     // by hand, not harness(): engines on the private cluster, in the parent of the worker processes
-    createDispatchEngine<StagePayload>({
+    createDispatchEngine<StagePayload, string>({
       connection: cluster,
       prefix: q.prefix,
       queueName: q.queueName,

@@ -19,4 +19,4 @@ export function taggedIsolated(tag = randomUUID().slice(0, 8)): { prefix: string
 }
 
 export { SENT } from '../helpers/engine';
-export const NO_WORKER: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+export const NO_WORKER: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };

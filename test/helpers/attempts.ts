@@ -43,10 +43,10 @@ export async function failedJob(h: Harness): Promise<Job> {
   return waitFor(async () => (await h.engine.queue.getJobs(['failed']))[0], 'a failed job');
 }
 
-export function blocking(answer: 'throw' | ExecutorResult) {
+export function blocking(answer: 'throw' | ExecutorResult<string>) {
   const started = latch<DispatchContext>();
   const released = latch();
-  const fn = async (_ref: StageRef, _p: unknown, ctx: DispatchContext): Promise<ExecutorResult> => {
+  const fn = async (_ref: StageRef, _p: unknown, ctx: DispatchContext): Promise<ExecutorResult<string>> => {
     started.open(ctx);
     await Promise.race([released.opened, new Promise((r) => ctx.signal.addEventListener('abort', r))]);
     if (answer === 'throw') throw ctx.signal.reason ?? new Error('aborted');
@@ -56,13 +56,13 @@ export function blocking(answer: 'throw' | ExecutorResult) {
 }
 
 export const untilAborted = (ctx: DispatchContext) =>
-  new Promise<ExecutorResult>((_resolve, reject) => {
+  new Promise<ExecutorResult<string>>((_resolve, reject) => {
     if (ctx.signal.aborted) reject(ctx.signal.reason as Error);
     else ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
   });
 
 export function recording(
-  answer: (ref: StageRef, ctx: DispatchContext) => Promise<ExecutorResult>,
+  answer: (ref: StageRef, ctx: DispatchContext) => Promise<ExecutorResult<string>>,
   overrides: Parameters<typeof harness>[0] = {},
 ) {
   const seen: { ref: StageRef; ctx: DispatchContext }[] = [];

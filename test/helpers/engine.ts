@@ -8,15 +8,15 @@ import {
 } from '../../src';
 import { client, closeClients, connect, dropPrefix, isolated, keysUnder, onCluster, redisOptions } from './redis';
 
-export const SENT: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
-export const notSent = (reason: string, extra: Partial<ExecutorResult> = {}): ExecutorResult => ({
+export const SENT: ExecutorResult<string> = { dispatched: true, jobs: 1, reason: null };
+export const notSent = (reason: string, extra: Partial<ExecutorResult<string>> = {}): ExecutorResult<string> => ({
   dispatched: false,
   jobs: 0,
   reason,
   ...extra,
 });
 
-export type Answer = ExecutorResult | Error | (() => Promise<ExecutorResult>);
+export type Answer = ExecutorResult<string> | Error | (() => Promise<ExecutorResult<string>>);
 
 /** One call of a `ScriptedExecutor`: what it was given, when, and what it answered (once it has). */
 export interface ExecutorCall {
@@ -28,7 +28,7 @@ export interface ExecutorCall {
   /** `Date.now()` when the call started. */
   at: number;
   /** The answer, once given (not set for a thrown error). */
-  result?: ExecutorResult;
+  result?: ExecutorResult<string>;
 }
 
 /**
@@ -45,7 +45,7 @@ export class ScriptedExecutor {
   private readonly planned = new Set<string>();
 
   constructor(
-    public fallback: ExecutorResult = SENT,
+    public fallback: ExecutorResult<string> = SENT,
     private readonly plan?: (ref: StageRef) => Answer[],
   ) {}
 
@@ -67,7 +67,7 @@ export class ScriptedExecutor {
     ref: StageRef,
     payload: unknown,
     ctx: { buildId?: string; force: boolean; fencingToken: number },
-  ): Promise<ExecutorResult> => {
+  ): Promise<ExecutorResult<string>> => {
     const call: ExecutorCall = {
       ref,
       payload,

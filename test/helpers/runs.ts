@@ -17,7 +17,7 @@ type Watched = ReturnType<typeof watch>;
  */
 export async function viaJob(
   ref: StageRef,
-  answers: { script?: Answer[]; fallback: ExecutorResult },
+  answers: { script?: Answer[]; fallback: ExecutorResult<string> },
   until: { ended: (jobs: Watched) => boolean; what: string; timeoutMs?: number } = {
     // a completion ends the job: a retry (the defect) would have had to fail it first
     ended: ({ done, failed }) => done.length > 0 || failed.length >= 3,

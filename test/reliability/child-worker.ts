@@ -132,7 +132,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 // by hand, not harness(): a child process (no jest), its answers a seeded function shared by every worker process
-const engine = createDispatchEngine({
+const engine = createDispatchEngine<unknown, string>({
   connection: redisOptions(),
   prefix: env.PREFIX as string,
   queueName: env.QUEUE as string,

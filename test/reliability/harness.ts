@@ -38,7 +38,7 @@ export function rng(seed: number): () => number {
 /** What a scripted executor answers. `failure` is a real (non-deferrable) failure. */
 export type Outcome = 'dispatched' | 'capacity' | 'idempotent' | 'failure';
 
-export function answer(outcome: Outcome): ExecutorResult {
+export function answer(outcome: Outcome): ExecutorResult<string> {
   switch (outcome) {
     case 'dispatched':
       return { dispatched: true, jobs: 1, reason: null };

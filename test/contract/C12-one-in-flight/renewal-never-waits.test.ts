@@ -20,7 +20,7 @@ describe('C12: no WAIT can delay a lock renewal', () => {
     const a = harness({
       lockMs: 1000,
       waitForReplicas: { replicas: 1, timeoutMs: 3000 },
-      executor: async (ref, _p, ctx): Promise<ExecutorResult> => {
+      executor: async (ref, _p, ctx): Promise<ExecutorResult<string>> => {
         if (ref.stage === 'image') return notSent('no_worker_available');
         started(ctx);
         await released;

@@ -18,7 +18,7 @@ describe('C12: a job failed (and removed) by the stalled check while its executo
     ['kept', 'sends', SENT, false, false],
     ['removed (removeOnFail)', 'sends', SENT, false, true],
     ['removed (removeOnFail)', 'answers capacity', notSent('no_worker_available'), true, true],
-  ] as [string, string, ExecutorResult, boolean, boolean][])(
+  ] as [string, string, ExecutorResult<string>, boolean, boolean][])(
     'failed and %s: another host finds the stage in flight, and the frozen attempt that then %s is the one that counts',
     async (_k, _n, answer, deferred, removed) => {
       const h = harness({ lockMs: 60_000, windows: { capacitySeconds: 60, jitter: 0 } });

@@ -15,9 +15,9 @@ const data = dispatchJobData(ref, {}, undefined);
 
 /** An executor whose first call blocks until released; counts the calls running at once. */
 function gated() {
-  const first = held<ExecutorResult>(SENT);
+  const first = held<ExecutorResult<string>>(SENT);
   const state = { calls: 0, active: 0, peak: 0 };
-  const executor = async (): Promise<ExecutorResult> => {
+  const executor = async (): Promise<ExecutorResult<string>> => {
     state.calls++;
     state.active++;
     state.peak = Math.max(state.peak, state.active);

@@ -52,7 +52,7 @@ describe('C13: the answers of an attempt whose lock was lost', () => {
     expect(await b.engine.queue.getJobState(added.jobId!)).not.toBe('unknown');
   });
 
-  const throwsAfterCancel: [string, (ctx: DispatchContext) => Promise<ExecutorResult>, object, object][] = [
+  const throwsAfterCancel: [string, (ctx: DispatchContext) => Promise<ExecutorResult<string>>, object, object][] = [
     [
       'executor',
       async (ctx) => {

@@ -10,9 +10,9 @@ import { harness, notSent } from '../../helpers/engine';
  */
 const image = { scope: ['book-r', 'ch-1'], stage: 'image' };
 const said = (problem: string) => `The executor returned an invalid result: expected ${problem}`;
-const ok: ExecutorResult = { dispatched: true, jobs: 1, reason: null };
+const ok: ExecutorResult<string> = { dispatched: true, jobs: 1, reason: null };
 /** A capacity outcome: every field is read, so every field is checked. */
-const no: ExecutorResult = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+const no: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'no_worker_available' };
 
 describe('C22: INVALID_EXECUTOR_RESULT: a result of the wrong shape, named field by field', () => {
   it.each([
@@ -87,7 +87,7 @@ describe('C22: the reason an attempt reports (its notSent counts)', () => {
     ],
   ] as const)('%s', async (_, answer, reason) => {
     const h = harness();
-    h.executor.script(image, answer as ExecutorResult);
+    h.executor.script(image, answer as ExecutorResult<string>);
     expect((await h.engine.dispatchStage(image, {})).reason).toBe(reason);
   });
 });

@@ -28,7 +28,7 @@ const C = ref('sc-c', 'video');
 const D = ref('sc-d');
 const E = ref('sc-e');
 
-const answers: Record<string, () => Promise<ExecutorResult>> = {
+const answers: Record<string, () => Promise<ExecutorResult<string>>> = {
   'sc-b2': async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
   'sc-a': async () => ({ dispatched: true, jobs: 2, reason: null }),
   'sc-b': async () => ({ dispatched: false, jobs: 0, reason: 'no_worker_available' }),
@@ -196,7 +196,7 @@ describe('C23: instrumentEngine', () => {
   it('counts dispatches whose executor answered dispatched: true in a result of the wrong shape, by stage', async () => {
     const { provider, reader } = setup();
     const { engine } = harness({
-      executor: async () => ({ dispatched: true, jobs: '1' }) as unknown as ExecutorResult,
+      executor: async () => ({ dispatched: true, jobs: '1' }) as unknown as ExecutorResult<string>,
     });
     const stopIt = instrumentEngine(engine, { meter: provider.getMeter('invalid'), deferredGauge: false });
     try {

@@ -12,7 +12,7 @@ describe('C24: close() aborts the attempts it finds running; a rollback that end
       executor: async (_ref, _payload, ctx) => {
         seen = ctx.signal;
         // answers only when aborted (close() waits for running executors)
-        return new Promise<ExecutorResult>((_resolve, reject) =>
+        return new Promise<ExecutorResult<string>>((_resolve, reject) =>
           ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error)),
         );
       },

@@ -33,11 +33,11 @@ describe.each([
   it('enqueues, defers, wakes up, cancels, clears and dispatches end to end', async () => {
     // by hand, not harness(): the engine connects as the least-privilege ACL user
     const calls = new Map<string, number>();
-    const engine = createDispatchEngine({
+    const engine = createDispatchEngine<unknown, string>({
       connection: connection as never,
       prefix,
       queueName,
-      executor: async (ref: StageRef): Promise<ExecutorResult> => {
+      executor: async (ref: StageRef): Promise<ExecutorResult<string>> => {
         const n = (calls.get(ref.stage) ?? 0) + 1;
         calls.set(ref.stage, n);
         return n < 3
@@ -93,8 +93,12 @@ describe('C25: a Redis user missing a permission is refused at start-up, before 
   ])('$without: MISSING_PERMISSION names $names; enqueue, dispatch, cancel and clear write nothing', async (c) => {
     const { prefix, queueName } = isolated();
     const connection = await aclUser(admin, 'rel', prefix, c.extra);
-    const executor = jest.fn(async (): Promise<ExecutorResult> => ({ dispatched: true, jobs: 1, reason: null }));
-    const engine = createDispatchEngine({
+    const executor = jest.fn(async (): Promise<ExecutorResult<string>> => ({
+      dispatched: true,
+      jobs: 1,
+      reason: null,
+    }));
+    const engine = createDispatchEngine<unknown, string>({
       connection: connection as never,
       prefix,
       queueName,

@@ -28,7 +28,7 @@ afterAll(closeClients);
 async function engineWithout(command: string) {
   const { prefix, queueName } = isolated();
   prefixes.push(prefix);
-  const engine = createDispatchEngine({
+  const engine = createDispatchEngine<unknown, string>({
     connection: await aclUser(admin, 'rv16a', prefix, [`-${command}`]),
     prefix,
     queueName,

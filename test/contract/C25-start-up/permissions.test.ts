@@ -33,7 +33,7 @@ afterEach(async () => {
 afterAll(closeClients);
 
 function engineOn(connection: object, prefix: string, queueName: string, extra: object = {}) {
-  const e = createDispatchEngine({
+  const e = createDispatchEngine<unknown, string>({
     connection: connection as never,
     prefix,
     queueName,

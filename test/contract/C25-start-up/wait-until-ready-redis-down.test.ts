@@ -9,7 +9,7 @@ describe('C25: waitUntilReady while Redis is down', () => {
     const server = await PrivateRedis.start();
     await server.kill9();
     // not the harness: this engine's connection must point at the stopped server
-    const engine = createDispatchEngine({
+    const engine = createDispatchEngine<unknown, string>({
       connection: { host: '127.0.0.1', port: server.port },
       ...isolated(),
       executor: async () => SENT,

@@ -32,7 +32,7 @@ class Downstream implements OnModuleDestroy {
   private pending: ((e: Error) => void)[] = [];
   readonly started = latch<DispatchContext>();
 
-  send(ctx: DispatchContext): Promise<ExecutorResult> {
+  send(ctx: DispatchContext): Promise<ExecutorResult<string>> {
     if (this.closed) return Promise.reject(new Error('downstream pool is closed'));
     this.started.open(ctx);
     return new Promise((_, reject) => {
@@ -194,7 +194,7 @@ describe('C26: executor providers', () => {
     let calls = 0;
     @Injectable()
     class SyncThrow implements StageExecutor {
-      execute(): Promise<ExecutorResult> {
+      execute(): Promise<ExecutorResult<string>> {
         calls += 1;
         if (calls === 1) throw new Error('sync boom');
         return Promise.resolve(SENT);

@@ -30,9 +30,9 @@ class RenderSlots {
   free = 0;
   readonly calls: { ref: StageRef; payload: unknown; ctx: DispatchContext }[] = [];
   /** Set by a test: the next call waits for it (and sees the signal it gets). */
-  hold: ((ctx: DispatchContext) => Promise<ExecutorResult>) | undefined;
+  hold: ((ctx: DispatchContext) => Promise<ExecutorResult<string>>) | undefined;
 
-  async take(ref: StageRef, payload: unknown, ctx: DispatchContext): Promise<ExecutorResult> {
+  async take(ref: StageRef, payload: unknown, ctx: DispatchContext): Promise<ExecutorResult<string>> {
     this.calls.push({ ref, payload, ctx });
     if (this.hold) return this.hold(ctx);
     if (this.free === 0) return notSent('no_worker_available');
@@ -46,7 +46,7 @@ class RenderSlots {
 class RenderExecutor implements StageExecutor<{ url: string }> {
   constructor(@Inject(RenderSlots) readonly slots: RenderSlots) {}
 
-  execute(ref: StageRef, payload: { url: string }, ctx: DispatchContext): Promise<ExecutorResult> {
+  execute(ref: StageRef, payload: { url: string }, ctx: DispatchContext): Promise<ExecutorResult<string>> {
     return this.slots.take(ref, payload, ctx);
   }
 }

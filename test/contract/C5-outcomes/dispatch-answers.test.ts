@@ -18,7 +18,7 @@ describe('C5: what dispatchStage answers, field by field (run N)', () => {
     h.redis.del(new DeferralStore(h.engine.queue).keys.lock(stageId(image)));
 
   /** A dispatch whose lock is deleted while its executor waits, which then answers `answer`. */
-  async function answerAfterLockDrop(answer: ExecutorResult) {
+  async function answerAfterLockDrop(answer: ExecutorResult<string>) {
     const gate = latch<void>();
     const { h, ctxOf } = recording(async () => {
       await gate.opened;

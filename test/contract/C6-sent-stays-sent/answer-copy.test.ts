@@ -20,7 +20,7 @@ describe('C6: the plain copy of the answer', () => {
   it('an answer with an own `__proto__` key and no `dispatched` is not a dispatch (INVALID_EXECUTOR_RESULT)', async () => {
     const h = harness();
     // a downstream's JSON body: it says nothing of `dispatched` at its top level
-    const body = JSON.parse('{"jobs":0,"reason":"capacity","__proto__":{"dispatched":true}}') as ExecutorResult;
+    const body = JSON.parse('{"jobs":0,"reason":"capacity","__proto__":{"dispatched":true}}') as ExecutorResult<string>;
     expect(Object.hasOwn(body, 'dispatched')).toBe(false);
     expect((body as { dispatched?: unknown }).dispatched).toBeUndefined();
     h.executor.script(image, async () => ({ ...body }));
@@ -33,7 +33,9 @@ describe('C6: the plain copy of the answer', () => {
   });
 
   it('the copy of an answer keeps an own `__proto__` key as a field', () => {
-    const body = JSON.parse('{"dispatched":true,"jobs":1,"reason":null,"__proto__":{"region":"eu"}}') as ExecutorResult;
+    const body = JSON.parse(
+      '{"dispatched":true,"jobs":1,"reason":null,"__proto__":{"region":"eu"}}',
+    ) as ExecutorResult<string>;
     const { raw } = checkExecutorResult(body);
     expect(JSON.stringify(raw)).toBe(JSON.stringify(body));
   });
@@ -68,7 +70,7 @@ describe('C6: the plain copy of the answer', () => {
         return this.body.id;
       }
     }
-    h.executor.script(image, async () => new Receipt({ id: 'render-42' }) as unknown as ExecutorResult);
+    h.executor.script(image, async () => new Receipt({ id: 'render-42' }) as unknown as ExecutorResult<string>);
     const r = await h.engine.dispatchStage(image, {});
     const got = r.result as unknown as Receipt & Record<symbol, unknown>;
     expect({ isReceipt: got instanceof Receipt, renderId: got.renderId, trace: got[trace] }).toEqual({

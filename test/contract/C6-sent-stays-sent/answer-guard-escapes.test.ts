@@ -19,21 +19,21 @@ import type { ExecutorResult, StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 /** Sent: `dispatched: true`, but reading `jobs` throws a value with a Symbol `message`. */
-function sentGetterThrowsOdd(): ExecutorResult {
+function sentGetterThrowsOdd(): ExecutorResult<string> {
   return {
     dispatched: true,
     reason: null,
     get jobs(): number {
       throw { message: Symbol('response closed') };
     },
-  } as ExecutorResult;
+  } as ExecutorResult<string>;
 }
 
 /** Sent: `dispatched: true`, `jobs` a revoked Proxy (a response object already released). */
-function sentJobsRevoked(): ExecutorResult {
+function sentJobsRevoked(): ExecutorResult<string> {
   const p = Proxy.revocable({}, {});
   p.revoke();
-  return { dispatched: true, reason: null, jobs: p.proxy } as unknown as ExecutorResult;
+  return { dispatched: true, reason: null, jobs: p.proxy } as unknown as ExecutorResult<string>;
 }
 
 describe('C6: an answer saying dispatched: true whose problem cannot be described', () => {

@@ -13,7 +13,7 @@ function roundTrip(result: DispatchResult): DispatchResult {
   const { result: answer, ...rest } = result;
   const json = JSON.stringify(answer);
   if (json === undefined || json.length > MAX_STORED_ANSWER) return rest;
-  return { ...rest, result: JSON.parse(json) as ExecutorResult };
+  return { ...rest, result: JSON.parse(json) as ExecutorResult<string> };
 }
 
 describe('C6: the job return value of a flat answer (isFlat skips the JSON round trip)', () => {
@@ -44,7 +44,7 @@ describe('C6: the job return value of a flat answer (isFlat skips the JSON round
   it('a flat answer with own constructor / toJSON / hasOwnProperty / toString / __proto__ keys set to primitives is returned as its JSON round trip gives it', async () => {
     const answer = JSON.parse(
       '{"dispatched":true,"jobs":1,"reason":null,"constructor":"c","toJSON":"t","hasOwnProperty":1,"toString":false,"valueOf":null,"__proto__":"p"}',
-    ) as ExecutorResult;
+    ) as ExecutorResult<string>;
     const rv = await returnValueFor(answer);
     const expected = roundTrip({ dispatched: true, reason: null, retryable: false, result: answer });
     expect(JSON.stringify(rv)).toBe(JSON.stringify(expected));

@@ -18,7 +18,7 @@ import type { ExecutorResult, StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 /** `dispatched: true`, `reason: null`, and `jobs` a getter that answers `okReads` times, then throws. */
-function sentWithJobsGetter(okReads: number): ExecutorResult {
+function sentWithJobsGetter(okReads: number): ExecutorResult<string> {
   let reads = 0;
   return {
     dispatched: true,
@@ -27,7 +27,7 @@ function sentWithJobsGetter(okReads: number): ExecutorResult {
       if (reads++ >= okReads) throw new Error('response body already consumed');
       return 1;
     },
-  } as ExecutorResult;
+  } as ExecutorResult<string>;
 }
 
 describe('C6: an answer saying dispatched: true whose `jobs` throws when read', () => {

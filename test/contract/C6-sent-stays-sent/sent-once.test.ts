@@ -18,7 +18,7 @@ const image: StageRef = { scope: ['book-s', 'ch-1'], stage: 'image' };
  * calls, completed and failed jobs (`ONCE` when the stage was sent once and the job completed).
  */
 async function runWith(answer: unknown) {
-  const run = await viaJob(image, { fallback: answer as ExecutorResult });
+  const run = await viaJob(image, { fallback: answer as ExecutorResult<string> });
   return {
     ...run,
     counts: { calls: run.h.executor.callsFor(image), completed: run.done.length, failed: run.failed.length },

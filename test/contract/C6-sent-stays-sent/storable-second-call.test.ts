@@ -27,7 +27,10 @@ describe('C6: an answer whose JSON fails only on a later try', () => {
         return { id: 'render-42' };
       },
     };
-    h.executor.script(image, async () => ({ dispatched: true, jobs: 1, reason: null, detail }) as ExecutorResult);
+    h.executor.script(
+      image,
+      async () => ({ dispatched: true, jobs: 1, reason: null, detail }) as ExecutorResult<string>,
+    );
     h.executor.fallback = { dispatched: true, jobs: 1, reason: null };
     const worker = h.engine.createWorker();
     worker.on('error', () => undefined); // BullMQ reports its failed completion here

@@ -22,7 +22,7 @@ describe('C9: a cancel arriving while the executor of that stage is in flight', 
       it(`leaves no deferral behind when the late answer is ${outcome} (${via})`, async () => {
         const { prefix, queueName } = isolated();
         const entered = latch();
-        const release = latch<ExecutorResult>();
+        const release = latch<ExecutorResult<string>>();
         let calls = 0;
         const engine = engineFor(prefix, queueName, {
           executor: async () => {
