@@ -624,7 +624,7 @@ export class Dispatcher<P> {
     return {
       attempts: from?.attempts ?? this.opts.retry.attempts,
       backoff: from?.backoff ?? this.opts.retry.backoff,
-      removeOnComplete: true,
+      removeOnComplete: this.opts.removeOnComplete,
       ...extra,
     };
   }

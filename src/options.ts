@@ -1,4 +1,4 @@
-import type { ConnectionOptions } from 'bullmq';
+import type { ConnectionOptions, KeepJobs } from 'bullmq';
 import { z } from 'zod';
 import { InvalidOptionsError } from './errors';
 import {
@@ -65,6 +65,13 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
     attempts?: number;
     backoff?: { type: 'fixed' | 'exponential'; delay: number };
   };
+  /**
+   * What BullMQ does with a job the engine added (a wake-up, an `enqueue`d job) once it
+   * completes, in BullMQ's own shape: `true` removes it (default), `false` keeps it,
+   * `{ count, age }` keeps the last `count` or those younger than `age` seconds. Kept jobs are
+   * Bull Board's Completed tab: each costs about what its wake-up did while it waited.
+   */
+  removeOnComplete?: boolean | number | KeepJobs;
   /** Bounds on deferrals in a row per class. */
   limits?: {
     /** After this many capacity deferrals in a row the job fails with `DeferralLimitError`. Default 120 (1 h at 30 s). */
@@ -176,6 +183,21 @@ const schema = z.strictObject({
     })
     .strict()
     .default({ maxCapacityDeferrals: 120, maxIdempotentDeferrals: 3 }),
+  removeOnComplete: z
+    .union([
+      z.boolean(),
+      z.number().int().min(0),
+      z
+        .object({
+          age: z.number().int().min(0).optional(),
+          count: z.number().int().min(0).optional(),
+          limit: z.number().int().min(0).optional(),
+        })
+        .strict()
+        .refine((k) => k.age !== undefined || k.count !== undefined, 'an `age` or a `count`')
+        .transform((k) => k as KeepJobs),
+    ])
+    .default(true),
   lockMs: z.number().int().min(1000).max(3_600_000).default(30_000),
   inFlightRetryMs: z.number().int().min(1).max(3_600_000).default(1000),
   maxClockSkewMs: z.number().int().min(0).max(60_000).default(1000),

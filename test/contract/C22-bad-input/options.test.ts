@@ -84,10 +84,17 @@ describe('C22: strict top-level options', () => {
       inFlightRetryMs: 100,
       maxClockSkewMs: 500,
       jobLog: false,
+      removeOnComplete: { count: 100 },
       waitForReplicas: { replicas: 1, timeoutMs: 100 },
       faultHook: () => undefined,
     };
     expect(resolveOptions(options)).toMatchObject({ lockMs: 5000, windows: { capacityMaxSeconds: 40 } });
+  });
+});
+
+describe('C22: removeOnComplete in BullMQ’s shape', () => {
+  it.each([[{}], [{ age: -1 }], [-1], ['yes'], [{ count: 1, keep: true }]])('%j is refused', (bad) => {
+    expect(refusal({ removeOnComplete: bad }).message).toContain('removeOnComplete');
   });
 });
 
