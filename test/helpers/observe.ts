@@ -43,6 +43,12 @@ export async function stageView(engine: Engine, ref: StageRef) {
   };
 }
 
+/** The wake-up of the stage's deferral, as `listDeferred` lists it. */
+export async function wakeUpOf(engine: Engine, ref: StageRef): Promise<string> {
+  const { listed } = await stageView(engine, ref);
+  return listed!.wakeUpJobId;
+}
+
 /** A stage nothing holds: not deferred, nothing listed, no job left to run. */
 export const FREE = { deferred: false, listed: undefined, jobs: [] };
 

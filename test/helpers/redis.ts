@@ -53,6 +53,12 @@ function scanned(redis: IORedis): IORedis[] {
 }
 
 /** Deletes every key under the prefix (tests only; the library never scans). */
+/** Closes workers and engines in order, then drops the test's keys. */
+export async function closeAll(redis: IORedis, prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
+  for (const c of all) await c.close();
+  await dropPrefix(redis, prefix);
+}
+
 export async function dropPrefix(redis: IORedis, prefix: string): Promise<void> {
   for (const key of await keysUnder(redis, prefix)) await redis.del(key);
 }

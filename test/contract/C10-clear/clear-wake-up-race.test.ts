@@ -1,7 +1,6 @@
 import type IORedis from 'ioredis';
-import type { DispatchEngine } from '../../../src/engine';
 import type { StageRef } from '../../../src/types';
-import { stageView } from '../../helpers/observe';
+import { stageView, wakeUpOf } from '../../helpers/observe';
 import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
 import {
   ManualWorker,
@@ -21,15 +20,6 @@ afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
 
-/** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
-const stateOf = (engine: DispatchEngine) => stageView(engine, ref);
-
-/** The wake-up of the stage's deferral, as `listDeferred` lists it. */
-async function wakeUpOf(engine: DispatchEngine): Promise<string> {
-  const { listed } = await stateOf(engine);
-  return listed!.wakeUpJobId;
-}
-
 describe('C10: a clear arriving while a wake-up fires', () => {
   async function deferredStage(prefix: string, queueName: string, script: Outcome[]) {
     let calls = 0;
@@ -40,7 +30,7 @@ describe('C10: a clear arriving while a wake-up fires', () => {
     const worker = new ManualWorker(queueName, prefix);
     await engine.enqueue(ref, {});
     await worker.processNext(engine); // deferred (capacity)
-    return { engine, worker, licence: await wakeUpOf(engine), calls: () => calls };
+    return { engine, worker, licence: await wakeUpOf(engine, ref), calls: () => calls };
   }
 
   it('between the wake-up being fetched and its begin: one executor call, the chain starts fresh', async () => {
@@ -54,7 +44,7 @@ describe('C10: a clear arriving while a wake-up fires', () => {
       const result = await engine.processor(job!, 't1');
       await job!.moveToCompleted(result, 't1', false);
       expect(calls()).toBe(2);
-      const after = await stateOf(engine);
+      const after = await stageView(engine, ref);
       // deferred again, by a fresh chain (capacity count 1, not 2), its one wake-up waiting
       expect(after).toEqual({
         deferred: true,
@@ -88,14 +78,14 @@ describe('C10: a clear arriving while a wake-up fires', () => {
     try {
       await engine.enqueue(ref, {});
       await worker.processNext(engine);
-      await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
+      await (await engine.queue.getJob(await wakeUpOf(engine, ref)))!.promote();
       const running = worker.processNext(engine);
       await entered.promise;
       expect(await engine.clearDeferrals(['book'])).toBe(0);
       go.open();
       await running;
       // deferred again by the woken run (its chain going on), one wake-up
-      const after = await stateOf(engine);
+      const after = await stageView(engine, ref);
       expect(after).toEqual({
         deferred: true,
         listed: { class: 'capacity', deferrals: 2, wakeUpJobId: expect.any(String) },
@@ -118,7 +108,7 @@ describe('C10: a clear arriving while a wake-up fires', () => {
       await engine.enqueue(ref, {});
       await worker.processNext(engine);
       for (let i = 0; i < iterations; i++) {
-        await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
+        await (await engine.queue.getJob(await wakeUpOf(engine, ref)))!.promote();
         const before = calls();
         await Promise.all([worker.processNext(engine), engine.clearDeferrals(['book'])]);
         // the clear may have promoted nothing (the wake-up already ran) or ended the new deferral:
@@ -127,7 +117,7 @@ describe('C10: a clear arriving while a wake-up fires', () => {
         expect(calls() - before).toBeGreaterThanOrEqual(1);
         expect(calls() - before).toBeLessThanOrEqual(2);
         // deferred again, by one wake-up: the one the next round promotes
-        const s = await stateOf(engine);
+        const s = await stageView(engine, ref);
         expect({ i, deferred: s.deferred, jobs: s.jobs }).toEqual({ i, deferred: true, jobs: [s.listed?.wakeUpJobId] });
       }
       // nothing left in flight: a cancel finds the deferral only

@@ -1,8 +1,8 @@
 import type IORedis from 'ioredis';
 import type { DispatchEngine } from '../../../src/engine';
 import type { StageRef } from '../../../src/types';
-import { stageView } from '../../helpers/observe';
-import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
+import { stageView, wakeUpOf } from '../../helpers/observe';
+import { client, closeAll, closeClients, isolated } from '../../helpers/redis';
 import {
   ManualWorker,
   answer,
@@ -19,21 +19,6 @@ beforeAll(() => {
 afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
-
-/** Closes workers and engines in order, then drops the test's keys. */
-async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
-  for (const c of all) await c.close();
-  await dropPrefix(redis, prefix);
-}
-
-/** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
-const stateOf = (engine: DispatchEngine) => stageView(engine, ref);
-
-/** The wake-up of the stage's deferral, as `listDeferred` lists it. */
-async function wakeUpOf(engine: DispatchEngine): Promise<string> {
-  const { listed } = await stateOf(engine);
-  return listed!.wakeUpJobId;
-}
 
 /**
  * The stage's job is enqueued and fetched by `first`, which then freezes before its begin: its
@@ -74,23 +59,23 @@ describe('C13: a worker frozen between fetching its job and beginning it (a GC p
         expect(again).toMatchObject({ result: { reason: 'no_worker_available' } });
         expect(otherCalls()).toBe(1);
         // capacity returns: the window ends early, the wake-up is promoted (in the fleet, by wakeDeferred)
-        const wakeUp = await wakeUpOf(other);
+        const wakeUp = await wakeUpOf(other, ref);
         expect((await other.wakeDeferred()).woken).toEqual([ref]);
         // woken: no longer deferred, its wake-up waiting to run
-        const deferred = await stateOf(other);
+        const deferred = await stageView(other, ref);
         expect(deferred).toEqual({ deferred: false, listed: undefined, jobs: [wakeUp] });
         // the frozen worker resumes and runs the job it fetched, with the token it no longer holds
         // (the processor leaves the job to BullMQ: a DelayedError, no move of a job it no longer holds)
         expect(await first.run(frozen, taken.job, taken.token)).toMatchObject({ error: { name: 'DelayedError' } });
         expect(frozenCalls).toBe(0);
         // the woken wake-up stands, waiting to run; no job made again of the removed one
-        expect(await stateOf(other)).toEqual(deferred);
+        expect(await stageView(other, ref)).toEqual(deferred);
         expect(await other.queue.getJob(taken.job.id as string)).toBeUndefined();
         // and it carries the stage on: it runs, and its executor is asked
         expect(await second.processNext(other)).toMatchObject({ result: { reason: 'no_worker_available' } });
         expect(otherCalls()).toBe(2);
       } finally {
-        await closeAll(prefix, first, second, frozen, other);
+        await closeAll(redis, prefix, first, second, frozen, other);
       }
     });
   }
@@ -110,7 +95,7 @@ describe('C13: a worker frozen between fetching its job and beginning it (a GC p
       expect(again).toMatchObject({ job: { id: taken.job.id }, result: { dispatched: true } });
       expect(calls()).toBe(1);
     } finally {
-      await closeAll(prefix, first, second, engine);
+      await closeAll(redis, prefix, first, second, engine);
     }
   });
 });

@@ -1,9 +1,8 @@
 import { UnrecoverableError } from 'bullmq';
 import type IORedis from 'ioredis';
-import type { DispatchEngine } from '../../../src/engine';
 import type { StageRef } from '../../../src/types';
-import { FREE, expireDispatchLockNow, failedRecordsOf, stageView } from '../../helpers/observe';
-import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
+import { FREE, expireDispatchLockNow, failedRecordsOf, stageView, wakeUpOf } from '../../helpers/observe';
+import { client, closeAll, closeClients, dropPrefix, isolated } from '../../helpers/redis';
 import { ManualWorker, answer, engineFor, latch } from '../../reliability/harness';
 
 let redis: IORedis;
@@ -13,21 +12,6 @@ beforeAll(() => {
 afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
-
-/** Closes workers and engines in order, then drops the test's keys. */
-async function closeAll(prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
-  for (const c of all) await c.close();
-  await dropPrefix(redis, prefix);
-}
-
-/** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
-const stateOf = (engine: DispatchEngine) => stageView(engine, ref);
-
-/** The wake-up of the stage's deferral, as `listDeferred` lists it. */
-async function wakeUpOf(engine: DispatchEngine): Promise<string> {
-  const { listed } = await stateOf(engine);
-  return listed!.wakeUpJobId;
-}
 
 describe('C13: a dispatch lock that expires before the deferral is recorded (a stall longer than lockMs)', () => {
   for (const which of ['ready job', 'wake-up'] as const) {
@@ -51,17 +35,17 @@ describe('C13: a dispatch lock that expires before the deferral is recorded (a s
         await engine.enqueue(ref, {});
         if (which === 'wake-up') {
           await worker.processNext(engine);
-          await (await engine.queue.getJob(await wakeUpOf(engine)))!.promote();
+          await (await engine.queue.getJob(await wakeUpOf(engine, ref)))!.promote();
         }
         const first = await worker.processNext(engine);
         const jobId = first!.job.id as string;
         // nothing was recorded, but the job is still there to try again
-        const mid = await stateOf(engine);
+        const mid = await stageView(engine, ref);
         expect(mid).toEqual({ deferred: false, listed: undefined, jobs: [jobId] });
         expireOnCall = 0;
         await (await engine.queue.getJob(jobId))!.promote();
         await worker.processNext(engine);
-        const after = await stateOf(engine);
+        const after = await stageView(engine, ref);
         expect(after).toEqual({
           deferred: true,
           listed: { class: 'capacity', deferrals: expect.any(Number), wakeUpJobId: expect.any(String) },
@@ -112,10 +96,10 @@ describe('C13: an attempt that outlived its lock (a stall) and then fails for go
       await stale.catch(() => undefined);
       // the stage is not held: not deferred, no job, and no failure on record (internal: a record
       // of a job that no longer exists is memory only, dropped by the stage's next enqueue)
-      expect(await stateOf(other)).toEqual(FREE);
+      expect(await stageView(other, ref)).toEqual(FREE);
       expect(await failedRecordsOf(redis, { prefix, queueName }, ref)).toEqual([]);
     } finally {
-      await closeAll(prefix, first, second, frozen, other);
+      await closeAll(redis, prefix, first, second, frozen, other);
     }
   });
 });

@@ -1,5 +1,4 @@
 import type IORedis from 'ioredis';
-import type { DispatchEngine } from '../../../src/engine';
 import type { DispatchResult, ExecutorResult, StageRef } from '../../../src/types';
 import { FREE, stageView } from '../../helpers/observe';
 import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
@@ -12,9 +11,6 @@ beforeAll(() => {
 afterAll(closeClients);
 
 const ref: StageRef = { scope: ['book', 'ch'], stage: 'image' };
-
-/** The stage as a user sees it: deferred or not, its listed deferral, its jobs not finished. */
-const stateOf = (engine: DispatchEngine) => stageView(engine, ref);
 
 describe('C9: a cancel arriving while the executor of that stage is in flight', () => {
   for (const outcome of ['capacity', 'idempotent', 'failure', 'dispatched'] as Outcome[]) {
@@ -61,7 +57,7 @@ describe('C9: a cancel arriving while the executor of that stage is in flight', 
             expect(processed.result as DispatchResult).toMatchObject(expected);
           }
           // the late result did not re-create the deferral, nor leave a wake-up or the lock
-          expect(await stateOf(engine)).toEqual(FREE);
+          expect(await stageView(engine, ref)).toEqual(FREE);
           expect(calls).toBe(1);
           // and the stage can be enqueued afresh (not deferred, not in flight), and its job dispatches it
           expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
@@ -93,7 +89,7 @@ describe('C9: a cancel arriving after a worker picked the job up but before its 
       const result = await engine.processor(job!, 't1');
       await job!.moveToCompleted(result, 't1', false);
       expect(calls()).toBe(0);
-      expect(await stateOf(engine)).toEqual(FREE);
+      expect(await stageView(engine, ref)).toEqual(FREE);
       // and the stage goes on: enqueued again, its job asks the executor
       expect(await engine.enqueue(ref, {})).toMatchObject({ added: true });
       expect(await worker.processNext(engine)).toMatchObject({ result: { reason: 'no_worker_available' } });
