@@ -280,10 +280,9 @@ const WAKE_UP_ID = /^@(cap|idem)\.\d+\.\d+\.\d+\.[0-9a-z]+$/;
  * Whether BullMQ keeps a job it finishes under the job's `removeOnComplete` or
  * `removeOnFail`: not when it is `true`, `0`, `{ count: 0 }` or `{ age: 0 or
  * less }` unless with `limit: 0` (a count or an age above 0 keeps it a
- * while). The one place the rule lives: the processor and the engine's
- * `failed` listener pass its verdict to the `FAIL` script. A Worker's own option is not
- * seen (it applies only to a job without its own: then one request is spent
- * on a job BullMQ removes).
+ * while). The one place the rule lives: the processor reads it of the job's
+ * own option, else of its Worker's (as BullMQ applies them), for the `FAIL`
+ * script and a success's release, which record a job BullMQ keeps.
  */
 export function keptWhenFinished(remove: unknown): boolean {
   if (remove === true || remove === 0) return false;

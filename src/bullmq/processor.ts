@@ -18,6 +18,15 @@ import type { DispatchResult, ExecutorResult, StageRef } from '../types';
  * BullMQ's own test (`err instanceof UnrecoverableError || err.name == 'UnrecoverableError'`):
  * the class of another copy of bullmq in the app (its Worker's) ends a job for good too.
  */
+/**
+ * The options of the Worker that runs the job (BullMQ hands it the Worker as its queue): its
+ * `removeOnComplete` and `removeOnFail` apply to a job that has none of its own, as BullMQ
+ * applies them.
+ */
+function workerOptsOf(job: Job): { removeOnComplete?: unknown; removeOnFail?: unknown } | undefined {
+  return (job as unknown as { queue?: { opts?: { removeOnComplete?: unknown; removeOnFail?: unknown } } }).queue?.opts;
+}
+
 function isUnrecoverable(error: Error): boolean {
   return error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
 }
@@ -97,7 +106,7 @@ async function failForGood(store: DeferralStore, job: Job, sid: string, ctx: Job
   // a mark whose replicas did not confirm it ran: the job still fails for good (retried, it would
   // run its stage again past the bound)
   const marked = await store
-    .markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail), ctx.bullToken)
+    .markFailed(sid, ctx.id, keptWhenFinished(job.opts.removeOnFail ?? workerOptsOf(job)?.removeOnFail), ctx.bullToken)
     .catch((e: unknown) => {
       if (e instanceof ReplicationUnconfirmedError) return true;
       throw e;
@@ -182,6 +191,7 @@ export function createProcessor<P>(
       isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
+      keptWhenDone: keptWhenFinished(job.opts.removeOnComplete ?? workerOptsOf(job)?.removeOnComplete),
     };
     ctx.failsForGood = (spent, error) => failsForGood(job, ctx, spent, error);
     // BullMQ's token '0' means "no lock" (its scripts then check none)

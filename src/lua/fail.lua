@@ -26,9 +26,8 @@ local live = split(licences(KEYS[1], ARGV[1]))
 -- licence (a wake-up whose window ended) leaves that chain, and its place in the wait index, alone
 if live == me or live == me .. '!' then redis.call('ZREM', KEYS[1], live) end
 if not live or live == me or live == me .. '!' then unwait(ARGV[3], ARGV[1]) end
--- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, read by
--- keptWhenFinished); one kept a while is recorded, so a cancel still reaches it. A Worker's own
--- removeOnFail is not seen: its record stays until the chain's end drops records whose jobs are gone
+-- a job BullMQ removes as it fails leaves no record behind (ARGV[5] '0': its removeOnFail, else
+-- the Worker's, read by keptWhenFinished); one kept a while is recorded, so a cancel still reaches it
 if ARGV[5] == '0' then return 1 end
 redis.call('ZADD', KEYS[1], 0, me .. '?')
 return 1
