@@ -1,245 +1,263 @@
 /**
- * NestJS integration: `import { StageDeferralModule } from 'bullmq-stage-deferral/nestjs'`.
+ * NestJS on `@nestjs/bullmq`: `import { StageDeferralModule, StageDispatchHost } from 'bullmq-stage-deferral/nestjs'`.
  *
- * This entry imports `@nestjs/common` and `@nestjs/core` (optional peers);
- * the main entry never imports it. It uses no decorator syntax itself (the
+ * `StageDeferralModule.registerQueue({ name })` registers the dispatch queue with
+ * `BullModule` (its connection and prefix from `BullModule.forRoot`) and an engine
+ * on that queue's own Redis client. Your `@Processor(name)` class extends
+ * `StageDispatchHost`: `@nestjs/bullmq` makes its Worker, and its `process` runs the
+ * engine's processor, which calls the class's `execute`.
+ *
+ * This entry imports `@nestjs/bullmq`, `@nestjs/common` and `@nestjs/core` (optional
+ * peers); the main entry never imports it. It uses no decorator syntax itself (the
  * decorators are called as functions), so it needs no compiler flag.
  */
+import { BullModule, getQueueToken, WorkerHost } from '@nestjs/bullmq';
 import {
   Inject,
-  Logger,
   type DynamicModule,
   type InjectionToken,
   type ModuleMetadata,
   type OnApplicationBootstrap,
   type OnModuleDestroy,
-  type OnModuleInit,
   type OptionalFactoryDependency,
   type Provider,
-  type Type,
 } from '@nestjs/common';
-import { ModuleRef, ModulesContainer } from '@nestjs/core';
-import type { WorkerOptions } from 'bullmq';
+import { ModuleRef } from '@nestjs/core';
+import type { Job, Queue, RedisClient } from 'bullmq';
 import {
   createDispatchEngine,
   InvalidOptionsError,
   type DispatchContext,
   type DispatchEngine,
   type DispatchEngineOptions,
-  type Executor,
+  type DispatchResult,
   type ExecutorResult,
   type StageRef,
 } from './index';
 
-/** Injection token of the engine (`@Inject(STAGE_DEFERRAL_ENGINE)`, or `@InjectStageDeferral()`). */
-export const STAGE_DEFERRAL_ENGINE = 'STAGE_DEFERRAL_ENGINE';
-/** Injection token of the options the module was given (after `useFactory` ran). */
-export const STAGE_DEFERRAL_OPTIONS = 'STAGE_DEFERRAL_OPTIONS';
-/** The module's own host of the engine and its Worker (internal). */
-const STAGE_DEFERRAL_HOST = 'STAGE_DEFERRAL_HOST';
+/** The engine's options, but connection, prefix and queue name: `BullModule`'s. */
+export type StageDeferralEngineOptions<P = unknown> = Omit<
+  DispatchEngineOptions<P>,
+  'connection' | 'prefix' | 'queueName' | 'executor'
+>;
 
-/** Injects the module's `DispatchEngine`: `constructor(@InjectStageDeferral() engine: DispatchEngine<P>)`. */
-export function InjectStageDeferral(): ReturnType<typeof Inject> {
-  return Inject(STAGE_DEFERRAL_ENGINE);
+/** The dispatch queue: its name, and the `BullModule.forRoot` configuration it uses. */
+export interface StageDeferralQueue {
+  /** The queue's name, as `@Processor(name)` and `@InjectQueue(name)` give it. Default `'stage-dispatch'`. */
+  name?: string;
+  /** The `configKey` of the `BullModule.forRoot(configKey, …)` whose connection and prefix it uses. Default: the unnamed one. */
+  configKey?: string;
 }
 
-/** An executor as a NestJS provider: a class (with its own injected dependencies) implementing `execute`. */
-export interface StageExecutor<P = unknown> {
-  execute(ref: StageRef, payload: P, ctx: DispatchContext): Promise<ExecutorResult<string>>;
-}
+/** `registerQueue`: the queue, and the engine's options. */
+export type StageDeferralModuleOptions<P = unknown> = StageDeferralQueue & StageDeferralEngineOptions<P>;
 
-/** A class implementing `StageExecutor`, or the token of a provider that does. */
-export type StageExecutorToken<P = unknown> = Type<StageExecutor<P>> | string | symbol;
-
-/** The engine's options, where `executor` may be a provider, plus what the module does with a Worker. */
-export interface StageDeferralModuleOptions<P = unknown> extends Omit<DispatchEngineOptions<P>, 'executor'> {
-  /**
-   * A function (as for `createDispatchEngine`), or a provider: a class
-   * implementing `StageExecutor` or an injection token. A provider is looked
-   * up in the whole application (`ModuleRef.get(token, { strict: false })`),
-   * so list it in the `providers` of the module that holds its dependencies.
-   * It must be a singleton (the default scope). Leave `executor` out for a
-   * producer-only engine (no Worker).
-   */
-  executor?: Executor<P, string> | StageExecutorToken<P>;
-  /**
-   * The Worker the module runs on the dispatch queue once the application has
-   * bootstrapped (`concurrency`, `limiter`, ...; the connection and prefix
-   * are the engine's), closed on shutdown. `false`: no Worker (a producer, or
-   * you run `engine.processor` yourself). Default: a Worker when there is an
-   * executor, none without one.
-   */
-  worker?: false | Omit<WorkerOptions, 'connection' | 'prefix' | 'autorun'>;
-}
-
-/** `forRootAsync`: options from a factory, which may inject providers (a `ConfigService`). */
-export interface StageDeferralModuleAsyncOptions<P = unknown> extends Pick<ModuleMetadata, 'imports'> {
+/** `registerQueueAsync`: the queue, and the engine's options from a factory that may inject providers. */
+export interface StageDeferralModuleAsyncOptions<P = unknown>
+  extends StageDeferralQueue, Pick<ModuleMetadata, 'imports'> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the factory's arguments are what `inject` names
-  useFactory: (...args: any[]) => StageDeferralModuleOptions<P> | Promise<StageDeferralModuleOptions<P>>;
+  useFactory: (...args: any[]) => StageDeferralEngineOptions<P> | Promise<StageDeferralEngineOptions<P>>;
   inject?: (InjectionToken | OptionalFactoryDependency)[];
-  /** Providers added to the module, e.g. an executor class whose dependencies come from `imports`. */
-  extraProviders?: Provider[];
-  /** Make the engine injectable in every module (default `true`, like `BullModule.forRoot`). */
-  isGlobal?: boolean;
 }
 
-/**
- * The engine beside `@nestjs/bullmq`'s `BullModule`: give it the same
- * `connection` and `prefix` (from one `ConfigService` factory, say) and its
- * dispatch queue is one more BullMQ queue of your app.
- *
- * - provides the `DispatchEngine` (`@InjectStageDeferral()`);
- * - runs `engine.processor` in a Worker on the dispatch queue from
- *   `onApplicationBootstrap` (unless producer-only or `worker: false`);
- * - on shutdown (`onModuleDestroy`, the first kind of hook `app.close()` calls;
- *   a global module's after every other module's) closes
- *   the engine: no new attempt starts, running executors are aborted (their
- *   jobs go back to the queue, no attempt spent), the Worker closes, then the
- *   engine's queue and the connections it opened. A client you passed as
- *   `connection` stays open: it is yours.
- */
+const DEFAULT_QUEUE = 'stage-dispatch';
+
+/** The injection token of the engine of queue `name`. */
+export function getStageDeferralToken(name = DEFAULT_QUEUE): string {
+  return `StageDeferralEngine_${name}`;
+}
+
+/** Injects the engine of queue `name`: `constructor(@InjectStageDeferral() engine: DispatchEngine<P>)`. */
+export function InjectStageDeferral(name = DEFAULT_QUEUE): ReturnType<typeof Inject> {
+  return Inject(getStageDeferralToken(name));
+}
+
+const bindingToken = (name: string) => `StageDeferralBinding_${name}`;
+const optionsToken = (name: string) => `StageDeferralOptions_${name}`;
+
 export class StageDeferralModule {
-  static forRoot<P = unknown>(options: StageDeferralModuleOptions<P> & { isGlobal?: boolean }): DynamicModule {
-    const { isGlobal = true, ...engineOptions } = options;
-    return module(isGlobal, [{ provide: STAGE_DEFERRAL_OPTIONS, useValue: engineOptions }]);
+  /**
+   * Registers the dispatch queue with `BullModule` (do not register it there
+   * too) and provides its engine (`@InjectStageDeferral(name)`). The queue
+   * (`@InjectQueue(name)`) and the engine are exported to the importing module.
+   */
+  static registerQueue<P = unknown>(options: StageDeferralModuleOptions<P> = {}): DynamicModule {
+    const { name, configKey, ...engineOptions } = queueOf(options, 'registerQueue');
+    return module(name, configKey, [], { provide: optionsToken(name), useValue: engineOptions });
   }
 
-  static forRootAsync<P = unknown>(options: StageDeferralModuleAsyncOptions<P>): DynamicModule {
-    if (typeof options?.useFactory !== 'function') {
-      throw new InvalidOptionsError('Expected `StageDeferralModule.forRootAsync` to get `{ useFactory, inject? }`');
+  /** As `registerQueue`, with the engine's options from `useFactory` (which may `inject` a `ConfigService`). */
+  static registerQueueAsync<P = unknown>(options: StageDeferralModuleAsyncOptions<P>): DynamicModule {
+    const { name, configKey, imports = [], useFactory, inject = [] } = queueOf(options, 'registerQueueAsync');
+    if (typeof useFactory !== 'function') {
+      throw new InvalidOptionsError(
+        'Expected `StageDeferralModule.registerQueueAsync` to get `{ useFactory, inject? }`',
+      );
     }
-    const { useFactory, inject = [], imports = [], extraProviders = [], isGlobal = true } = options;
-    return {
-      ...module(isGlobal, [{ provide: STAGE_DEFERRAL_OPTIONS, useFactory, inject }, ...extraProviders]),
-      imports,
-    };
+    return module(name, configKey, imports, { provide: optionsToken(name), useFactory, inject });
   }
 }
 
-function module(isGlobal: boolean, providers: Provider[]): DynamicModule {
+function queueOf<O extends StageDeferralQueue>(options: O, method: string) {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidOptionsError(`Expected \`StageDeferralModule.${method}\` to get an options object`);
+  }
+  const { name = DEFAULT_QUEUE } = options;
+  if (typeof name !== 'string' || name === '') {
+    throw new InvalidOptionsError(`Expected \`name\` to be the dispatch queue's name, got ${String(name)}`);
+  }
+  return { ...options, name };
+}
+
+function module(
+  name: string,
+  configKey: string | undefined,
+  imports: NonNullable<ModuleMetadata['imports']>,
+  options: Provider,
+): DynamicModule {
+  const queue = BullModule.registerQueue({ name, ...(configKey === undefined ? {} : { configKey }) });
   return {
     module: StageDeferralModule,
-    global: isGlobal,
+    imports: [...imports, queue],
     providers: [
-      ...providers,
+      options,
       {
-        provide: STAGE_DEFERRAL_HOST,
-        useFactory: (options: StageDeferralModuleOptions, moduleRef: ModuleRef, modules: ModulesContainer) => {
-          if (isGlobal) checkOneGlobal(modules);
-          return new StageDeferralHost(options, moduleRef);
+        provide: bindingToken(name),
+        useFactory: async (q: Queue, engineOptions: StageDeferralEngineOptions) => {
+          try {
+            return new Binding(q, await clientOf(q), engineOptions);
+          } catch (error) {
+            // refused options fail the start: the queue registered here is closed (Nest closes nothing then)
+            await q.close();
+            throw error;
+          }
         },
-        inject: [STAGE_DEFERRAL_OPTIONS, ModuleRef, ModulesContainer],
+        inject: [getQueueToken(name), optionsToken(name)],
       },
       {
-        provide: STAGE_DEFERRAL_ENGINE,
-        useFactory: (host: StageDeferralHost) => host.engine,
-        inject: [STAGE_DEFERRAL_HOST],
+        provide: getStageDeferralToken(name),
+        useFactory: (binding: Binding) => binding.engine,
+        inject: [bindingToken(name)],
       },
     ],
-    exports: [STAGE_DEFERRAL_ENGINE, STAGE_DEFERRAL_OPTIONS],
+    exports: [getStageDeferralToken(name), bindingToken(name), queue],
   };
 }
 
-/**
- * Two global modules would both provide the engine's token everywhere, and
- * every `@InjectStageDeferral()` would get one of them, silently. Checked
- * before either engine opens a connection, so a refused start leaves nothing open.
- */
-function checkOneGlobal(modules: ModulesContainer): void {
-  const globals = [...modules.values()].filter((m) => m.metatype === StageDeferralModule && m.isGlobal);
-  if (globals.length > 1) {
-    throw new InvalidOptionsError(
-      `Expected one global StageDeferralModule, got ${globals.length}: for an engine per queue, ` +
-        'import each with `isGlobal: false` into the module that injects it',
-    );
-  }
+/** The queue's Redis client, connected: BullMQ 6's backend's, BullMQ 5's own. */
+function clientOf(queue: Queue): Promise<RedisClient> {
+  type Holder = { client: Promise<RedisClient> };
+  const q = queue as unknown as Holder & { backend?: Holder };
+  return (q.backend ?? q).client;
 }
 
-/** Holds the engine and its Worker; NestJS calls its lifecycle hooks. */
-class StageDeferralHost implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+/** The engine of one queue, and the host whose `execute` its executor calls. */
+class Binding implements OnModuleDestroy {
   readonly engine: DispatchEngine;
-  private readonly workerOptions: Omit<WorkerOptions, 'connection' | 'prefix'> | undefined;
-  private readonly resolveExecutor: (() => StageExecutor) | undefined;
-  private readonly logger = new Logger('StageDeferralModule');
+  private host: StageDispatchHost<unknown, string> | undefined;
+  private closing: Promise<unknown> | undefined;
 
-  constructor(options: StageDeferralModuleOptions, moduleRef: ModuleRef) {
+  constructor(queue: Queue, client: RedisClient, options: StageDeferralEngineOptions) {
     if (typeof options !== 'object' || options === null) {
-      throw new InvalidOptionsError('Expected StageDeferralModule options to be an object');
+      throw new InvalidOptionsError(`Expected the options of queue ${queue.name}'s engine to be an object`);
     }
-    const { executor, worker, ...engineOptions } = options;
-    if (worker !== undefined && worker !== false && (typeof worker !== 'object' || worker === null)) {
-      throw new InvalidOptionsError('Expected `worker` to be `false` or Worker options');
-    }
-    if (worker && executor === undefined) {
+    // the queue's own client (the engine never closes a client it was given) and its prefix
+    this.engine = createDispatchEngine<unknown, string>({
+      ...options,
+      connection: client,
+      prefix: queue.opts.prefix ?? 'bull',
+      queueName: queue.name,
+      executor: (ref, payload, ctx) => {
+        if (!this.host) {
+          throw new InvalidOptionsError(
+            `No StageDispatchHost runs queue ${queue.name} in this app: a @Processor('${queue.name}') class ` +
+              'extending StageDispatchHost dispatches its stages',
+          );
+        }
+        return this.host.execute(ref, payload, ctx);
+      },
+    });
+  }
+
+  serve(host: StageDispatchHost<unknown, string>): void {
+    if (this.host === host) return;
+    if (this.host) {
       throw new InvalidOptionsError(
-        'Expected an `executor` with `worker` options: a producer-only engine runs no Worker (leave `worker` out)',
+        `Expected one StageDispatchHost on queue ${host.worker.name}, got ${this.host.constructor.name} and ${host.constructor.name}`,
       );
     }
-    const token = executorToken(executor);
-    let resolved: StageExecutor | undefined;
-    this.resolveExecutor = token === undefined ? undefined : () => (resolved ??= lookup(moduleRef, token));
-    const fn: Executor<unknown, string> | undefined =
-      token !== undefined
-        ? (ref, payload, ctx) => this.resolveExecutor!().execute(ref, payload, ctx)
-        : (executor as Executor<unknown, string> | undefined);
-    this.engine = createDispatchEngine<unknown, string>({ ...engineOptions, ...(fn ? { executor: fn } : {}) });
-    this.workerOptions = executor === undefined || worker === false ? undefined : { ...worker };
+    this.engine.attachWorker(host.worker);
+    this.host = host;
   }
 
   /**
-   * Every provider exists now: a missing or wrong executor provider fails the
-   * start, not the first dispatch (and the engine it would have served is closed).
+   * The Worker stops taking jobs and the engine aborts the running executors
+   * at once: their jobs go back (delayed, no attempt spent) while the Worker
+   * still holds them; the Worker then ends, and the engine. Before
+   * `@nestjs/bullmq` closes the queue and its connection (`onApplicationShutdown`).
    */
-  async onModuleInit(): Promise<void> {
-    try {
-      this.resolveExecutor?.();
-    } catch (error) {
-      await this.engine.close();
-      throw error;
-    }
+  onModuleDestroy(): Promise<unknown> {
+    this.closing ??= Promise.all([this.host?.worker.close(), this.engine.close()]);
+    return this.closing;
+  }
+}
+
+/**
+ * The base of your `@Processor(name)` class on a queue registered with
+ * `StageDeferralModule.registerQueue({ name })`: `process` runs the engine's
+ * processor, which calls your `execute` (a method: its dependencies are the
+ * class's, injected as usual). `@OnWorkerEvent` methods see its Worker's events.
+ * If you implement `onApplicationBootstrap` or `onModuleDestroy`, call `super`'s.
+ */
+export abstract class StageDispatchHost<P = unknown, R extends string = never>
+  extends WorkerHost
+  implements OnApplicationBootstrap, OnModuleDestroy
+{
+  declare private readonly moduleRef: ModuleRef;
+  private binding: Binding | undefined;
+
+  /**
+   * Tries to send the stage downstream: the executor (see `Executor`). Its
+   * `reason` is a built-in one or one of `R`: name the reasons of your
+   * `outcomes` (`StageDispatchHost<Payload, 'gpu_busy'>`), or `string`.
+   */
+  abstract execute(ref: StageRef, payload: P, ctx: DispatchContext): Promise<ExecutorResult<R>>;
+
+  /** The engine of this host's queue. */
+  get engine(): DispatchEngine<P> {
+    return this.bind().engine as DispatchEngine<P>;
   }
 
-  /** The Worker starts once the whole application is up (its executor's dependencies too). */
+  /** One dispatch job in: the engine's processor. */
+  process(job: Job, token?: string): Promise<DispatchResult> {
+    return this.bind().engine.processor(job, token) as Promise<DispatchResult>;
+  }
+
+  /** A host whose queue has no engine fails the start, not its first job. */
   onApplicationBootstrap(): void {
-    if (!this.workerOptions) return;
-    const worker = this.engine.createWorker(this.workerOptions);
-    // a Worker with no `error` listener would throw a connection error as an uncaught exception
-    worker.on('error', (error) => this.logger.error(`dispatch worker: ${error.message}`, error.stack));
+    this.bind();
   }
 
-  /** `engine.close()` aborts running executors (their jobs go back, no attempt spent), then closes the Worker. */
+  /** The Worker, then the engine (see `StageDeferralModule`). */
   async onModuleDestroy(): Promise<void> {
-    await this.engine.close();
+    await this.binding?.onModuleDestroy();
   }
-}
 
-/** A provider's token, or undefined for a function executor (or none). */
-function executorToken(executor: StageDeferralModuleOptions['executor']): StageExecutorToken | undefined {
-  if (typeof executor === 'string' || typeof executor === 'symbol') return executor;
-  if (typeof executor !== 'function') return undefined;
-  // a class: `class` syntax, or a compiled one whose prototype has `execute`
-  const proto = (executor as { prototype?: { execute?: unknown } }).prototype;
-  if (/^class\b/.test(Function.prototype.toString.call(executor)) || typeof proto?.execute === 'function') {
-    return executor as Type<StageExecutor>;
+  private bind(): Binding {
+    if (this.binding) return this.binding;
+    const name = this.worker.name;
+    let binding: Binding;
+    try {
+      binding = this.moduleRef.get<Binding>(bindingToken(name), { strict: false });
+    } catch {
+      throw new InvalidOptionsError(
+        `${this.constructor.name} runs queue ${name}, which has no engine: register it with ` +
+          `StageDeferralModule.registerQueue({ name: '${name}' }) instead of BullModule.registerQueue`,
+      );
+    }
+    binding.serve(this as unknown as StageDispatchHost<unknown, string>);
+    return (this.binding = binding);
   }
-  return undefined;
 }
-
-function lookup(moduleRef: ModuleRef, token: StageExecutorToken): StageExecutor {
-  const name = typeof token === 'function' ? token.name : String(token);
-  let instance: unknown;
-  try {
-    instance = moduleRef.get(token, { strict: false });
-  } catch (error) {
-    throw new InvalidOptionsError(
-      `Expected the executor provider ${name} in the \`providers\` of a module of the application ` +
-        `(a singleton): ${(error as Error).message}`,
-    );
-  }
-  if (typeof (instance as Partial<StageExecutor> | undefined)?.execute !== 'function') {
-    throw new InvalidOptionsError(
-      `Expected the executor provider ${name} to have an \`execute(ref, payload, ctx)\` method`,
-    );
-  }
-  return instance as StageExecutor;
-}
+// property injection, inherited by the subclass (its constructor is the user's own)
+Inject(ModuleRef)(StageDispatchHost.prototype, 'moduleRef');

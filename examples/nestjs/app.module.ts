@@ -1,42 +1,17 @@
+import { BullModule, InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Module } from '@nestjs/common';
+import type { Queue } from 'bullmq';
 import type { DispatchEngine, StageRef } from '../../src';
 import { InjectStageDeferral, StageDeferralModule } from '../../src/nestjs';
-import { RenderExecutor, RenderModule } from './render';
-
-/**
- * One place for the queue settings, as a ConfigService would hold them. With
- * `@nestjs/bullmq` you give `BullModule.forRootAsync({ inject: [QUEUE_CONFIG],
- * useFactory: (c: QueueConfig) => c })` the same connection and prefix, and the
- * dispatch queue is one more queue of your app (Bull Board shows it too).
- */
-export const QUEUE_CONFIG = 'QUEUE_CONFIG';
-export interface QueueConfig {
-  connection: { host: string; port: number; password?: string };
-  prefix: string;
-}
-
-@Module({
-  providers: [
-    {
-      provide: QUEUE_CONFIG,
-      useFactory: (): QueueConfig => {
-        const url = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const password = url.password ? decodeURIComponent(url.password) : undefined;
-        return {
-          connection: { host: url.hostname, port: Number(url.port || 6379), ...(password ? { password } : {}) },
-          prefix: 'myapp-nest',
-        };
-      },
-    },
-  ],
-  exports: [QUEUE_CONFIG],
-})
-export class QueueConfigModule {}
+import { RenderFarm, RenderProcessor } from './render';
 
 /** A service of yours: asks for a stage to be rendered; a no-op while the stage is deferred. */
 @Injectable()
 export class ScenesService {
-  constructor(@InjectStageDeferral() readonly engine: DispatchEngine<{ sceneUrl: string }>) {}
+  constructor(
+    @InjectStageDeferral('stage-dispatch') readonly engine: DispatchEngine<{ sceneUrl: string }>,
+    @InjectQueue('stage-dispatch') readonly queue: Queue, // the same queue, as @nestjs/bullmq gives it
+  ) {}
 
   render(ref: StageRef, sceneUrl: string) {
     return this.engine.enqueue(ref, { sceneUrl });
@@ -45,20 +20,23 @@ export class ScenesService {
 
 @Module({
   imports: [
-    QueueConfigModule,
-    RenderModule,
-    StageDeferralModule.forRootAsync({
-      imports: [QueueConfigModule],
-      inject: [QUEUE_CONFIG],
-      useFactory: (config: QueueConfig) => ({
-        ...config,
-        queueName: 'stage-dispatch',
-        executor: RenderExecutor, // a provider of RenderModule, resolved by the module
-        worker: { concurrency: 4 },
-        windows: { capacitySeconds: 1, jitter: 0 }, // short, for the example
-      }),
+    // your app's BullMQ settings: the dispatch queue takes its connection and prefix from here
+    BullModule.forRootAsync({
+      useFactory: () => {
+        const url = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+        const password = url.password ? decodeURIComponent(url.password) : undefined;
+        return {
+          connection: { host: url.hostname, port: Number(url.port || 6379), ...(password ? { password } : {}) },
+          prefix: 'myapp-nest',
+        };
+      },
+    }),
+    // registers the queue with BullModule (@InjectQueue works) and its engine (@InjectStageDeferral)
+    StageDeferralModule.registerQueue({
+      name: 'stage-dispatch',
+      windows: { capacitySeconds: 1, jitter: 0 }, // short, for the example
     }),
   ],
-  providers: [ScenesService],
+  providers: [RenderFarm, RenderProcessor, ScenesService],
 })
 export class AppModule {}

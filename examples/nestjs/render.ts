@@ -1,6 +1,8 @@
-import { Inject, Injectable, Module } from '@nestjs/common';
-import type { DispatchContext, ExecutorResult, StageRef } from '../../src';
-import type { StageExecutor } from '../../src/nestjs';
+import { OnWorkerEvent, Processor } from '@nestjs/bullmq';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import { dispatched, noCapacity, type DispatchContext, type DispatchResult, type StageRef } from '../../src';
+import { StageDispatchHost } from '../../src/nestjs';
 
 /** Your downstream: a render farm with a few slots (here, a counter). */
 @Injectable()
@@ -15,18 +17,25 @@ export class RenderFarm {
   }
 }
 
-/** The executor as a provider: Nest injects its dependencies (explicit `@Inject`: no emitDecoratorMetadata needed). */
-@Injectable()
-export class RenderExecutor implements StageExecutor<{ sceneUrl: string }> {
-  constructor(@Inject(RenderFarm) private readonly farm: RenderFarm) {}
+/**
+ * The dispatch queue's processor: `@nestjs/bullmq` makes its Worker (options
+ * as for any `@Processor`), `StageDispatchHost` routes each job through the
+ * engine to `execute`. Its dependencies are injected as usual (explicit
+ * `@Inject`: no emitDecoratorMetadata needed).
+ */
+@Processor('stage-dispatch', { concurrency: 4 })
+export class RenderProcessor extends StageDispatchHost<{ sceneUrl: string }> {
+  constructor(@Inject(RenderFarm) private readonly farm: RenderFarm) {
+    super();
+  }
 
-  async execute(ref: StageRef, payload: { sceneUrl: string }, ctx: DispatchContext): Promise<ExecutorResult> {
-    ctx.signal.throwIfAborted(); // the engine is closing: the job goes back, no attempt spent
-    return (await this.farm.submit(ref, payload.sceneUrl))
-      ? { dispatched: true, jobs: 1, reason: null }
-      : { dispatched: false, jobs: 0, reason: 'no_worker_available' };
+  async execute(ref: StageRef, payload: { sceneUrl: string }, ctx: DispatchContext) {
+    ctx.signal.throwIfAborted(); // the app is closing: the job goes back, no attempt spent
+    return (await this.farm.submit(ref, payload.sceneUrl)) ? dispatched() : noCapacity();
+  }
+
+  @OnWorkerEvent('completed')
+  onCompleted(job: Job, result: DispatchResult) {
+    console.log('job', job.id, result.dispatched ? 'dispatched' : `completed (${result.reason})`);
   }
 }
-
-@Module({ providers: [RenderFarm, RenderExecutor], exports: [RenderFarm] })
-export class RenderModule {}

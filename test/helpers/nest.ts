@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { BullModule } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { client, closeClients, connect, dropPrefix, isolated } from './redis';
+import { client, closeClients, connect, dropPrefix, isolated, redisOptions } from './redis';
 
 /** What a NestJS test opened (its apps, the Queues it looked through) and its prefixes: `closeNest` ends them. */
 const opened: TestingModule[] = [];
@@ -44,4 +45,9 @@ export async function closeNest(): Promise<void> {
   await Promise.all(queues.splice(0).map((q) => q.close()));
   for (const prefix of prefixes.splice(0)) await dropPrefix(client(), prefix);
   await closeClients();
+}
+
+/** `BullModule.forRoot` with the test's Redis and prefix: what the app shares with the dispatch queue. */
+export function nestRoot(where: { prefix: string }) {
+  return BullModule.forRoot({ connection: redisOptions(), prefix: where.prefix });
 }

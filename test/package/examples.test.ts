@@ -47,7 +47,7 @@ describe('C30: every example exits by itself', () => {
   );
 
   it(
-    'examples/nestjs/main.ts defers a stage, its wake-up dispatches it through the executor provider, app.close() and exit 0',
+    'examples/nestjs/main.ts defers a stage through its @Processor, its wake-up dispatches it on the same Worker, app.close() and exit 0',
     async () => {
       const r = await runExample('examples/nestjs/main.ts');
       expect({ timedOut: r.timedOut, code: r.code, signal: r.signal }).toEqual({
@@ -56,10 +56,13 @@ describe('C30: every example exits by itself', () => {
         signal: null,
       });
       expect(r.out).toMatch(/added: true/);
-      expect(r.out).toMatch(/^deferred no_worker_available/m);
+      expect(r.out).toMatch(/^deferred no_capacity/m);
+      expect(r.out).toMatch(/^job \S+@r\.\S+ completed \(no_capacity\)/m);
+      expect(r.out).toMatch(/^delayed jobs on the queue: 1$/m);
       expect(r.out).toMatch(/reason: 'deferred'/);
       expect(r.out).toMatch(/^rendering book-1\/ch-2\/sc-7 image/m);
       expect(r.out).toMatch(/^dispatched book-1\/ch-2\/sc-7 image/m);
+      expect(r.out).toMatch(/^job \S+@cap\.\S+ dispatched$/m);
     },
     DEADLINE_MS + 10_000,
   );
