@@ -140,7 +140,7 @@ function module(
         inject: [bindingToken(name)],
       },
     ],
-    exports: [getStageDeferralToken(name), bindingToken(name), queue],
+    exports: [getStageDeferralToken(name), queue],
   };
 }
 
