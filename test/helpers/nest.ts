@@ -28,7 +28,7 @@ export async function startNest(imports: unknown[], providers: unknown[] = []): 
   const app = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] })
     .setLogger(false as never)
     .compile();
-  // a start that failed has closed what it opened; Nest's close() would throw its error again
+  // a start that failed is not tracked: Nest's close() would throw its error again (C26's failedStart closes it)
   await app.init();
   opened.push(app);
   return app;
