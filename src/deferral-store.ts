@@ -165,10 +165,8 @@ export class DeferralStore {
     token: string,
     mode: 'end' | 'success' | 'hold' | 'plain',
     run: string | undefined = undefined,
-    kept = false,
   ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
-    // a success or a chain's end of a job BullMQ keeps records it ('k')
-    const flag = kept && (mode === 'end' || mode === 'success') ? `${RELEASE_FLAG[mode]}k` : RELEASE_FLAG[mode];
+    const flag = RELEASE_FLAG[mode];
     const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? ''])) as [number, ...string[]];
     return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
   }

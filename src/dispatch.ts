@@ -56,12 +56,6 @@ export interface JobContext {
    */
   run?: string;
   /**
-   * BullMQ keeps the job once it completes (its `removeOnComplete`, else the
-   * Worker's): a success records it, as a failure for good does, so that a
-   * retry by hand of it holds the stage and a cancel reaches it.
-   */
-  keptWhenDone?: boolean;
-  /**
    * Whether a real failure, the `spent`-th of the job's chain, ends the job for
    * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
    * the processor decides by the same rule after the attempt.
@@ -424,7 +418,7 @@ export class Dispatcher<P> {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
         const mode = running.heldNothing ? 'success' : 'end';
-        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run, job?.keptWhenDone);
+        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -550,8 +544,7 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const idempotent = cls === 'idempotent';
-      const released = await store.release(sid, own, token, idempotent ? 'end' : 'plain', job?.run, job?.keptWhenDone);
+      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', job?.run);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };

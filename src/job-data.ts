@@ -282,7 +282,7 @@ const WAKE_UP_ID = /^@(cap|idem)\.\d+\.\d+\.\d+\.[0-9a-z]+$/;
  * less }` unless with `limit: 0` (a count or an age above 0 keeps it a
  * while). The one place the rule lives: the processor reads it of the job's
  * own option, else of its Worker's (as BullMQ applies them), for the `FAIL`
- * script and a success's release, which record a job BullMQ keeps.
+ * script, which records a failed job BullMQ keeps.
  */
 export function keptWhenFinished(remove: unknown): boolean {
   if (remove === true || remove === 0) return false;

@@ -20,11 +20,10 @@ import type { DispatchResult, ExecutorResult, StageRef } from '../types';
  */
 /**
  * The options of the Worker that runs the job (BullMQ hands it the Worker as its queue): its
- * `removeOnComplete` and `removeOnFail` apply to a job that has none of its own, as BullMQ
- * applies them.
+ * `removeOnFail` applies to a job that has none of its own, as BullMQ applies it.
  */
-function workerOptsOf(job: Job): { removeOnComplete?: unknown; removeOnFail?: unknown } | undefined {
-  return (job as unknown as { queue?: { opts?: { removeOnComplete?: unknown; removeOnFail?: unknown } } }).queue?.opts;
+function workerOptsOf(job: Job): { removeOnFail?: unknown } | undefined {
+  return (job as unknown as { queue?: { opts?: { removeOnFail?: unknown } } }).queue?.opts;
 }
 
 function isUnrecoverable(error: Error): boolean {
@@ -191,7 +190,6 @@ export function createProcessor<P>(
       isWakeUp: isWakeUpId(sid, id),
       attempts: job.opts.attempts ?? opts.retry.attempts,
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
-      keptWhenDone: keptWhenFinished(job.opts.removeOnComplete ?? workerOptsOf(job)?.removeOnComplete),
     };
     ctx.failsForGood = (spent, error) => failsForGood(job, ctx, spent, error);
     // BullMQ's token '0' means "no lock" (its scripts then check none)

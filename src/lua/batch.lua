@@ -13,8 +13,8 @@
            anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
            run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock)
       'r', stageId, own job id, token, mode ('1' chain ended, 'e' a success of a stage that
-           held nothing, 'h' a job's real failure: it holds the licence, '' otherwise; '1k'
-           and 'ek' for a job BullMQ keeps once it completes: its record stays), the job's run ('<timestamp>:<stalled count>', '' for none; see handedOn)
+           held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the
+           job's run ('<timestamp>:<stalled count>', '' for none; see handedOn)
 
     Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
 ]]
@@ -150,7 +150,10 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull)
     local h = lic and redis.call('HMGET', BASE .. jobOf(lic), 'timestamp', 'finishedOn')
     if h and (not h[1] or h[2]) then
       redis.call('ZREM', IDX, lic)
-      if h[1] then redis.call('ZADD', IDX, 0, jobOf(lic) .. '?') end
+      -- (a completed job BullMQ keeps, its licence left behind with a lapsed lock, leaves none)
+      if h[1] and redis.call('ZSCORE', BASE .. 'failed', jobOf(lic)) then
+        redis.call('ZADD', IDX, 0, jobOf(lic) .. '?')
+      end
       unwait(BASE, sid)
       lic = nil
     end
@@ -262,15 +265,8 @@ local function release(L, sid, own, token, mode, run)
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  -- a success of a job BullMQ keeps once it completes ('1k', 'ek') leaves its record, as a failure
-  -- for good does: a retry by hand of it holds the stage, a cancel reaches it
-  local kept = string.sub(mode, 2) == 'k' and own ~= ''
-  mode = string.sub(mode, 1, 1)
   if mode == '1' or mode == 'e' then handedOn(token, run) end
-  if mode == 'e' then
-    if kept then redis.call('ZADD', IDX, 0, own .. '?') end
-    return {cancelled}
-  end
+  if mode == 'e' then return {cancelled} end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -296,7 +292,6 @@ local function release(L, sid, own, token, mode, run)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
   supersedeRecords(sid, own, members)
-  if kept then redis.call('ZADD', IDX, 0, own .. '?') end
   return {cancelled, unpack(revoked)}
 end
 

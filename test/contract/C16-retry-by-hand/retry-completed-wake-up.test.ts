@@ -6,12 +6,13 @@ import type { StageRef } from '../../../src';
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
 
 /**
- * C16: Retry of a kept completed job dispatches the stage with a fresh chain unless it is
- * deferred, in flight, was cancelled or superseded. A wake-up that itself dispatched the stage
- * (it never deferred) is such a kept completed job, the one Bull Board shows last for the stage.
+ * C16: a wake-up carries its stage only while its deferral lasts. Kept in the Completed tab
+ * (`removeOnComplete`) after it sent the stage, and retried there, it is a wake-up of a deferral
+ * that is over: it completes as `stale_wake_up` and sends nothing (enqueue the stage to send it
+ * again). The same rule keeps a stray wake-up from sending a stage twice.
  */
 describe('C16: Retry of a kept completed wake-up that dispatched the stage', () => {
-  it('C16: dispatches the idle stage again', async () => {
+  it('C16: sends nothing: it completes as stale_wake_up', async () => {
     const h = harness({ removeOnComplete: false, windows: { capacitySeconds: 0.05, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT, SENT);
     expect((await h.engine.enqueue(image, {})).added).toBe(true);
@@ -23,7 +24,7 @@ describe('C16: Retry of a kept completed wake-up that dispatched the stage', () 
 
     await (await h.engine.queue.getJob(wakeUp.id))!.retry('completed', { resetAttemptsMade: true });
     await waitFor(() => done.length === 3 || null, 'the retried wake-up ran');
-    expect(done[2]).toMatchObject({ id: wakeUp.id, result: { dispatched: true } });
-    expect(h.executor.calls).toHaveLength(3);
+    expect(done[2]).toMatchObject({ id: wakeUp.id, result: { dispatched: false, reason: 'stale_wake_up' } });
+    expect(h.executor.calls).toHaveLength(2);
   });
 });
