@@ -38,8 +38,7 @@ describe('C31: no wake-up is lost when a gate changes while an attempt is in fli
 
   it('a gate that opens between a gated begin and its deferral: the attempt calls the executor instead', async () => {
     let once = true;
-    let h!: Harness;
-    h = harness({
+    const h: Harness = harness({
       resourceOf: () => 'gpu',
       windows: { capacitySeconds: 60, jitter: 0 },
       faultHook: async (point, ref) => {
