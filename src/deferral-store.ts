@@ -18,7 +18,7 @@ export interface Release {
   cancelled: boolean;
   lost: boolean;
   revoked: string[];
-  line?: { opened: boolean; woken: { sid: string; wakeUpJobId: string }[] };
+  line?: { opened: boolean; closed: boolean; woken: { sid: string; wakeUpJobId: string }[] };
 }
 
 export type { ReplicatedOp } from './store/replica-wait';
@@ -178,7 +178,7 @@ export class DeferralStore {
     token: string,
     mode: 'end' | 'success' | 'hold' | 'plain',
     run: string | undefined = undefined,
-    gate: { resource: string; wake?: number } = { resource: '' },
+    gate: { resource: string; wake?: number | string } = { resource: '' },
   ): Promise<Release> {
     const flag = RELEASE_FLAG[mode];
     const wake = gate.wake === undefined ? '' : gate.wake;
@@ -195,7 +195,7 @@ export class DeferralStore {
       const pairs = rest.slice(at + 2) as string[];
       const woken: { sid: string; wakeUpJobId: string }[] = [];
       for (let i = 0; i < pairs.length; i += 2) woken.push({ sid: pairs[i]!, wakeUpJobId: pairs[i + 1]! });
-      released.line = { opened: Number(rest[at + 1]) === 1, woken };
+      released.line = { opened: Number(rest[at + 1]) === 1, closed: Number(rest[at + 1]) === 2, woken };
     }
     return released;
   }

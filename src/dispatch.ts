@@ -414,7 +414,7 @@ export class Dispatcher<P> {
     const { ref, job } = running;
     const released = await this.releaseSent(running, raw);
     await this.removeRevoked(released.revoked, job);
-    if (released.line) this.lineWoken(running.resource!, released.line);
+    if (released.line) this.lineWoken(running, released.line);
     if (this.opts.faultHook) await this.opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
@@ -453,7 +453,7 @@ export class Dispatcher<P> {
         ? undefined
         : {
             resource: encodeResource(running.resource),
-            wake: capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START,
+            wake: this.lineWake(raw),
           };
     // whether the try before may have run: its reply, not Redis' refusal, went missing
     let mayHaveRun = false;
@@ -584,8 +584,25 @@ export class Dispatcher<P> {
     return parked;
   }
 
-  /** A success opened its resource's gate and woke stages of its line: they run now. */
-  private lineWoken(resource: string, line: NonNullable<Released['line']>): void {
+  /**
+   * What a success does to its resource's line: wake `capacityLeft` stages, else `SLOW_START`; a
+   * success that saw no slot left closes the gate for the capacity window instead (kept, as a
+   * capacity answer's, until every stage parked behind it came due once).
+   */
+  private lineWake(raw: ExecutorResult): number | string {
+    const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
+    if (left > 0) return left;
+    const { windows } = this.opts;
+    return `c${Math.round(1000 * windows.capacitySeconds)}:${1000 * windows.capacityMaxSeconds}`;
+  }
+
+  /** A success opened (or closed) its resource's gate and woke stages of its line: they run now. */
+  private lineWoken(running: Running, line: NonNullable<Released['line']>): void {
+    const resource = running.resource!;
+    if (line.closed) {
+      const until = this.store.redisNow() + 1000 * this.opts.windows.capacitySeconds;
+      this.events.emit('gateClosed', { resource, until, ref: running.ref, reason: 'no_capacity_left' });
+    }
     if (line.opened) this.events.emit('gateOpened', { resource, woken: line.woken.length });
     for (const w of line.woken) {
       try {

@@ -17,7 +17,8 @@
            held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the
            job's run ('<timestamp>:<stalled count>', '' for none; see handedOn), the stage's
            resource (encoded, '' for none), and for a success of a stage with a resource how many
-           stages of its line to wake ('' for none)
+           stages of its line to wake ('' for none; 'c<window ms>:<kept ms>' for a success that saw
+           no slot left: the gate closes)
 
     Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
 ]]
@@ -288,12 +289,25 @@ local function release(L, sid, own, token, mode, run, res, wake)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
   if mode == '1' or mode == 'e' then handedOn(token, run) end
-  -- a success of a stage with a resource: its gate opens and its line wakes (appended after '')
+  -- a success of a stage with a resource: its gate opens and its line wakes (appended after '':
+  -- 1 when a gate was deleted, then the woken pairs). One that saw no slot left (capacityLeft 0,
+  -- sent as 'c<window ms>:<kept ms>') closes the gate as a capacity answer would (2 when it was
+  -- open or its window had ended)
   local woke = {}
   if wake ~= '' then
     woke[1] = ''
-    woke[2] = redis.call('DEL', gateKey(BASE, res))
-    wakeLine(BASE, res, tonumber(wake), woke)
+    woke[2] = 0
+    if string.sub(wake, 1, 1) == 'c' then
+      local c = string.find(wake, ':', 1, true)
+      local windowMs = tonumber(string.sub(wake, 2, c - 1))
+      local G = gateKey(BASE, res)
+      local g = redis.call('GET', G)
+      if not g or string.sub(g, 1, 1) == 'p' or (tonumber(g) or 0) <= NOW then woke[2] = 2 end
+      redis.call('SET', G, NOW + windowMs, 'PX', windowMs + tonumber(string.sub(wake, c + 1)))
+    else
+      woke[2] = redis.call('DEL', gateKey(BASE, res))
+      wakeLine(BASE, res, tonumber(wake), woke)
+    end
   end
   if res ~= '' and mode == '1' then redis.call('ZREM', lineKey(BASE, res), sid) end
   if mode == 'e' then return {cancelled, unpack(woke)} end

@@ -145,6 +145,17 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect(h.executor.calls.filter((c) => c.result === SENT)).toHaveLength(2);
   });
 
+  it('a success that saw no slot left (`capacityLeft: 0`) closes the gate and wakes nothing', async () => {
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
+    const closed: unknown[] = [];
+    h.engine.on('gateClosed', (e) => closed.push(e));
+    h.executor.script(stage(1), dispatched(1, { capacityLeft: 0 }));
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ dispatched: true });
+    expect(closed).toEqual([expect.objectContaining({ resource: 'gpu', ref: stage(1) })]);
+    expect(await h.engine.dispatchStage(stage(2), {})).toMatchObject({ reason: 'gate_closed' });
+    expect(h.executor.calls).toHaveLength(1);
+  });
+
   it('`wakeDeferred({ resource, limit })` opens the gate and wakes the oldest of its line, no probe needed', async () => {
     const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
     h.executor.script(stage(0), noCapacity());
