@@ -19,7 +19,7 @@ const GATE_MS = 300;
 export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
   const big = ctx.n(10_000, 2_000);
-  const small = ctx.n(1_000, 200);
+  const small = ctx.n(1_000, 500);
   const prefixes: string[] = [];
   const engines: DispatchEngine[] = [];
   const make = (name: string, gated: boolean) => {
@@ -69,23 +69,29 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
     // 2. one gated dispatch vs one plain deferral: round trips and writes
     const cost: Record<string, { roundTrips: number; writes: number }[]> = { gated: [], plain: [] };
     const samples = ctx.n(20, 5);
-    for (const gated of [true, false]) {
-      const { e } = make(gated ? 'cost' : 'cost-plain', gated);
-      // the gate closes (gated); the baseline's first deferral starts its wait index
-      await e.dispatchStage({ scope: ['cost', 'first'], stage: 'image' }, {});
-      for (let i = 0; i < samples; i++) {
-        const ref: StageRef = { scope: ['cost', `s${i}`], stage: 'image' };
-        const rt = new RoundTripCounter(redis);
-        await rt.start();
-        const counter = new RedisCounter(redis);
-        await counter.start();
-        const r = await e.dispatchStage(ref, {});
-        await rt.flush();
-        const counts = await counter.stop();
-        await rt.stop();
-        if (r.dispatched || r.until === undefined) throw new Error(`expected a deferral, got ${JSON.stringify(r)}`);
-        cost[gated ? 'gated' : 'plain']!.push({ roundTrips: rt.roundTrips, writes: counts.writes });
+    const rt = new RoundTripCounter(redis);
+    await rt.start();
+    try {
+      for (const gated of [true, false]) {
+        const { e } = make(gated ? 'cost' : 'cost-plain', gated);
+        // the gate closes (gated); the baseline's first deferral starts its wait index
+        await e.dispatchStage({ scope: ['cost', 'first'], stage: 'image' }, {});
+        for (let i = 0; i < samples; i++) {
+          const ref: StageRef = { scope: ['cost', `s${i}`], stage: 'image' };
+          const counter = new RedisCounter(redis);
+          await counter.start();
+          await rt.flush();
+          rt.reset();
+          const r = await e.dispatchStage(ref, {});
+          await rt.flush();
+          const roundTrips = rt.roundTrips;
+          const counts = await counter.stop();
+          if (r.dispatched || r.until === undefined) throw new Error(`expected a deferral, got ${JSON.stringify(r)}`);
+          cost[gated ? 'gated' : 'plain']!.push({ roundTrips, writes: counts.writes });
+        }
       }
+    } finally {
+      await rt.stop();
     }
 
     // 3. waking 100 of a long line vs a short one
