@@ -4,8 +4,21 @@ import { benchPrefix, client, dropPrefix, RedisCounter, RoundTripCounter } from 
 import { engine, NO_WORKER, refs } from '../lib/stages';
 import { log, median, pool } from '../lib/stats';
 
-/** How long the gate's window lasts in this scenario, ms (the closing answer's `retryAfterMs`). */
-const GATE_MS = 300;
+/**
+ * How long the gate's window lasts in this scenario, ms (the closing answer's `retryAfterMs`):
+ * longer than a tick of every waiting stage takes, so the tick sees one window.
+ */
+const GATE_MS = 10_000;
+
+/** Waits until the gate's window (its value, on Redis' clock) has ended. */
+async function gateWindowEnded(redis: ReturnType<typeof client>, key: string): Promise<void> {
+  for (;;) {
+    const [g, [sec, us]] = await Promise.all([redis.get(key), redis.time()]);
+    const now = Number(sec) * 1000 + Math.floor(Number(us) / 1000);
+    if (g === null || (!g.startsWith('p') && Number(g) <= now)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 /**
  * Resource scale: stages waiting on one resource (`resourceOf`).
@@ -60,7 +73,10 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
       const stages = refs('tick', big);
       await e.dispatchStage(stages[0]!, {});
       await pool(stages.slice(1), 64, (ref) => e.dispatchStage(ref, {}));
+      // every window of the setup has ended (the gate's, or each plain stage's own); for the gate,
+      // its current window too (a probe may have closed it again while the others deferred)
       await new Promise((r) => setTimeout(r, GATE_MS + 100));
+      if (gated) await gateWindowEnded(redis, e.queue.toKey('sd:gate:gpu'));
       const before = calls();
       await pool(stages, 64, (ref) => e.dispatchStage(ref, {}));
       perWindow[gated ? 'gated' : 'plain'] = calls() - before;
