@@ -589,7 +589,7 @@ export class Dispatcher<P> {
    * success that saw no slot left closes the gate for the capacity window instead (kept, as a
    * capacity answer's, until every stage parked behind it came due once).
    */
-  private lineWake(raw: ExecutorResult): number | string {
+  private lineWake(raw: ExecutorResult<string>): number | string {
     const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
     if (left > 0) return left;
     const { windows } = this.opts;
