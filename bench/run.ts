@@ -21,6 +21,7 @@ import { listPage } from './scenarios/list-page';
 import { longBlock } from './scenarios/long-block';
 import { memory } from './scenarios/memory';
 import { replicaWait } from './scenarios/replica-wait';
+import { resourceScale } from './scenarios/resource-scale';
 import { suppressedTick } from './scenarios/suppressed-tick';
 import { tickStorm } from './scenarios/tick-storm';
 import { utilisation } from './scenarios/utilisation';
@@ -39,6 +40,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   herd,
   'replica-wait': replicaWait,
   'wake-scale': wakeScale,
+  'resource-scale': resourceScale,
   utilisation,
   'long-block': longBlock,
   'list-page': listPage,

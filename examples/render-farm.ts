@@ -11,7 +11,10 @@ export class RenderFarm {
     private readonly onRendered: (ref: StageRef) => void,
   ) {}
 
-  /** The host's executor: sends the stage to a free slot, or reports that none is free. */
+  /**
+   * The host's executor: sends the stage to a free slot (saying how many are left), or reports
+   * that none is free.
+   */
   readonly executor = async (ref: StageRef): Promise<ExecutorResult> => {
     this.executorCalls++;
     if (this.busy >= this.slots) return { dispatched: false, jobs: 0, reason: 'no_worker_available' };
@@ -20,7 +23,7 @@ export class RenderFarm {
       this.busy--;
       this.onRendered(ref);
     }, this.renderMs(ref)).unref();
-    return { dispatched: true, jobs: 1, reason: null };
+    return { dispatched: true, jobs: 1, reason: null, capacityLeft: this.slots - this.busy };
   };
 }
 

@@ -11,7 +11,15 @@ import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
-import { clearScope, licencesIn, promoteUnlessDeferred, wakeStages } from './store/wake';
+import { clearScope, licencesIn, promoteUnlessDeferred, promoteWakeUps, wakeStages } from './store/wake';
+
+/** What a release did: cancelled or lost, the licences it revoked, and for a success with a resource its gate and line. */
+export interface Release {
+  cancelled: boolean;
+  lost: boolean;
+  revoked: string[];
+  line?: { opened: boolean; closed: boolean; woken: { sid: string; wakeUpJobId: string }[] };
+}
 
 export type { ReplicatedOp } from './store/replica-wait';
 export type { ReplicaWaitOptions as ReplicaWait } from './store/replica-wait';
@@ -122,7 +130,8 @@ export class DeferralStore {
     logLine: string,
     ownJobId: string,
     chain: { cls: 'capacity' | 'idempotent'; first: boolean; hinted?: boolean; wakeSeq: string },
-  ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; revoked: string[] }> {
+    gate: { resource: string; mode: 'close' | 'gated' | ''; parkMs: number } = { resource: '', mode: '', parkMs: 0 },
+  ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; closed: boolean; revoked: string[] }> {
     const k = this.keys;
     const results = await this.tx.run('defer', async (m) => {
       m[CMD.sdDefer]!(
@@ -142,14 +151,18 @@ export class DeferralStore {
         chain.cls,
         chain.hinted ? 'h' : chain.first ? '1' : '0',
         chain.wakeSeq,
+        gate.resource,
+        gate.mode === 'close' ? 'c' : gate.mode === 'gated' ? 'g' : '',
+        gate.parkMs,
       );
       await wakeUp.addJob(m as never);
     });
     for (const [err] of results) if (err) throw err;
     const r = results[0]![1] as [number, ...(string | number)[]];
-    if (r[0] === 1) return { recorded: true, cancelled: false, woken: false, revoked: r.slice(1) as string[] };
+    if (r[0] === 1)
+      return { recorded: true, cancelled: false, woken: false, closed: r[1] === 1, revoked: r.slice(2) as string[] };
     await this.removeJobs([wakeUp.id as string]);
-    return { recorded: false, cancelled: r[1] === 1, woken: r[1] === 2, revoked: [] };
+    return { recorded: false, cancelled: r[1] === 1, woken: r[1] === 2, closed: false, revoked: [] };
   }
 
   /**
@@ -165,10 +178,31 @@ export class DeferralStore {
     token: string,
     mode: 'end' | 'success' | 'hold' | 'plain',
     run: string | undefined = undefined,
-  ): Promise<{ cancelled: boolean; lost: boolean; revoked: string[] }> {
+    gate: { resource: string; wake?: number | string } = { resource: '' },
+  ): Promise<Release> {
     const flag = RELEASE_FLAG[mode];
-    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? ''])) as [number, ...string[]];
-    return { cancelled: r[0] === 1, lost: r[0] === 2, revoked: r.slice(1) as string[] };
+    const wake = gate.wake === undefined ? '' : gate.wake;
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? '', gate.resource, wake])) as [
+      number,
+      ...(string | number)[],
+    ];
+    const rest = r.slice(1);
+    // a success of a stage with a resource: '' then whether a gate opened and the woken stages' pairs
+    const at = rest.indexOf('');
+    const revoked = (at < 0 ? rest : rest.slice(0, at)) as string[];
+    const released: Release = { cancelled: r[0] === 1, lost: r[0] === 2, revoked };
+    if (at >= 0) {
+      const pairs = rest.slice(at + 2) as string[];
+      const woken: { sid: string; wakeUpJobId: string }[] = [];
+      for (let i = 0; i < pairs.length; i += 2) woken.push({ sid: pairs[i]!, wakeUpJobId: pairs[i + 1]! });
+      released.line = { opened: Number(rest[at + 1]) === 1, closed: Number(rest[at + 1]) === 2, woken };
+    }
+    return released;
+  }
+
+  /** Promotes the wake-ups of stages a release woke from their resource's line (see `promoteWakeUps`). */
+  promote(ids: readonly string[]): Promise<void> {
+    return promoteWakeUps(this.parts, ids);
   }
 
   /** A job failed for good: its licence member gets the mark `?`; false when the job was handed on (see `markJobFailed`). */
@@ -239,7 +273,11 @@ export class DeferralStore {
   }
 
   /** Capacity has returned: ends up to `limit` capacity deferrals and promotes their wake-ups (see `wakeStages`). */
-  wake(limit: number, scopePrefix: string, kind: string): Promise<{ sid: string; wakeUpJobId: string }[]> {
+  wake(
+    limit: number,
+    scopePrefix: string,
+    kind: string,
+  ): Promise<{ woken: { sid: string; wakeUpJobId: string }[]; opened: boolean }> {
     return wakeStages(this.parts, limit, scopePrefix, kind);
   }
 

@@ -6,7 +6,9 @@ import type { EngineEmitter } from './events';
 import { EngineClosedError, InvalidExecutorResultError, InvalidPayloadError } from './errors';
 import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId, type ChainState } from './job-data';
 import type { ResolvedOptions } from './options';
+import { parseStageId } from './stage-ref';
 import { BUILT_IN_OUTCOMES, capacityAnswer, OutcomeTable } from './outcomes';
+import { capacityCount, checkResource, encodeResource, resourceName } from './resource';
 import { settlesWithin } from './store/within';
 import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, StageRef } from './types';
 
@@ -61,6 +63,8 @@ export interface JobContext {
    * the processor decides by the same rule after the attempt.
    */
   failsForGood?: (spent: number, error: unknown) => boolean;
+  /** The resource a wake-up's data names (its stage waits in that resource's line). */
+  resource?: string;
 }
 
 /** The retry options a job was added with: what a wake-up it leads to keeps. */
@@ -115,6 +119,8 @@ class Running {
     readonly ownFailures: number,
     /** The stage had no licence and no failed-job record when the attempt began. */
     readonly heldNothing = false,
+    /** The resource the stage needs (`resourceOf`, or its wake-up's data), if any. */
+    readonly resource: string | undefined = undefined,
   ) {}
 
   private controller: AbortController | undefined;
@@ -239,9 +245,12 @@ export class Dispatcher<P> {
     this.pending++;
     try {
       const { store, opts } = this;
+      // the stage's resource, checked before anything is written
+      const resource = this.resourceOf(ref, payload, job);
       let begun: BeginOutcome;
       try {
         begun = await store.begin({
+          resource: resource === undefined ? '' : encodeResource(resource),
           sid,
           ownJobId: job?.id ?? '',
           lockMs: opts.lockMs,
@@ -262,7 +271,16 @@ export class Dispatcher<P> {
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
         throw new EngineClosedError();
       }
-      const running = new Running(ref, sid, begun.token, job, chainOf(begun), begun.ownFailures, begun.heldNothing);
+      const running = new Running(
+        ref,
+        sid,
+        begun.token,
+        job,
+        chainOf(begun),
+        begun.ownFailures,
+        begun.heldNothing,
+        resource,
+      );
       this.running.add(running);
       try {
         return await this.locked(running, payload, call, begun);
@@ -280,6 +298,16 @@ export class Dispatcher<P> {
     } finally {
       if (--this.pending === 0) this.drained?.();
     }
+  }
+
+  /** The resource of an attempt: the engine's `resourceOf`, else the one its wake-up's data names. */
+  private resourceOf(ref: StageRef, payload: P, job: JobContext | undefined): string | undefined {
+    const own = this.opts.resourceOf;
+    if (own) {
+      const named = own(ref, payload);
+      if (named !== undefined) return checkResource(named, 'resourceOf');
+    }
+    return job?.resource;
   }
 
   /**
@@ -337,6 +365,12 @@ export class Dispatcher<P> {
     const { ref } = running;
     if (opts.faultHook) await opts.faultHook('lock-taken', ref);
     if (this.closing) running.abort(new EngineClosedError());
+    // the resource's gate is closed: a deferral at once, no executor, no rollback (unless the gate
+    // opened before it was recorded: then the attempt goes on)
+    if (begun.gate === 'gated' && !this.closing) {
+      const parked = await this.park(running, payload, call, begun);
+      if (parked) return parked;
+    }
     const ctx: DispatchContext = {
       buildId: call.buildId,
       force: call.force ?? false,
@@ -378,8 +412,9 @@ export class Dispatcher<P> {
   /** A dispatched attempt whose release is awaited: it may revoke licences, or report a cancel or a lost lock. */
   private async sent(running: Running, raw: ExecutorResult<string>, executorMs: number): Promise<Attempt> {
     const { ref, job } = running;
-    const released = await this.releaseSent(running);
+    const released = await this.releaseSent(running, raw);
     await this.removeRevoked(released.revoked, job);
+    if (released.line) this.lineWoken(running, released.line);
     if (this.opts.faultHook) await this.opts.faultHook('released', ref);
     this.events.emit('dispatched', { ref, jobs: raw.jobs, executorMs });
     const result: DispatchResult = { dispatched: true, reason: null, retryable: false, result: raw };
@@ -410,7 +445,16 @@ export class Dispatcher<P> {
    * enqueue; one whose job is still there, a wake-up or a job waiting out its
    * retry, may send the stage once more when it runs).
    */
-  private async releaseSent(running: Running): Promise<Released> {
+  private async releaseSent(running: Running, raw: ExecutorResult<string>): Promise<Released> {
+    // a success of a stage with a resource opens its gate and wakes its line: `capacityLeft`
+    // stages, else 2 (each success doubles what is in flight: 1, 2, 4, …)
+    const gate =
+      running.resource === undefined
+        ? undefined
+        : {
+            resource: encodeResource(running.resource),
+            wake: this.lineWake(raw),
+          };
     // whether the try before may have run: its reply, not Redis' refusal, went missing
     let mayHaveRun = false;
     for (let i = 0; ; i++) {
@@ -418,7 +462,7 @@ export class Dispatcher<P> {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
         const mode = running.heldNothing ? 'success' : 'end';
-        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run);
+        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run, gate);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -515,26 +559,75 @@ export class Dispatcher<P> {
     }
     // a direct call goes on with the budget of the job whose chain it continues
     const carry: Carry = { budget: running.job ?? licenceBudget(begun, opts.retry.backoff), wakeSeq: begun.wakeSeq };
-    const { sid, token, job, chain, ownFailures } = running;
-    return this.defer(ref, sid, token, payload, call, job, chain, ownFailures, cls, reason, raw, executorMs, carry);
+    // a capacity answer closes the gate of the resource it names, else of the stage's own
+    const resource = cls === 'capacity' ? (raw.resource ?? running.resource) : undefined;
+    const gate = resource === undefined ? undefined : { resource, mode: 'close' as const };
+    return this.defer(running, payload, call, cls, reason, raw, executorMs, carry, gate);
+  }
+
+  /**
+   * A gated attempt: the resource's gate is closed (or another attempt probes it), so the stage
+   * defers at once, a capacity deferral (`gate_closed`) in the resource's line, for its chain's
+   * window but never less than the gate's rest. No executor, no rollback. Undefined when the gate
+   * opened before the deferral was recorded: the attempt, still holding its lock, goes on.
+   */
+  private async park(running: Running, payload: P, call: { buildId?: string }, begun: Locked) {
+    const raw: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'gate_closed' };
+    const carry: Carry = {
+      budget: running.job ?? licenceBudget(begun, this.opts.retry.backoff),
+      wakeSeq: begun.wakeSeq,
+    };
+    const gate = { resource: running.resource!, mode: 'gated' as const, atLeastMs: begun.gateRestMs ?? 0 };
+    const parked = await this.defer(running, payload, call, 'capacity', 'gate_closed', raw, 0, carry, gate);
+    if (parked.kind === 'lost' && parked.result.reason === 'gate_opened') return undefined;
+    running.shut();
+    return parked;
+  }
+
+  /**
+   * What a success does to its resource's line: wake `capacityLeft` stages, else `SLOW_START`; a
+   * success that saw no slot left closes the gate for the capacity window instead (kept, as a
+   * capacity answer's, until every stage parked behind it came due once).
+   */
+  private lineWake(raw: ExecutorResult<string>): number | string {
+    const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
+    if (left > 0) return left;
+    const { windows } = this.opts;
+    return `c${Math.round(1000 * windows.capacitySeconds)}:${1000 * windows.capacityMaxSeconds}`;
+  }
+
+  /** A success opened (or closed) its resource's gate and woke stages of its line: they run now. */
+  private lineWoken(running: Running, line: NonNullable<Released['line']>): void {
+    const resource = running.resource!;
+    if (line.closed) {
+      const until = this.store.redisNow() + 1000 * this.opts.windows.capacitySeconds;
+      this.events.emit('gateClosed', { resource, until, ref: running.ref, reason: 'no_capacity_left' });
+    }
+    if (line.opened) this.events.emit('gateOpened', { resource, woken: line.woken.length });
+    for (const w of line.woken) {
+      try {
+        this.events.emit('woken', { ref: parseStageId(w.sid), jobId: w.wakeUpJobId, early: true });
+      } catch {
+        // (a stage id the engine wrote always parses)
+      }
+    }
+    void this.store.promote(line.woken.map((w) => w.wakeUpJobId)).catch(() => undefined);
   }
 
   private async defer(
-    ref: StageRef,
-    sid: string,
-    token: string,
+    running: Running,
     payload: P,
     call: { buildId?: string },
-    job: JobContext | undefined,
-    chain: ChainState,
-    ownFailures: number,
     cls: OutcomeClass,
     reason: string,
     raw: ExecutorResult<string>,
     executorMs: number,
     carry: Carry,
+    /** The resource: its gate closes (`close`), or the stage waits behind it (`gated`: at least `atLeastMs`). */
+    gate?: { resource: string; mode: 'close' | 'gated'; atLeastMs?: number },
   ): Promise<Attempt> {
     const { store, opts } = this;
+    const { ref, sid, token, job, chain, ownFailures } = running;
     const base = { chain, ownFailures };
     // Stryker disable next-line StringLiteral: equivalent: for a direct call (no job) the release's and the deferral's scripts act on `own` only where a job of that id exists
     const own = job?.id ?? '';
@@ -558,11 +651,17 @@ export class Dispatcher<P> {
     }
 
     const next: ChainState = { ...chain, [cls]: deferrals, failures: chain.failures + ownFailures };
-    const data = dispatchJobData(ref, payload, call.buildId, { reason, class: cls, deferrals });
+    const data = dispatchJobData(ref, payload, call.buildId, {
+      reason,
+      class: cls,
+      deferrals,
+      ...(gate ? { resource: gate.resource } : {}),
+    });
     // a downstream's hint stands even when capacity returned meanwhile (the stage never asks
     // before it), and wakeDeferred leaves such a deferral asleep
     const hinted = cls === 'capacity' && raw.retryAfterMs !== undefined;
-    const windowMs = windowFor(opts.windows, cls, deferrals, raw.retryAfterMs);
+    // a gated stage never comes back before the gate's window ends (the probe's turn)
+    const windowMs = Math.max(gate?.atLeastMs ?? 0, windowFor(opts.windows, cls, deferrals, raw.retryAfterMs));
     /** Builds the wake-up for a window of `windowMs` and records it (with its marker and licence) in one MULTI. */
     const record = async (windowMs: number, wakeSeq: string) => {
       // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last
@@ -578,10 +677,20 @@ export class Dispatcher<P> {
         : '';
       // (the deferral's script reads it only for a capacity deferral)
       const first = chain.capacity === 0;
-      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, hinted, wakeSeq });
+      const gated = gate && {
+        resource: encodeResource(gate.resource),
+        mode: gate.mode,
+        // the gate outlives its window until every stage parked behind it came due once
+        parkMs: 1000 * opts.windows.capacityMaxSeconds,
+      };
+      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, hinted, wakeSeq }, gated);
       return { ...done, id, until };
     };
     let recorded = await record(windowMs, hinted ? '' : carry.wakeSeq);
+    // a gated stage whose gate opened (or whose line woke) since its begin: it is not parked
+    if (recorded.woken && gate?.mode === 'gated') {
+      return { ...base, kind: 'lost', result: { dispatched: false, reason: 'gate_opened', retryable: true } };
+    }
     // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short
     // one (never a longer one: a window already shorter than inFlightRetryMs stays)
     if (recorded.woken) recorded = await record(Math.min(opts.inFlightRetryMs, windowMs), '');
@@ -599,7 +708,17 @@ export class Dispatcher<P> {
     }
     if (opts.faultHook) await opts.faultHook('deferral-recorded', ref);
     await this.removeRevoked(recorded.revoked, job);
-    this.events.emit('deferred', { ref, reason, class: cls, until, deferrals, wakeUpJobId: id, executorMs });
+    if (recorded.closed && gate) this.events.emit('gateClosed', { resource: gate.resource, until, ref, reason });
+    this.events.emit('deferred', {
+      ref,
+      reason,
+      class: cls,
+      until,
+      deferrals,
+      wakeUpJobId: id,
+      executorMs,
+      ...(gate ? { resource: gate.resource } : {}),
+    });
     let journalFailed = false;
     try {
       await opts.journal?.(ref, { type: 'stage_deferred', reason, class: cls, until, deferrals, wakeUpJobId: id });
@@ -834,7 +953,19 @@ function stringOf(value: unknown): string {
 const SHOWN_MAX = 200;
 
 /** The fields of an answer the engine reads. */
-const ANSWER_FIELDS = ['dispatched', 'jobs', 'reason', 'retryable', 'notSent', 'retryAfterMs'] as const;
+const ANSWER_FIELDS = [
+  'dispatched',
+  'jobs',
+  'reason',
+  'retryable',
+  'notSent',
+  'retryAfterMs',
+  'resource',
+  'capacityLeft',
+] as const;
+
+/** How many stages of its line a success wakes when its answer gives no `capacityLeft`. */
+const SLOW_START = 2;
 
 /**
  * The executor's answer, read once: its own enumerable fields and the ones
@@ -941,6 +1072,8 @@ function answerProblem(
   // (a dispatch may leave its reason out: it has none)
   if (r.reason !== null && typeof r.reason !== 'string' && !(sent && r.reason === undefined))
     return `\`reason\` to be a string or null, got ${shown(r.reason)}`;
+  if (r.capacityLeft !== undefined && !capacityCount.safeParse(r.capacityLeft).success)
+    return `\`capacityLeft\` to be a count (an integer >= 0), got ${shown(r.capacityLeft)}`;
   if (sent) return null;
   if (r.retryable !== undefined && typeof r.retryable !== 'boolean')
     return `\`retryable\` to be a boolean, got ${shown(r.retryable)}`;
@@ -950,6 +1083,8 @@ function answerProblem(
     // (read once: the engine reads the copy, never the executor's map again)
     r.notSent = counts;
   }
+  if (r.resource !== undefined && !resourceName.safeParse(r.resource).success)
+    return `\`resource\` to be a resource name (1..200 characters), got ${shown(r.resource)}`;
   // read (and so checked) only for a capacity outcome
   if (
     r.retryAfterMs !== undefined &&

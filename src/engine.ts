@@ -13,6 +13,7 @@ import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { closeOrDrop, quitOrDrop } from './store/client';
 import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
+import { checkResource, encodeResource } from './resource';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
 export interface CancelResult {
@@ -65,8 +66,15 @@ export interface DispatchEngine<P = unknown> {
    * Idempotent deferrals are never woken. A dispatch of a matching stage in
    * flight meanwhile defers for `inFlightRetryMs` at most instead of a full
    * window, so the signal is not lost.
+   * With `resource` (no `scope` nor `stage`): that resource's gate opens and the oldest `limit`
+   * stages of its line wake (a host that knows a slot freed says so: no probe needed).
    */
-  wakeDeferred(filter?: { limit?: number; scope?: readonly string[]; stage?: string }): Promise<{ woken: StageRef[] }>;
+  wakeDeferred(filter?: {
+    limit?: number;
+    scope?: readonly string[];
+    stage?: string;
+    resource?: string;
+  }): Promise<{ woken: StageRef[] }>;
   /**
    * Adds a dispatch job for the stage unless it has one waiting, running or
    * deferred. With `replace: true` the newest payload wins for a stage that is
@@ -159,20 +167,32 @@ export function createDispatchEngine<P = unknown, const R extends string = never
       throw new InvalidOptionsError('Expected `wakeDeferred` to get `{ limit?, scope?, stage? }`');
     }
     // a misspelt key (`kind`, `stages`) would widen the wake to every stage: refused
-    const unknown = Object.keys(filter).filter((k) => k !== 'limit' && k !== 'scope' && k !== 'stage');
+    const unknown = Object.keys(filter).filter((k) => !['limit', 'scope', 'stage', 'resource'].includes(k));
     if (unknown.length > 0) {
       throw new InvalidOptionsError(
-        `Unknown \`wakeDeferred\` filter key ${unknown.map((k) => JSON.stringify(k)).join(', ')}: expected { limit?, scope?, stage? }`,
+        `Unknown \`wakeDeferred\` filter key ${unknown.map((k) => JSON.stringify(k)).join(', ')}: expected { limit?, scope?, stage?, resource? }`,
       );
     }
-    const { limit = 1, scope, stage } = filter;
+    const { limit = 1, scope, stage, resource } = filter;
+    if (resource !== undefined && (scope !== undefined || stage !== undefined)) {
+      throw new InvalidOptionsError(
+        'Expected `wakeDeferred` to get `resource` alone (with `limit`): a line is not filtered',
+      );
+    }
     if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
       throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);
     }
     const prefix = scope === undefined ? '' : scopePrefix(scope);
-    const kind = stage === undefined ? '' : encodeStageKind(stage);
-    const woken = await store.wake(limit, prefix, kind);
+    // a resource's line is the wait index '@<resource>' (see docs/design.md, "Resource gates")
+    const kind =
+      resource !== undefined
+        ? `@${encodeResource(checkResource(resource, 'wakeDeferred'))}`
+        : stage === undefined
+          ? ''
+          : encodeStageKind(stage);
+    const { woken, opened } = await store.wake(limit, prefix, kind);
     const refs = woken.map((w) => parseStageId(w.sid));
+    if (opened) events.emit('gateOpened', { resource: resource!, woken: refs.length });
     woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));
     return { woken: refs };
   };

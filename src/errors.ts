@@ -16,7 +16,8 @@ export type StageDeferralErrorCode =
   | 'MISSING_PERMISSION'
   | 'NO_EXECUTOR'
   | 'UNSUPPORTED_BULLMQ'
-  | 'UNSUPPORTED_CONNECTION';
+  | 'UNSUPPORTED_CONNECTION'
+  | 'INVALID_RESOURCE';
 
 /** Base class of every error this library throws. */
 export class StageDeferralError extends Error {
@@ -40,6 +41,17 @@ export class InvalidStageRefError extends StageDeferralError {
 export class InvalidOptionsError extends StageDeferralError {
   constructor(message: string) {
     super('INVALID_OPTIONS', message);
+  }
+}
+
+/**
+ * A resource name that cannot gate anything (empty, not a string, too long) or a `capacityLeft`
+ * that is not a count, from `resourceOf`, `noCapacity`, `CapacityError`, `dispatched` or an
+ * executor's answer. Thrown before anything is written.
+ */
+export class InvalidResourceError extends StageDeferralError {
+  constructor(message: string) {
+    super('INVALID_RESOURCE', message);
   }
 }
 

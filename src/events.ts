@@ -8,6 +8,13 @@ export interface EngineEvents {
   dispatched: { ref: StageRef; jobs: number | undefined; executorMs: number };
   /** A deferral began (once per deferral, from the attempt that created it). */
   deferred: DeferredStage & { executorMs: number };
+  /** A capacity answer closed a resource's gate (it was open, or its window had ended) until `until`. */
+  gateClosed: { resource: string; until: number; ref: StageRef; reason: string };
+  /**
+   * A resource's gate opened: a success of one of its stages (its probe's, or any other's) or
+   * `wakeDeferred({ resource })`; `woken`: the stages of its line woken with it.
+   */
+  gateOpened: { resource: string; woken: number };
   /** A dispatch or enqueue found the stage deferred and did nothing. */
   suppressed: { ref: StageRef; reason: string; until: number; via: 'dispatch' | 'enqueue' };
   /** `cancelActiveDispatch` ran. */

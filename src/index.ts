@@ -34,6 +34,7 @@ export {
   EngineClosedError,
   ReplicationUnconfirmedError,
   InvalidPayloadError,
+  InvalidResourceError,
   ClearIncompleteError,
   MissingPermissionError,
   NoExecutorError,

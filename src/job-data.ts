@@ -21,6 +21,8 @@ export interface DispatchJobData<P = unknown> {
   class?: OutcomeClass;
   /** Deferrals of `class` in a row, this one included. */
   deferrals?: number;
+  /** The resource the stage waits for (its gate and line), when it has one. */
+  resource?: string;
 }
 
 /** The wire format version this worker reads; see docs/producers.md, "Versioning". */
@@ -47,6 +49,10 @@ export const dispatchJobDataSchema = z
     reason: z.string().optional().describe('Wake-up only (engine): the outcome that deferred the stage.'),
     class: z.enum(['capacity', 'idempotent']).optional().describe('Wake-up only (engine): the class of the deferral.'),
     deferrals: z.number().optional().describe('Wake-up only (engine): deferrals of `class` in a row.'),
+    resource: z
+      .string()
+      .optional()
+      .describe('Wake-up only (engine): the resource the stage waits for (its gate and line).'),
   })
   .meta({
     title: 'bullmq-stage-deferral dispatch job data, v1',
@@ -69,7 +75,8 @@ function isJobData(data: unknown): data is DispatchJobData {
     optional(d.buildId, 'string') &&
     optional(d.reason, 'string') &&
     (d.class === undefined || d.class === 'capacity' || d.class === 'idempotent') &&
-    optional(d.deferrals, 'number')
+    optional(d.deferrals, 'number') &&
+    optional(d.resource, 'string')
   );
 }
 
@@ -78,7 +85,7 @@ export function dispatchJobData<P>(
   ref: StageRef,
   payload: P,
   buildId: string | undefined,
-  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'deferrals'>,
+  deferral?: Pick<DispatchJobData, 'reason' | 'class' | 'deferrals' | 'resource'>,
 ): DispatchJobData<P> {
   return {
     v: 1,

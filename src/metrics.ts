@@ -1,6 +1,8 @@
 import { metrics, type Attributes, type Meter, type ObservableResult } from '@opentelemetry/api';
 import type { DispatchEngine } from './engine';
 import type { EngineEventName, EngineEvents, EngineListener } from './events';
+import { redisClient } from './bullmq/adapter';
+import { encodeResource } from './resource';
 
 /**
  * OpenTelemetry metrics for one engine, built on its events. Through
@@ -29,6 +31,7 @@ export const METRIC_ATTRIBUTES = {
   hadDeferral: 'stage_deferral.had_deferral',
   op: 'stage_deferral.op',
   early: 'stage_deferral.early',
+  resource: 'stage_deferral.resource',
   errorType: 'error.type',
 } as const;
 
@@ -92,6 +95,16 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
     description: 'Readings of this Worker host’s clock that crossed to leading Redis’ by more than maxClockSkewMs.',
     unit: '{reading}',
   });
+  const gatesClosed = meter.createCounter('stage_deferral.gates.closed', {
+    description: 'Resource gates closed by a capacity answer (one that was open, or whose window had ended).',
+    unit: '{gate}',
+  });
+  const gatesOpened = meter.createCounter('stage_deferral.gates.opened', {
+    description: 'Resource gates opened by a success or wakeDeferred({ resource }).',
+    unit: '{gate}',
+  });
+  // the resources this process has seen (their lines are observed by the waiting gauge)
+  const resources = new Set<string>();
   const latency = meter.createHistogram('stage_deferral.executor.duration', {
     description: 'How long the host executor took per dispatch attempt.',
     unit: 's',
@@ -147,6 +160,14 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       replicaLags.add(e.writes, { ...queue, [A.op]: e.op });
     },
     clockSkew: () => clockSkews.add(1, queue),
+    gateClosed: (e: EngineEvents['gateClosed']) => {
+      resources.add(e.resource);
+      gatesClosed.add(1, { ...queue, [A.resource]: e.resource });
+    },
+    gateOpened: (e: EngineEvents['gateOpened']) => {
+      resources.add(e.resource);
+      gatesOpened.add(1, { ...queue, [A.resource]: e.resource });
+    },
   };
   for (const [name, listener] of Object.entries(listeners)) {
     engine.on(name as EngineEventName, listener as EngineListener<EngineEventName>);
@@ -170,7 +191,27 @@ export function instrumentEngine<P>(engine: DispatchEngine<P>, options: Instrume
       }
     };
     gauge.addCallback(observe);
-    stopGauge = () => gauge.removeCallback(observe);
+    // stages waiting in each resource's line (one ZCARD per resource this process saw a gate of)
+    const waiting = meter.createObservableGauge('stage_deferral.resource.waiting', {
+      description: 'Stages waiting in a resource’s line (per resource this process saw a gate of).',
+      unit: '{stage}',
+    });
+    const observeLines = async (result: ObservableResult) => {
+      try {
+        const client = (await redisClient(engine.queue)) as unknown as { zcard(key: string): Promise<number> };
+        for (const r of resources) {
+          const n = await client.zcard(engine.queue.toKey(`sd:wq:@${encodeResource(r)}`));
+          result.observe(n, { ...queue, [A.resource]: r });
+        }
+      } catch {
+        // Redis unreachable or the engine closed: no observation this time.
+      }
+    };
+    waiting.addCallback(observeLines);
+    stopGauge = () => {
+      gauge.removeCallback(observe);
+      waiting.removeCallback(observeLines);
+    };
   }
 
   return () => {

@@ -32,6 +32,14 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
   executor?: Executor<P, NoInfer<R>>;
   /** Returns the stage to PENDING in the host; called once per attempt that sent nothing. */
   rollback?: (ref: StageRef, reason: string, ctx: DispatchContext) => Promise<unknown>;
+  /**
+   * The resource a stage needs, when a whole pool answers for it (`'gpu-pool'`): while a capacity
+   * answer has its gate closed, a dispatch of the stage defers at once, calling no executor, and
+   * waits in the resource's line; one probe per window asks again (see docs/guide.md, "One probe
+   * per resource"). `undefined`: none (a capacity answer may still name one). Called before
+   * each attempt; a name that is not 1..200 characters is `InvalidResourceError`. Default: none.
+   */
+  resourceOf?: (ref: StageRef, payload: P) => string | undefined;
   /** Host event journal; one `stage_deferred` event per deferral. */
   journal?: (ref: StageRef, event: DeferralJournalEvent) => Promise<unknown>;
   /**
@@ -141,6 +149,9 @@ const schema = z.strictObject({
     .optional(),
   journal: z
     .custom<NonNullable<DispatchEngineOptions['journal']>>((v) => typeof v === 'function', 'a function')
+    .optional(),
+  resourceOf: z
+    .custom<NonNullable<DispatchEngineOptions['resourceOf']>>((v) => typeof v === 'function', 'a function')
     .optional(),
   outcomes: z
     .object({ capacity: z.array(reasonName).max(100).optional(), idempotent: z.array(reasonName).max(100).optional() })

@@ -1,3 +1,4 @@
+import { checkCapacityLeft, checkResource } from './resource';
 import type { ExecutorResult, OutcomeClass } from './types';
 
 /** Outcomes meaning "nothing can take this stage now". Order breaks ties. */
@@ -82,6 +83,7 @@ export const ENGINE_REASONS = [
   'stale_wake_up',
   'superseded',
   'dispatch_lock_lost',
+  'gate_closed',
 ] as const;
 
 /** The built-in lists alone. */
@@ -96,13 +98,17 @@ export const BUILT_IN_OUTCOMES = new OutcomeTable();
 export class CapacityError extends Error {
   readonly reason: string;
   readonly retryAfterMs: number | undefined;
+  /** The resource that is full (its gate closes); `InvalidResourceError` for an empty name. */
+  readonly resource: string | undefined;
 
-  constructor(options: { reason?: string; retryAfterMs?: number } = {}) {
+  constructor(options: { reason?: string; retryAfterMs?: number; resource?: string } = {}) {
     const reason = options.reason ?? 'no_capacity';
+    const resource = options.resource === undefined ? undefined : checkResource(options.resource, 'CapacityError');
     super(`No capacity: ${reason}`);
     this.name = 'CapacityError';
     this.reason = reason;
     this.retryAfterMs = options.retryAfterMs;
+    this.resource = resource;
   }
 }
 
@@ -115,13 +121,15 @@ export class CapacityError extends Error {
  */
 export function capacityAnswer(error: unknown): ExecutorResult<string> | undefined {
   if (!(error instanceof CapacityError) && !isNamedCapacityError(error)) return undefined;
-  const { reason, retryAfterMs } = error as Partial<CapacityError>;
+  const { reason, retryAfterMs, resource } = error as Partial<CapacityError>;
   const answer: ExecutorResult<string> = {
     dispatched: false,
     jobs: 0,
     reason: typeof reason === 'string' && reason !== '' ? reason : 'no_capacity',
   };
   if (typeof retryAfterMs === 'number' && retryAfterMs >= 0) answer.retryAfterMs = retryAfterMs;
+  // (a copy of the class from another bundle checked nothing: the answer's check does)
+  if (resource !== undefined) answer.resource = resource;
   return answer;
 }
 
@@ -133,12 +141,17 @@ function isNamedCapacityError(error: unknown): boolean {
   }
 }
 
-/** An answer: nothing could take the stage now (capacity; `retryAfterMs` if the downstream said when). */
+/**
+ * An answer: nothing could take the stage now (capacity; `retryAfterMs` if the downstream said
+ * when; `resource` when a whole resource is full: its gate closes). `InvalidResourceError` for an
+ * empty resource name.
+ */
 export function noCapacity<const R extends string = never>(
-  options: { retryAfterMs?: number; reason?: KnownReason | R } = {},
+  options: { retryAfterMs?: number; reason?: KnownReason | R; resource?: string } = {},
 ): ExecutorResult<R> {
   const answer: ExecutorResult<R> = { dispatched: false, jobs: 0, reason: options.reason ?? 'no_capacity' };
   if (options.retryAfterMs !== undefined) answer.retryAfterMs = options.retryAfterMs;
+  if (options.resource !== undefined) answer.resource = checkResource(options.resource, 'noCapacity');
   return answer;
 }
 
@@ -147,9 +160,16 @@ export function alreadyDone(): ExecutorResult<never> {
   return { dispatched: false, jobs: 0, reason: 'already_completed' };
 }
 
-/** An answer: the stage was sent (`jobs`, when known, how many jobs went downstream). */
-export function dispatched(jobs?: number): ExecutorResult<never> {
-  return jobs === undefined ? { dispatched: true, reason: null } : { dispatched: true, jobs, reason: null };
+/**
+ * An answer: the stage was sent (`jobs`, when known, how many jobs went downstream;
+ * `capacityLeft`, when known, the free slots of its resource after this one: that many stages of
+ * its line wake). `InvalidResourceError` for a `capacityLeft` that is not a count.
+ */
+export function dispatched(jobs?: number, options: { capacityLeft?: number } = {}): ExecutorResult<never> {
+  const answer: ExecutorResult<never> =
+    jobs === undefined ? { dispatched: true, reason: null } : { dispatched: true, jobs, reason: null };
+  if (options.capacityLeft !== undefined) answer.capacityLeft = checkCapacityLeft(options.capacityLeft, 'dispatched');
+  return answer;
 }
 
 /**

@@ -50,6 +50,17 @@ export interface ExecutorResult<R extends string = never> {
    * other outcomes. Negative, NaN or not a number: `InvalidExecutorResultError`.
    */
   retryAfterMs?: number;
+  /**
+   * A capacity outcome: the resource that is full (its gate closes for this answer's window;
+   * see the engine's `resourceOf`). 1..200 characters; anything else: `InvalidExecutorResultError`.
+   */
+  resource?: string;
+  /**
+   * A dispatch: the free slots of the stage's resource after this one, when the downstream
+   * says; that many stages of its line wake (without it, 2: a slow start). A count (an integer
+   * >= 0); anything else is reported (`resultInvalid`) and ignored.
+   */
+  capacityLeft?: number;
 }
 
 export type OutcomeClass = 'capacity' | 'idempotent';
@@ -128,6 +139,8 @@ export interface DeferredStage {
   /** Deferrals of this class in a row. */
   deferrals: number;
   wakeUpJobId: string;
+  /** The resource whose line the stage waits in, when it has one. */
+  resource?: string;
 }
 
 /** One page of `listDeferred(scope, { limit, cursor })`. */

@@ -192,6 +192,8 @@ export function createProcessor<P>(
       backoff: (job.opts.backoff as JobContext['backoff'] | undefined) ?? opts.retry.backoff,
     };
     ctx.failsForGood = (spent, error) => failsForGood(job, ctx, spent, error);
+    // a wake-up carries its stage's resource: its attempt reads the gate without `resourceOf`
+    if (data.resource !== undefined) ctx.resource = data.resource;
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
     // (a BullMQ without the stalled count gives none: the release then never marks a job handed on)

@@ -11,10 +11,14 @@
     ARGV[2] the number of operations, then per operation:
       'b', stageId, own job id ('' for a direct call), lockMs, kind ('w' a wake-up, ''
            anything else), skew tolerance ms (how far ahead of Redis' clock a worker may
-           run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock)
+           run: maxClockSkewMs), the job's BullMQ lock token ('' for none: a plain lock),
+           the stage's resource (encoded, '' for none: no gate is read)
       'r', stageId, own job id, token, mode ('1' chain ended, 'e' a success of a stage that
            held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the
-           job's run ('<timestamp>:<stalled count>', '' for none; see handedOn)
+           job's run ('<timestamp>:<stalled count>', '' for none; see handedOn), the stage's
+           resource (encoded, '' for none), and for a success of a stage with a resource how many
+           stages of its line to wake ('' for none; 'c<window ms>:<kept ms>' for a success that saw
+           no slot left: the gate closes)
 
     Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
 ]]
@@ -56,7 +60,8 @@ local function nextFence()
     local begins, a = 0, 3
     for _ = 1, tonumber(ARGV[2]) do
       local op = ARGV[a]
-      if op == 'b' then begins = begins + 1; a = a + 7 else a = a + 6 end
+      if op == 'b' then begins = begins + 1 end
+      a = a + 8
     end
     redis.call('SET', F, string.format('%.0f', FENCE + begins - 1))
   end
@@ -72,18 +77,22 @@ end
 --  for good runs again),the wake sequence seen (a wakeDeferred for this stage's filter during the
 --  attempt makes its capacity deferral short),1 when the lock keeps the job's BullMQ token,1 when
 --  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms),
---  the number of failed-job records of the stage'
+--  the number of failed-job records of the stage,the gate: '' none, 'p' this attempt is its
+--  resource's probe, 'g<ms>' gated (the gate is closed, or probed by another, for ms more: the
+--  engine records a deferral and calls no executor)'
 --  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
 --  BullMQ opts (JSON, '' when none: its retry budget carries over)}
 -- The fencing token is max(last + 1, Redis' time in µs): strictly increasing, also
 -- across a restart of a Redis that kept nothing (its clock goes on).
-local function begin(M, L, J, sid, own, lockMs, wake, tol, bull)
+local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
   -- 'bull': the worker's BullMQ lock token of the job ('' for none)
   local token
   -- the marker, the stage lock and (for a job's attempt tied to it) BullMQ's lock of the job, in one read
   local v
   if own ~= '' and bull ~= '' then token = bull end
   local kind = kindOf(sid)
+  -- a stage with a resource watches its line's wake sequence too ('@<resource>')
+  if res ~= '' and SEEN['@' .. res] == nil then SEEN['@' .. res] = redis.call('GET', BASE .. 'sd:wseq:@' .. res) or '0' end
   if FENCE_LAST == nil or SEEN[kind] == nil then
     -- the batch's first begin (or its first of a stage kind): what the batch reads once (the
     -- fence, the wake sequences: see nextFence, SEEN) rides in the same MGET
@@ -174,6 +183,23 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull)
     carried = tonumber(h[2]) or 0
     opts = h[1] or ''
   end
+  -- the resource's gate: closed (or probed by another) answers gated; once its window ended, the
+  -- first attempt to get here is its one probe (a lease of lockMs)
+  local gate = ''
+  if res ~= '' then
+    local G = gateKey(BASE, res)
+    local g = redis.call('GET', G)
+    if g then
+      local probing = string.sub(g, 1, 1) == 'p'
+      local untilMs = tonumber(probing and string.sub(g, 2) or g) or 0
+      if untilMs > NOW then
+        gate = 'g' .. (untilMs - NOW)
+      else
+        redis.call('SET', G, 'p' .. (NOW + lockMs), 'KEEPTTL')
+        gate = 'p'
+      end
+    end
+  end
   if m then redis.call('DEL', M) end
   local fence = nextFence()
   -- a job's attempt keeps the worker's BullMQ token in its value: its release tells by it whether
@@ -188,8 +214,8 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull)
   local mine = tonumber(c[3]) or 0
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence and the opts (free text) beside it, only when there are any
-  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. ','
-    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0) .. ',' .. #failed
+  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. (res ~= '' and ':' .. SEEN['@' .. res] or '') .. ','
+    .. (tied and 1 or 0) .. ',' .. (m and 1 or 0) .. ',' .. #failed .. ',' .. gate
   if not lic and opts == '' then return rec end
   return {0, rec, lic or '', opts}
 end
@@ -259,14 +285,35 @@ local function supersedeRecords(sid, own, members)
   end
 end
 
-local function release(L, sid, own, token, mode, run)
+local function release(L, sid, own, token, mode, run, res, wake)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\n' .. token then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
   if mode == '1' or mode == 'e' then handedOn(token, run) end
-  if mode == 'e' then return {cancelled} end
+  -- a success of a stage with a resource: its gate opens and its line wakes (appended after '':
+  -- 1 when a gate was deleted, then the woken pairs). One that saw no slot left (capacityLeft 0,
+  -- sent as 'c<window ms>:<kept ms>') closes the gate as a capacity answer would (2 when it was
+  -- open or its window had ended)
+  local woke = {}
+  if wake ~= '' then
+    woke[1] = ''
+    woke[2] = 0
+    if string.sub(wake, 1, 1) == 'c' then
+      local c = string.find(wake, ':', 1, true)
+      local windowMs = tonumber(string.sub(wake, 2, c - 1))
+      local G = gateKey(BASE, res)
+      local g = redis.call('GET', G)
+      if not g or string.sub(g, 1, 1) == 'p' or (tonumber(g) or 0) <= NOW then woke[2] = 2 end
+      redis.call('SET', G, NOW + windowMs, 'PX', windowMs + tonumber(string.sub(wake, c + 1)))
+    else
+      woke[2] = redis.call('DEL', gateKey(BASE, res))
+      wakeLine(BASE, res, tonumber(wake), woke)
+    end
+  end
+  if res ~= '' and mode == '1' then redis.call('ZREM', lineKey(BASE, res), sid) end
+  if mode == 'e' then return {cancelled, unpack(woke)} end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -292,6 +339,7 @@ local function release(L, sid, own, token, mode, run)
     if d and d ~= own and redis.call('EXISTS', BASE .. d) == 1 then redis.call('HSET', BASE .. d, 'sds', 1) end
   end
   supersedeRecords(sid, own, members)
+  for _, w in ipairs(woke) do revoked[#revoked + 1] = w end
   return {cancelled, unpack(revoked)}
 end
 
@@ -305,12 +353,11 @@ for i = 1, n do
     local own = ARGV[a + 2]
     local M = BASE .. 'sd:deferred:' .. sid
     local J = BASE .. own
-    out[i] = begin(M, L, J, sid, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6])
-    a = a + 7
+    out[i] = begin(M, L, J, sid, own, ARGV[a + 3], ARGV[a + 4], tonumber(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7])
   else
-    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
-    a = a + 6
+    out[i] = release(L, sid, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7])
   end
+  a = a + 8
 end
 out[n + 1] = NOW
 return out

@@ -14,20 +14,23 @@
     KEYS[3] the kind's wait index (KEYS[2] for none; declared for the cluster's
             routing, read as BASE .. 'sd:wq:' .. kind)
     ARGV[1] queue base   ARGV[2] limit   ARGV[3] scope prefix ('' none)
-    ARGV[4] encoded stage kind ('' none)
+    ARGV[4] encoded stage kind ('' none), or '@<encoded resource>': that
+            resource's line (its gate is deleted first; no scope)
 
-    Returns the woken stages as {stage id, wake-up id} pairs, in the order woken.
+    Returns the woken stages as {stage id, wake-up id} pairs, in the order woken;
+    for a line, then 1 when a gate was deleted, else 0.
 ]]
 --- @include "wait"
 local BASE, limit, scope, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.call('INCR', BASE .. 'sd:wseq') end
--- a stage deferred for capacity whose wake-up still exists: its wake-up id. One whose wake-up is
--- gone (removed by hand, a drain or a clean) is skipped: waking it would spend the signal on a
--- stage nothing would run. (One promoted already is woken: its deferral ends at once)
-local function deferredCap(sid)
-  local m = redis.call('GET', BASE .. 'sd:deferred:' .. sid)
-  if m and string.find(m, '@cap.', 1, true) and redis.call('EXISTS', BASE .. m) == 1 then return m end
-  return nil
+-- a resource's line ('@<resource>'): its gate opens, its oldest chains wake
+if string.sub(kind, 1, 1) == '@' then
+  local res = string.sub(kind, 2)
+  local out = {}
+  local opened = redis.call('DEL', gateKey(BASE, res))
+  wakeLine(BASE, res, limit, out)
+  out[#out + 1] = opened
+  return out
 end
 local picked = {}
 if scope == '' then
@@ -61,7 +64,7 @@ if scope == '' then
     end
     if not best then break end
     best.i = best.i + 1
-    local m = deferredCap(bh[1])
+    local m = deferredCap(BASE, bh[1])
     if m then picked[#picked + 1] = {bh[1], m} end
   end
 else
@@ -71,7 +74,7 @@ else
     if last ~= '!' and last ~= '?' then
       local sid = string.sub(lic, 1, string.find(lic, '@', 1, true) - 1)
       if kind == '' or kindOf(sid) == kind then
-        local m = deferredCap(sid)
+        local m = deferredCap(BASE, sid)
         local score = m == lic and redis.call('ZSCORE', waitKey(BASE, sid), sid)
         if score then cands[#cands + 1] = {sid, m, tonumber(score)} end
       end

@@ -30,6 +30,12 @@ export type BeginOutcome =
       endedOwnDeferral: boolean;
       /** The stage had no licence and no failed-job record: a success's release has nothing to revoke. */
       heldNothing: boolean;
+      /**
+       * The stage's resource gate: `probe` (this attempt is its one probe), `gated` (closed, or
+       * probed by another, for `gateRestMs` more: no executor call), or none.
+       */
+      gate?: 'probe' | 'gated';
+      gateRestMs?: number;
     };
 
 /** How one begin operation is described to the batch. */
@@ -43,6 +49,8 @@ export interface BeginRequest {
   skewToleranceMs: number;
   /** The job's BullMQ lock token: a worker that no longer holds BullMQ's lock of the job begins nothing. */
   bullToken?: string;
+  /** The stage's resource, encoded ('' or none: no gate is read). */
+  resource?: string;
 }
 
 /** A begin's operation for the batch (see `BATCH`). */
@@ -58,6 +66,7 @@ export function beginOp(req: BeginRequest): OpArgs {
     req.skewToleranceMs,
     // Stryker disable next-line StringLiteral: equivalent: without a job of its own the script reads no BullMQ token
     ownJobId && bullToken ? bullToken : '',
+    req.resource ?? '',
   ];
 }
 
@@ -113,7 +122,8 @@ function locked(
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker, records] = record.split(',') as [
+  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker, records, gate] = record.split(',') as [
+    string,
     string,
     string,
     string,
@@ -124,7 +134,13 @@ function locked(
     string,
   ];
   const isTied = tied === '1';
+  const gated = gate.startsWith('g');
   return {
+    ...(gate === 'p'
+      ? { gate: 'probe' as const }
+      : gated
+        ? { gate: 'gated' as const, gateRestMs: Number(gate.slice(1)) }
+        : {}),
     kind: 'locked',
     licence: licence || null,
     token: isTied ? `${ownJobId}\n${fence}\n${bullToken!}` : `${ownJobId}\n${fence}`,

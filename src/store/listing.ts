@@ -8,7 +8,7 @@ import { readFields, type Cmd, type Reader } from './reader';
 export function deferredStage(
   id: string,
   pttl: number,
-  fields: { reason?: string; class?: string; deferrals?: number },
+  fields: { reason?: string; class?: string; deferrals?: number; resource?: string },
   now: number,
 ): DeferredStage {
   const lic = parseLicence(id);
@@ -22,6 +22,7 @@ export function deferredStage(
     until: lic ? lic.until : now + Math.max(0, pttl),
     deferrals: fields.deferrals ?? (lic ? lic.chain[cls] : 0),
     wakeUpJobId: id,
+    ...(fields.resource === undefined ? {} : { resource: fields.resource }),
   };
 }
 

@@ -43,7 +43,7 @@ export { StoreKeys as QueueKeys } from './keys';
 /**
  * Reads a few fields of each job's data in Redis, so the payload never leaves
  * the server: per job key `{0}` (no job) or `{1, shape, reason, class,
- * deferrals, [scope, stage] as JSON}`; shape is 1 when the data is a dispatch
+ * deferrals, [scope, stage] as JSON, resource}`; shape is 1 when the data is a dispatch
  * job's (`v: 1`, `scope` an array, `stage` a string).
  */
 const FIELDS = `
@@ -64,7 +64,7 @@ for i, key in ipairs(KEYS) do
       local function s(v) if type(v) == 'string' then return v end return '' end
       local n = ''
       if type(t.deferrals) == 'number' then n = tostring(t.deferrals) end
-      out[i] = {1, shape, s(t.reason), s(t.class), n, ref}
+      out[i] = {1, shape, s(t.reason), s(t.class), n, ref, s(t.resource)}
     else
       out[i] = {1, 0}
     end
@@ -82,6 +82,8 @@ export interface JobFields {
   deferrals?: number;
   /** `[scope, stage]` from the data, when it is a dispatch job's. */
   ref?: [unknown, unknown];
+  /** The resource a wake-up's stage waits for. */
+  resource?: string;
 }
 
 export function fieldsCommand(jobKeys: readonly string[]): Cmd {
@@ -90,7 +92,15 @@ export function fieldsCommand(jobKeys: readonly string[]): Cmd {
 
 export function parseFields(reply: unknown): JobFields[] {
   return (reply as unknown[][]).map((r) => {
-    const [exists, shape, reason, cls, deferrals, ref] = r as [number, number?, string?, string?, string?, string?];
+    const [exists, shape, reason, cls, deferrals, ref, resource] = r as [
+      number,
+      number?,
+      string?,
+      string?,
+      string?,
+      string?,
+      string?,
+    ];
     const text = (v: string | undefined) => (v ? v : undefined);
     let parsed: [unknown, unknown] | undefined;
     try {
@@ -105,6 +115,7 @@ export function parseFields(reply: unknown): JobFields[] {
       ...(text(cls) && { class: cls }),
       ...(text(deferrals) && { deferrals: Number(deferrals) }),
       ...(parsed && { ref: parsed }),
+      ...(text(resource) && { resource }),
     };
   });
 }

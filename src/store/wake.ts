@@ -17,7 +17,7 @@ export async function wakeStages(
   limit: number,
   scopePrefix: string,
   kind: string,
-): Promise<{ sid: string; wakeUpJobId: string }[]> {
+): Promise<{ woken: { sid: string; wakeUpJobId: string }[]; opened: boolean }> {
   const k = s.keys;
   const r = (await s.tx.one('wake', (m) =>
     m[CMD.sdWake]!(
@@ -29,14 +29,16 @@ export async function wakeStages(
       scopePrefix,
       kind,
     ),
-  )) as string[];
+  )) as (string | number)[];
+  // a resource's line ends with whether its gate was deleted
+  const opened = kind.startsWith('@') && Number(r.pop()) === 1;
   const woken: { sid: string; wakeUpJobId: string }[] = [];
-  for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i]!, wakeUpJobId: r[i + 1]! });
+  for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i] as string, wakeUpJobId: r[i + 1] as string });
   await promoteWakeUps(
     s,
     woken.map((w) => w.wakeUpJobId),
   );
-  return woken;
+  return { woken, opened };
 }
 
 /** Licences of every stage whose id starts with `prefix` (an index range, not a scan). */
@@ -77,7 +79,7 @@ export async function clearScope(s: StoreParts, prefix: string): Promise<number>
  * that cannot be promoted (gone, no longer delayed, a slot migrating) still
  * runs at its time: its stage is no longer deferred, and nothing is lost.
  */
-async function promoteWakeUps(s: StoreParts, ids: readonly string[]): Promise<void> {
+export async function promoteWakeUps(s: StoreParts, ids: readonly string[]): Promise<void> {
   await Promise.all(ids.map((id) => promote(s.queue, id).catch(() => undefined)));
 }
 

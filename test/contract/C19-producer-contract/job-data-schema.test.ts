@@ -20,6 +20,7 @@ describe('C19: the JSON Schema of the dispatch job data', () => {
       reason: 'r',
       class: 'capacity',
       deferrals: 1,
+      resource: 'gpu',
     });
     expect(Object.keys(published.properties).sort()).toEqual(Object.keys(wakeUp).sort());
     expect(published.required.sort()).toEqual(['payload', 'scope', 'stage', 'v']);

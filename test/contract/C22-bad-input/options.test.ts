@@ -76,6 +76,7 @@ describe('C22: strict top-level options', () => {
       prefix: 'p-options',
       rollback: async () => undefined,
       journal: async () => undefined,
+      resourceOf: () => 'gpu-pool',
       outcomes: { capacity: ['gpu_pool_full'], idempotent: ['already_rendered'] },
       windows: { capacitySeconds: 10, capacityMaxSeconds: 40, idempotentSeconds: 60, jitter: 0.1 },
       retry: { attempts: 2, backoff: { type: 'fixed', delay: 10 } },

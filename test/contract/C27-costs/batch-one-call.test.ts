@@ -112,7 +112,7 @@ describe('C27: BATCH: each caller gets its own answer, whatever the others get',
       if (typeof reply !== 'string') throw new TypeError('unreadable');
       return reply;
     };
-    const op = (sid: string): OpArgs => ['b', sid, '', 30_000, '', 1000, ''];
+    const op = (sid: string): OpArgs => ['b', sid, '', 30_000, '', 1000, '', ''];
     // one call: B's lock is taken first, so the second begin of B answers in flight (2), which `read` refuses
     const [a, b, again, c] = await Promise.allSettled([
       batch.run(op(A), read),

@@ -47,8 +47,8 @@ describe('C27: DEFER called directly', () => {
     await redis.set(k.D(), own);
     const until = (await nowMs()) + 60_000;
     const keys = [k.L(), k.M(), k.IDX(), `${B}log`, k.D(), k.J(own)];
-    const args = [SID, `${own}\n7`, wake, until, 'line', own, B, 'capacity', '1', ''];
-    expect(await run(lua.DEFER, keys, args)).toEqual([1, old]);
+    const args = [SID, `${own}\n7`, wake, until, 'line', own, B, 'capacity', '1', '', '', '', 0];
+    expect(await run(lua.DEFER, keys, args)).toEqual([1, 0, old]);
     expect(await redis.get(k.M())).toBe(wake);
     expect(await redis.pttl(k.M())).toBeGreaterThan(50_000);
     expect(await members()).toEqual([wake]);
@@ -58,7 +58,7 @@ describe('C27: DEFER called directly', () => {
     expect([await redis.hget(k.J(own), 'sds'), await redis.hget(k.J(old), 'sds')]).toEqual(['1', '1']);
     expect(await redis.lrange(`${B}log`, 0, -1)).toEqual(['line']);
     // the same transaction again (a resend) records nothing more
-    expect(await run(lua.DEFER, keys, args)).toEqual([1]);
+    expect(await run(lua.DEFER, keys, args)).toEqual([1, 0]);
   });
 });
 
@@ -167,12 +167,12 @@ describe('C27: REPLACE called directly', () => {
 describe('C27: BATCH called directly', () => {
   it("a begin of a stage with nothing takes the lock with a fencing token above Redis' µs, and F holds it", async () => {
     const before = (await nowMs()) * 1000;
-    const [rec, now] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, ''])) as [
+    const [rec, now] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as [
       string,
       number,
     ];
     const fence = rec.split(',')[0]!;
-    expect(rec).toBe(`${fence},0,0,0,0:0,0,0,0`);
+    expect(rec).toBe(`${fence},0,0,0,0:0,0,0,0,`);
     expect(Number(fence)).toBeGreaterThanOrEqual(before);
     expect(now).toBeGreaterThanOrEqual(Math.floor(before / 1000));
     expect(await redis.get(k.L())).toBe(`\n${fence}`);
@@ -183,14 +183,14 @@ describe('C27: BATCH called directly', () => {
     const wake = `${SID}@cap.1.0.0.1`;
     await jobs(wake);
     await redis.set(k.M(), wake, 'PX', 60_000);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, ''])) as unknown[];
+    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as unknown[];
     expect(reply).toEqual([1, wake, expect.any(Number)]);
     expect([await redis.exists(k.L()), await redis.exists(k.F())]).toEqual([0, 0]);
   });
 
   it('a begin of a stage whose marker names a wake-up that is gone deletes the marker and takes the lock', async () => {
     await redis.set(k.M(), `${SID}@cap.1.0.0.1`, 'PX', 60_000);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, ''])) as unknown[];
+    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as unknown[];
     expect(typeof reply).toBe('string');
     expect([await redis.exists(k.M()), await redis.exists(k.L())]).toEqual([0, 1]);
   });
@@ -201,7 +201,7 @@ describe('C27: BATCH called directly', () => {
     await redis.set(k.L(), '\n9', 'PX', 60_000);
     await redis.zadd(k.IDX(), 0, wake);
     await redis.zadd(k.WQ(), 1, SID);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'r', SID, '', '\n9', '1', ''])) as unknown[];
+    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'r', SID, '', '\n9', '1', '', '', ''])) as unknown[];
     expect(reply).toEqual([0, wake]);
     expect([await redis.exists(k.L()), await redis.exists(k.WQ())]).toEqual([0, 0]);
     expect(await members()).toEqual([]);

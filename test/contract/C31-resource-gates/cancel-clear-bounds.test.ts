@@ -1,0 +1,72 @@
+import { DeferralLimitError, noCapacity, type StageRef } from '../../../src';
+import { harness } from '../../helpers/engine';
+import { waitFor } from '../../helpers/redis';
+
+const stage = (n: number): StageRef => ({ scope: ['book-c', `sc-${n}`], stage: 'image' });
+
+describe('C31: a gated stage is a deferred stage', () => {
+  it('cancel ends it: its wake-up goes, and the line skips it', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    await h.engine.dispatchStage(stage(2), {});
+    const c = await h.engine.cancelStage(stage(1));
+    expect(c).toMatchObject({ hadDeferral: true, removedJobs: 1 });
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 5 })).woken).toEqual([stage(0), stage(2)]);
+    expect(await h.redis.zrange(`${h.prefix}:${h.queueName}:sd:wq:@gpu`, '0', '-1')).toEqual([
+      'book-c/sc-0/image',
+      'book-c/sc-2/image',
+    ]);
+  });
+
+  it('a clear runs it now with a fresh chain; while the gate stays closed it waits behind it again, calling nothing', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    const deferred: { ref: StageRef; reason: string; deferrals: number }[] = [];
+    h.engine.on('deferred', (e) => deferred.push(e));
+    const worker = h.engine.createWorker();
+    try {
+      expect(await h.engine.wakeScope(['book-c', 'sc-1'])).toBe(1);
+      await waitFor(() => deferred.length === 1, 'the cleared stage to run');
+      expect(deferred[0]).toMatchObject({ ref: stage(1), reason: 'gate_closed', deferrals: 1 });
+      expect(h.executor.callsFor(stage(1))).toBe(0);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('gated deferrals count toward the capacity bound and spend no attempt', async () => {
+    const h = harness({
+      resourceOf: () => 'gpu',
+      windows: { capacitySeconds: 60, jitter: 0 },
+      limits: { maxCapacityDeferrals: 2, maxIdempotentDeferrals: 3 },
+    });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    const limits: unknown[] = [];
+    h.engine.on('limit', (e) => limits.push(e));
+    const failed: unknown[] = [];
+    const worker = h.engine.createWorker();
+    worker.on('failed', (_job, err) => failed.push(err));
+    try {
+      await h.engine.enqueue(stage(1), {});
+      // each run finds the gate closed and parks again; an operator's Promote runs it at once
+      for (let i = 1; i <= 2; i++) {
+        const listed = await waitFor(async () => {
+          const l = await h.engine.listDeferred(['book-c', 'sc-1']);
+          return l[0]?.deferrals === i ? l : undefined;
+        }, `gated deferral ${i}`);
+        await (await h.engine.queue.getJob(listed[0]!.wakeUpJobId))!.promote();
+      }
+      await waitFor(() => failed.length === 1, 'the bound');
+      expect(failed).toEqual([expect.any(DeferralLimitError)]);
+      expect(limits).toEqual([expect.objectContaining({ ref: stage(1), class: 'capacity', reason: 'gate_closed' })]);
+      expect(h.executor.callsFor(stage(1))).toBe(0);
+    } finally {
+      await worker.close();
+    }
+  });
+});
