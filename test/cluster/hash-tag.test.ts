@@ -92,9 +92,12 @@ describe('C21: the Lua scripts', () => {
     // queue's slot under a hash-tagged prefix, as BullMQ's own scripts build theirs
     const underBase = (arg: string) => /^(BASE|ARGV\[\d+\]) \.\. /.test(arg);
     for (const [, name] of source.matchAll(/local (\w+) = (?:BASE|ARGV\[\d+\]) \.\. /g)) bound.add(name!);
-    // a kind's wait index, built from the queue base by waitKey(BASE, sid)
-    const waitIndex = (arg: string) => /^waitKey\((BASE|ARGV\[\d+\])$/.test(arg);
-    expect(source).not.toMatch(/waitKey\((?!BASE|ARGV\[\d+\])/);
+    // a kind's wait index, a resource's line or its gate, built from the queue base by
+    // waitKey(BASE, sid), lineKey(BASE, resource) or gateKey(BASE, resource)
+    const waitIndex = (arg: string) => /^(waitKey|lineKey|gateKey)\((BASE|ARGV\[\d+\])$/.test(arg);
+    expect(source).not.toMatch(/(waitKey|lineKey|gateKey)\((?!BASE|ARGV\[\d+\])/);
+    const helperKey = /local (\w+) = (?:[^\n]* and )?(?:waitKey|lineKey|gateKey)\((?:BASE|ARGV\[\d+\]), /g;
+    for (const [, name] of source.matchAll(helperKey)) bound.add(name!);
     // functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] (or a job hash) there
     const keyParams = new Map<string, number[]>();
     for (const [, fn, params] of source.matchAll(/local function (\w+)\(([^)]*)\)/g)) {

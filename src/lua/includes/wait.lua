@@ -33,7 +33,8 @@ end
 -- outside the line's sight: a cancel, a failure) leaves the line; one in flight or woken stays
 -- (its chain keeps its place)
 local function wakeLine(BASE, res, n, out)
-  local line, picked, offset = lineKey(BASE, res), 0, 0
+  local line = lineKey(BASE, res)
+  local picked, offset = 0, 0
   while picked < n do
     local r = redis.call('ZRANGE', line, offset, offset + 199)
     if #r == 0 then break end
