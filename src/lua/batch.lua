@@ -195,7 +195,8 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
       if untilMs > NOW then
         gate = 'g' .. (untilMs - NOW)
       else
-        redis.call('SET', G, 'p' .. (NOW + lockMs), 'KEEPTTL')
+        -- the key outlives the lease: it lives at least as long as the probe's lock may
+        redis.call('SET', G, 'p' .. (NOW + lockMs), 'PX', math.max(redis.call('PTTL', G), lockMs))
         gate = 'p'
       end
     end

@@ -59,7 +59,10 @@ if l ~= ARGV[2] then
   return {0, 0}
 end
 local res, gate = ARGV[11], ARGV[12]
-if ARGV[8] == 'capacity' and ARGV[10] ~= '' and wakeSeq(ARGV[7], ARGV[1], res) ~= ARGV[10] then return {0, 2} end
+-- (a gated one watches its gate alone: a wake that leaves the gate closed would only park it again)
+if ARGV[8] == 'capacity' and ARGV[10] ~= '' and gate ~= 'g' and wakeSeq(ARGV[7], ARGV[1], res) ~= ARGV[10] then
+  return {0, 2}
+end
 -- a gated deferral whose gate opened since its begin (a success, a wake of the line): not parked
 local G = res ~= '' and gateKey(ARGV[7], res)
 if gate == 'g' and not redis.call('GET', G) then return {0, 2} end
@@ -87,7 +90,14 @@ elseif ARGV[8] == 'capacity' then
   else
     redis.call('ZADD', line, 'NX', nowMs(), ARGV[1])
   end
-  if res == '' then redis.call('SADD', ARGV[7] .. 'sd:wqk', kindOf(ARGV[1])) end
+  if res == '' then
+    redis.call('SADD', ARGV[7] .. 'sd:wqk', kindOf(ARGV[1]))
+  else
+    -- a line lives while a deferral in it does: a stage whose chain ended elsewhere (a cancel, a
+    -- renamed resource) is dropped by the next wake of the line, or with the line itself
+    local ttl = math.max(1, tonumber(ARGV[4]) - nowMs() + tonumber(ARGV[13]))
+    if redis.call('PTTL', line) < ttl then redis.call('PEXPIRE', line, ttl) end
+  end
 end
 local own = ARGV[6]
 if own ~= '' then

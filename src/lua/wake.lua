@@ -23,8 +23,10 @@
 --- @include "wait"
 local BASE, limit, scope, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.call('INCR', BASE .. 'sd:wseq') end
--- a resource's line ('@<resource>'): its gate opens, its oldest chains wake
+-- a resource's line ('@<resource>'): its gate opens, its oldest chains wake. Its wake count
+-- matters only to attempts in flight: it goes a day after the resource's last wake
 if string.sub(kind, 1, 1) == '@' then
+  redis.call('EXPIRE', BASE .. 'sd:wseq:' .. kind, 86400)
   local res = string.sub(kind, 2)
   local out = {}
   local opened = redis.call('DEL', gateKey(BASE, res))

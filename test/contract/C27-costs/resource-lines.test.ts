@@ -1,0 +1,59 @@
+import { noCapacity, type StageRef } from '../../../src';
+import { harness, type Harness } from '../../helpers/engine';
+import { keysUnder, waitFor } from '../../helpers/redis';
+
+/** A resource's line keeps nothing for a stage whose chain ended, even when that line never wakes again. */
+const stage = (n: number): StageRef => ({ scope: ['book-l', `sc-${n}`], stage: 'image' });
+const lineKey = (h: Harness, res: string) => `${h.prefix}:${h.queueName}:sd:wq:@${res}`;
+const gateKey = (h: Harness, res: string) => `${h.prefix}:${h.queueName}:sd:gate:${res}`;
+
+describe('C27: a resource line holds only stages that wait in it', () => {
+  it('C27: a line whose stages were all cancelled keeps nothing once its gate lapsed', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 0.2, capacityMaxSeconds: 1, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    await h.engine.dispatchStage(stage(2), {});
+    expect(await h.redis.zcard(lineKey(h, 'gpu'))).toBe(3);
+    for (const n of [0, 1, 2]) expect(await h.engine.cancelStage(stage(n))).toMatchObject({ hadDeferral: true });
+    // nothing is deferred, in flight or held; the gate lapses by itself and nothing reads the line again
+    await waitFor(async () => (await h.redis.exists(gateKey(h, 'gpu'))) === 0, 'the gate to lapse', 5_000);
+    expect(await h.engine.listDeferred(['book-l'])).toEqual([]);
+    await waitFor(async () => (await h.redis.exists(lineKey(h, 'gpu'))) === 0, 'the line to lapse', 5_000);
+  });
+
+  it('C27: a stage whose resource changed is gone from the old line once no deferral lives in it', async () => {
+    let resource = 'gpu-a';
+    const h = harness({
+      resourceOf: () => resource,
+      windows: { capacitySeconds: 0.5, capacityMaxSeconds: 1, jitter: 0 },
+    });
+    h.executor.script(stage(1), noCapacity());
+    await h.engine.dispatchStage(stage(1), {});
+    expect(await h.redis.zrange(lineKey(h, 'gpu-a'), '0', '-1')).toEqual(['book-l/sc-1/image']);
+    // the pool is renamed; the stage's wake-up runs (an operator's Promote) and is sent
+    resource = 'gpu-b';
+    const sent: StageRef[] = [];
+    h.engine.on('dispatched', (e) => sent.push(e.ref));
+    const worker = h.engine.createWorker();
+    try {
+      const [d] = await h.engine.listDeferred(['book-l']);
+      await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
+      await waitFor(() => sent.length === 1, 'the stage to be sent');
+    } finally {
+      await worker.close();
+    }
+    expect(await h.engine.listDeferred(['book-l'])).toEqual([]);
+    // nothing wakes the old line again: it lapses with the last deferral that lived in it
+    await waitFor(async () => (await h.redis.exists(lineKey(h, 'gpu-a'))) === 0, 'the old line to lapse', 5_000);
+  });
+
+  it('C27: a wake of a resource with nothing in its line leaves only keys that expire', async () => {
+    const h = harness({ resourceOf: () => undefined });
+    for (let i = 0; i < 20; i++) expect((await h.engine.wakeDeferred({ resource: `tenant-${i}` })).woken).toEqual([]);
+    const left = (await keysUnder(h.redis, h.prefix)).filter((k) => k.includes(':sd:'));
+    const ttls = await Promise.all(left.map((k) => h.redis.ttl(k)));
+    // each resource's wake count (for attempts in flight) goes a day after its last wake
+    expect(ttls.every((t) => t > 0 && t <= 86_400)).toBe(true);
+  });
+});

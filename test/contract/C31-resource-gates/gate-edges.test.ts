@@ -1,0 +1,93 @@
+import { noCapacity, type StageRef } from '../../../src';
+import { harness, SENT, type Harness } from '../../helpers/engine';
+import { waitFor } from '../../helpers/redis';
+
+/**
+ * Paths around a closed gate that the other C31 files do not walk: a wake that is not the
+ * resource's landing while a gated attempt is being recorded, and a probe that outlives the
+ * gate key's own expiry.
+ */
+const stage = (n: number): StageRef => ({ scope: ['book-e', `sc-${n}`], stage: 'image' });
+const gateKey = (h: Harness) => `${h.prefix}:${h.queueName}:sd:gate:gpu`;
+
+/** Redis' time now, ms. */
+async function redisNow(h: Harness): Promise<number> {
+  const [s, us] = await h.redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+describe('C31: a wake that does not open the gate leaves a gated attempt gated', () => {
+  it.each([
+    ['a plain wakeDeferred()', (h: Harness) => h.engine.wakeDeferred({ limit: 10 })],
+    ['a wakeDeferred of an unrelated scope', (h: Harness) => h.engine.wakeDeferred({ scope: ['other-book'] })],
+    ['a wakeDeferred of the stage kind', (h: Harness) => h.engine.wakeDeferred({ stage: 'image' })],
+  ])('%s landing between a gated begin and its deferral calls no executor', async (_what, wake) => {
+    let once = true;
+    // the gate as the wake left it, and Redis' time then
+    let closedUntil = 0;
+    let wokenAt = Infinity;
+    const h: Harness = harness({
+      resourceOf: () => 'gpu',
+      windows: { capacitySeconds: 60, jitter: 0 },
+      faultHook: async (point, ref) => {
+        if (point === 'lock-taken' && ref.scope[1] === 'sc-5' && once) {
+          once = false;
+          await wake(h);
+          closedUntil = Number(await h.redis.get(gateKey(h)));
+          wokenAt = await redisNow(h);
+        }
+      },
+    });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    const r = await h.engine.dispatchStage(stage(5), {});
+    // the gate was still closed after the wake (none of these wakes reads or opens it)
+    expect(closedUntil).toBeGreaterThan(wokenAt);
+    expect(h.executor.callsFor(stage(5))).toBe(0);
+    expect(r).toMatchObject({ dispatched: false, reason: 'gate_closed' });
+  });
+});
+
+describe('C31: one probe per window, while the probe runs', () => {
+  it('C31: a probe still within its lease keeps the others gated past the gate window’s own TTL', async () => {
+    // lockMs is the default 30 s; the gate key lives for its window plus capacityMaxSeconds (1.2 s)
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 0.2, capacityMaxSeconds: 1, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await waitFor(async () => {
+      const g = await h.redis.get(gateKey(h));
+      return g !== null && Number(g) <= (await redisNow(h));
+    }, 'the gate window to end');
+    let answer!: () => void;
+    h.executor.script(stage(1), () => new Promise((resolve) => (answer = () => resolve(SENT))));
+    const probe = h.engine.dispatchStage(stage(1), {});
+    await waitFor(() => h.executor.callsFor(stage(1)) === 1, 'the probe to run');
+    expect((await h.redis.get(gateKey(h)))?.startsWith('p')).toBe(true);
+    // the probe runs on, well within its 30 s lease: the gate key lives as long (its own TTL was
+    // the window plus capacityMaxSeconds, 1.2 s), so no second probe starts under it
+    expect(await h.redis.pttl(gateKey(h))).toBeGreaterThan(20_000);
+    try {
+      const r = await h.engine.dispatchStage(stage(2), {});
+      expect(h.executor.callsFor(stage(2))).toBe(0);
+      expect(r).toMatchObject({ reason: 'gate_closed' });
+    } finally {
+      answer();
+      await probe;
+    }
+  });
+});
+
+describe('C31: a removed wake-up at the head of the line', () => {
+  it('C31: is skipped: the wake goes to the next stage waiting', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    await h.engine.dispatchStage(stage(2), {});
+    const [head] = await h.engine.listDeferred(['book-e', 'sc-0']);
+    await (await h.engine.queue.getJob(head!.wakeUpJobId))!.remove();
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken).toEqual([stage(1)]);
+    // and the stage whose wake-up was removed dispatches at once (C17)
+    expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ dispatched: true });
+  });
+});
