@@ -40,6 +40,14 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
    * each attempt; a name that is not 1..200 characters is `InvalidResourceError`. Default: none.
    */
   resourceOf?: (ref: StageRef, payload: P) => string | undefined;
+  /**
+   * The order in which a resource's line wakes (a success's `capacityLeft` or slow start, and
+   * `wakeDeferred({ resource })`): `'oldest'`, oldest chain first; `'roundRobin'`, one stage of each
+   * book (first scope segment) in turn, books in the order of their oldest waiting stage, oldest
+   * first within each, so one book with 1,000 waiting does not starve ten with 10. A round-robin
+   * wake of `limit` looks at most `limit` + 1,000 stages into the line. Default `'oldest'`.
+   */
+  lineOrder?: 'oldest' | 'roundRobin';
   /** Host event journal; one `stage_deferred` event per deferral. */
   journal?: (ref: StageRef, event: DeferralJournalEvent) => Promise<unknown>;
   /**
@@ -153,6 +161,7 @@ const schema = z.strictObject({
   resourceOf: z
     .custom<NonNullable<DispatchEngineOptions['resourceOf']>>((v) => typeof v === 'function', 'a function')
     .optional(),
+  lineOrder: z.enum(['oldest', 'roundRobin'], "'oldest' or 'roundRobin'").default('oldest'),
   outcomes: z
     .object({ capacity: z.array(reasonName).max(100).optional(), idempotent: z.array(reasonName).max(100).optional() })
     .strict()
