@@ -43,9 +43,11 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
   /**
    * The order in which a resource's line wakes (a success's `capacityLeft` or slow start, and
    * `wakeDeferred({ resource })`): `'oldest'`, oldest chain first; `'roundRobin'`, one stage of each
-   * book (first scope segment) in turn, books in the order of their oldest waiting stage, oldest
-   * first within each, so one book with 1,000 waiting does not starve ten with 10. A round-robin
-   * wake of `limit` looks at most `limit` + 1,000 stages into the line. Default `'oldest'`.
+   * book (first scope segment) in turn, oldest chain first within each, books in name order from
+   * the one after the book the last wake ended on (wakes of one take turns too), so one book with
+   * 1,000 waiting does not starve ten with 10. A round-robin wake of `limit` sees the first
+   * `limit` + 1,000 stages of the line: a book with none among them waits its turn until it has.
+   * Default `'oldest'`.
    */
   lineOrder?: 'oldest' | 'roundRobin';
   /** Host event journal; one `stage_deferred` event per deferral. */

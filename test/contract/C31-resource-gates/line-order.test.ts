@@ -29,7 +29,16 @@ describe('C31: lineOrder roundRobin wakes the line one book at a time', () => {
     expect(r.woken.map(short)).toEqual(['a/sc-1', 'b/sc-1', 'c/sc-1']);
   });
 
-  it('a larger wake goes round again, books in the order of their oldest waiting stage', async () => {
+  it('wakes of one take turns: each begins at the book after the one the last wake ended on', async () => {
+    const h = harness({ ...opts, lineOrder: 'roundRobin' });
+    await lineOf30x3x3(h);
+    const woken: string[] = [];
+    for (let i = 0; i < 7; i++)
+      woken.push(...(await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken.map(short));
+    expect(woken).toEqual(['a/sc-1', 'b/sc-1', 'c/sc-1', 'a/sc-2', 'b/sc-2', 'c/sc-2', 'a/sc-3']);
+  });
+
+  it('a larger wake goes round again, books in name order', async () => {
     const h = harness({ ...opts, lineOrder: 'roundRobin' });
     await lineOf30x3x3(h);
     const r = await h.engine.wakeDeferred({ resource: 'gpu', limit: 11 });
@@ -52,7 +61,7 @@ describe('C31: lineOrder roundRobin wakes the line one book at a time', () => {
     await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 });
     h.executor.script(stage('d', 1), dispatched(1, { capacityLeft: 3 }));
     expect(await h.engine.dispatchStage(stage('d', 1), {})).toMatchObject({ dispatched: true });
-    expect(woken.map(short)).toEqual(['a/sc-1', 'a/sc-2', 'b/sc-1', 'c/sc-1']);
+    expect(woken.map(short)).toEqual(['a/sc-1', 'b/sc-1', 'c/sc-1', 'a/sc-2']);
   });
 });
 
