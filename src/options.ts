@@ -46,7 +46,7 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
    * book (first scope segment) in turn, oldest chain first within each, books in name order from
    * the one after the book the last wake ended on (wakes of one take turns too), so one book with
    * 1,000 waiting does not starve ten with 10. A round-robin wake of `limit` sees the first
-   * `limit` + 1,000 stages of the line: a book with none among them waits its turn until it has.
+   * `limit` + 2,000 stages of the line: a book with none among them waits its turn until it has.
    * Default `'oldest'`.
    */
   lineOrder?: 'oldest' | 'roundRobin';

@@ -34,7 +34,7 @@ local function holdsNothing(BASE, sid)
   return #redis.call('ZRANGEBYLEX', BASE .. 'sd:licences', '[' .. sid .. '@', '[' .. sid .. '@\255', 'LIMIT', 0, 1) == 0
 end
 -- a round-robin wake looks this many entries of the line past its first n
-local FAIR_WINDOW = 1000
+local FAIR_WINDOW = 2000
 -- the book (first scope segment) a round-robin wake of a resource's line woke last: the next
 -- begins after it (only the order depends on it)
 local function turnKey(BASE, res)

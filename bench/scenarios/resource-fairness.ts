@@ -1,0 +1,86 @@
+import { performance } from 'node:perf_hooks';
+import { dispatched, noCapacity, type DispatchEngine, type DispatchEngineOptions } from '../../src';
+import { benchPrefix, client, dropPrefix } from '../lib/redis';
+import { engine, refs } from '../lib/stages';
+import { log, pool } from '../lib/stats';
+
+/** How long one stage holds a slot of the farm, ms. */
+const RENDER_MS = 50;
+const SLOTS = 3;
+
+export interface FairnessRun {
+  /** Each small book: from the start until its last render ended, ms. */
+  doneMs: number[];
+  /** A small book's fair share: its stages × RENDER_MS × books ÷ slots, ms. */
+  fairMs: number;
+}
+
+/**
+ * Books of `big`, `small` and `small` stages wait on one resource of 3 slots (the big book's
+ * first, in the line's oldest places); each render holds a slot RENDER_MS and the host wakes one
+ * stage (`wakeDeferred({ resource, limit: 1 })`) when a slot frees. Each small book's time until
+ * done is compared with its fair share (each book one slot).
+ */
+export async function fairnessRun(
+  lineOrder: NonNullable<DispatchEngineOptions['lineOrder']>,
+  big: number,
+  small: number,
+): Promise<FairnessRun> {
+  const redis = client();
+  const prefix = benchPrefix(`resource-fair-${lineOrder}`);
+  const books = { big: refs('big', big), s1: refs('s1', small), s2: refs('s2', small) };
+  const left: Record<string, number> = { s1: small, s2: small };
+  const doneAt: Record<string, number> = {};
+  let busy = SLOTS; // the farm is full while the line forms
+  let t0 = 0;
+  let stopped = false;
+  let allDone!: () => void;
+  const finished = new Promise<void>((resolve) => (allDone = resolve));
+  let e!: DispatchEngine;
+  const free = () => {
+    busy--;
+    if (!stopped) void e.wakeDeferred({ resource: 'gpu', limit: 1 }).catch((err: unknown) => log(String(err)));
+  };
+  e = engine(prefix, {
+    resourceOf: () => 'gpu',
+    lineOrder,
+    windows: { capacitySeconds: 600, capacityMaxSeconds: 600, jitter: 0 },
+    executor: async (ref) => {
+      if (busy >= SLOTS) return noCapacity();
+      busy++;
+      const book = ref.scope[0]!;
+      setTimeout(() => {
+        if (book in left && --left[book]! === 0) {
+          doneAt[book] = performance.now() - t0;
+          if (Object.keys(doneAt).length === 2) allDone();
+        }
+        free();
+      }, RENDER_MS);
+      return dispatched(1, { capacityLeft: SLOTS - busy });
+    },
+  });
+  try {
+    await e.createWorker({ concurrency: 8 }).waitUntilReady();
+    await pool([...books.big, ...books.s1, ...books.s2], 1, (ref) => e.enqueue(ref, {}));
+    // every stage waits in the line (the first closed the gate, the others were gated)
+    const line = e.queue.toKey('sd:wq:@gpu');
+    const deadline = Date.now() + 120_000;
+    while ((await redis.zcard(line)) < big + 2 * small) {
+      if (Date.now() > deadline) throw new Error('the line did not form in 2 minutes');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    t0 = performance.now();
+    for (let i = 0; i < SLOTS; i++) free();
+    const timeout = setTimeout(
+      () => log(`resource fairness ${lineOrder}: small books not done in 10 minutes`),
+      600_000,
+    );
+    await finished;
+    clearTimeout(timeout);
+    return { doneMs: [doneAt.s1!, doneAt.s2!], fairMs: (small * RENDER_MS * 3) / SLOTS };
+  } finally {
+    stopped = true;
+    await e.close();
+    await dropPrefix(redis, prefix);
+  }
+}
