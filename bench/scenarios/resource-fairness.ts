@@ -36,12 +36,11 @@ export async function fairnessRun(
   let stopped = false;
   let allDone!: () => void;
   const finished = new Promise<void>((resolve) => (allDone = resolve));
-  let e!: DispatchEngine;
   const free = () => {
     busy--;
     if (!stopped) void e.wakeDeferred({ resource: 'gpu', limit: 1 }).catch((err: unknown) => log(String(err)));
   };
-  e = engine(prefix, {
+  const e: DispatchEngine = engine(prefix, {
     resourceOf: () => 'gpu',
     lineOrder,
     windows: { capacitySeconds: 600, capacityMaxSeconds: 600, jitter: 0 },
