@@ -11,15 +11,21 @@ const SLOTS = 3;
 export interface FairnessRun {
   /** Each small book: from the start until its last render ended, ms. */
   doneMs: number[];
-  /** A small book's fair share: its stages × RENDER_MS × books ÷ slots, ms. */
-  fairMs: number;
+  /** Each small book: renders the farm finished (all books) until its last one ended. */
+  doneRenders: number[];
+  /**
+   * Each small book's time until done ÷ its fair share, the farm's own renders as the clock (so a
+   * slower machine, whose wake-ups take longer, is not counted against the order): a book that gets
+   * its share, one render in `books`, is done after books × its stages renders.
+   */
+  ratios: number[];
 }
 
 /**
  * Books of `big`, `small` and `small` stages wait on one resource of 3 slots (the big book's
  * first, in the line's oldest places); each render holds a slot RENDER_MS and the host wakes one
  * stage (`wakeDeferred({ resource, limit: 1 })`) when a slot frees. Each small book's time until
- * done is compared with its fair share (each book one slot).
+ * done is compared with its fair share (one render in three), counted in the farm's renders.
  */
 export async function fairnessRun(
   lineOrder: NonNullable<DispatchEngineOptions['lineOrder']>,
@@ -31,6 +37,8 @@ export async function fairnessRun(
   const books = { big: refs('big', big), s1: refs('s1', small), s2: refs('s2', small) };
   const left: Record<string, number> = { s1: small, s2: small };
   const doneAt: Record<string, number> = {};
+  const doneAfter: Record<string, number> = {};
+  let renders = 0;
   let busy = SLOTS; // the farm is full while the line forms
   let t0 = 0;
   let stopped = false;
@@ -49,8 +57,10 @@ export async function fairnessRun(
       busy++;
       const book = ref.scope[0]!;
       setTimeout(() => {
+        renders++;
         if (book in left && --left[book]! === 0) {
           doneAt[book] = performance.now() - t0;
+          doneAfter[book] = renders;
           if (Object.keys(doneAt).length === 2) allDone();
         }
         free();
@@ -76,7 +86,8 @@ export async function fairnessRun(
     );
     await finished;
     clearTimeout(timeout);
-    return { doneMs: [doneAt.s1!, doneAt.s2!], fairMs: (small * RENDER_MS * 3) / SLOTS };
+    const doneRenders = [doneAfter.s1!, doneAfter.s2!];
+    return { doneMs: [doneAt.s1!, doneAt.s2!], doneRenders, ratios: doneRenders.map((n) => n / (3 * small)) };
   } finally {
     stopped = true;
     await e.close();
