@@ -7,6 +7,7 @@
  *   clear <scope...>  end every deferral under a scope; the stages dispatch once, now
  *   wake [scope...]   capacity returned: wake up to --limit deferred stages (--stage kind), longest-waiting first
  *   cancel <ref>      end a stage's deferral and remove its wake-up
+ *   gates [resource...]  each resource's gate (open, closed until, probing) and how many wait in its line
  *
  * A stage is its id as Bull Board's job ids show it (`book-1/ch-2/sc-7/image`)
  * or `book-1/ch-2/sc-7:image`.
@@ -14,17 +15,19 @@
  * Exit codes: 0 done; 1 a runtime error (Redis unreachable, or silent past
  * --timeout); 2 bad input (including a queue that is not a dispatch queue, and
  * a cancel that would remove a job that is not the engine's); 3 the stage or
- * scope matched nothing (a typo, or nothing deferred there).
+ * scope (or resource) matched nothing (a typo, or nothing deferred there).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isStageDeferralError } from './errors';
+import { checkResource } from './resource';
 import { encodeStageKind, scopePrefix, stageId } from './stage-ref';
 import { escapeControl } from './cli/escape';
 import { CliError, NothingMatchedError, UsageError } from './cli/errors';
 import { checkCancel } from './cli/guard';
 import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
+import { gateJson, gatesTable, readGates, type Scannable } from './cli/gates';
 import { readStage } from './cli/read';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { redisTime } from './store/reader';
@@ -259,6 +262,35 @@ export function buildProgram(): Command {
       if (nothing)
         throw new NothingMatchedError(
           `Nothing to cancel for ${escapeControl(label)} (${where(g)}): no deferral, no dispatch in flight, no job`,
+        );
+    });
+
+  program
+    .command('gates')
+    .description("Show each resource's gate (open, closed until, probing) and how many stages are in its line.")
+    .argument('[resource...]', 'resource names (all of them when none is given)')
+    .action(async (names: string[]) => {
+      const g = globals();
+      for (const n of names) checkResource(n, 'gates'); // before connecting
+      const { rows, now } = await withSession(g, async (s) => ({
+        rows: await readGates(s.redis as unknown as Scannable, s.reader, s.keys, names),
+        now: await redisTime(s.reader),
+      }));
+      if (g.json)
+        print(
+          JSON.stringify(
+            rows.map((r) => gateJson(r, now)),
+            null,
+            2,
+          ),
+        );
+      else if (rows.length > 0) print(gatesTable(rows, now));
+      const missing = names.filter((n) => !rows.some((r) => r.resource === n));
+      if (names.length === 0 && rows.length === 0)
+        throw new NothingMatchedError(`No resource has a gate or a line (${where(g)})`);
+      if (missing.length > 0)
+        throw new NothingMatchedError(
+          `No gate and no line for ${missing.map((n) => escapeControl(JSON.stringify(n))).join(', ')} (${where(g)}): a typo, or nothing waits on it`,
         );
     });
 

@@ -277,8 +277,9 @@ export class DeferralStore {
     limit: number,
     scopePrefix: string,
     kind: string,
+    roundRobin = false,
   ): Promise<{ woken: { sid: string; wakeUpJobId: string }[]; opened: boolean }> {
-    return wakeStages(this.parts, limit, scopePrefix, kind);
+    return wakeStages(this.parts, limit, scopePrefix, kind, roundRobin);
   }
 
   /** An early wake-up just re-delayed is promoted when its marker no longer names it (see store/wake.ts). */

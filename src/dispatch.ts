@@ -591,7 +591,7 @@ export class Dispatcher<P> {
    */
   private lineWake(raw: ExecutorResult<string>): number | string {
     const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
-    if (left > 0) return left;
+    if (left > 0) return this.opts.lineOrder === 'roundRobin' ? `r${left}` : left;
     const { windows } = this.opts;
     return `c${Math.round(1000 * windows.capacitySeconds)}:${1000 * windows.capacityMaxSeconds}`;
   }

@@ -190,7 +190,7 @@ export function createDispatchEngine<P = unknown, const R extends string = never
         : stage === undefined
           ? ''
           : encodeStageKind(stage);
-    const { woken, opened } = await store.wake(limit, prefix, kind);
+    const { woken, opened } = await store.wake(limit, prefix, kind, opts.lineOrder === 'roundRobin');
     const refs = woken.map((w) => parseStageId(w.sid));
     if (opened) events.emit('gateOpened', { resource: resource!, woken: refs.length });
     woken.forEach((w, i) => events.emit('woken', { ref: refs[i]!, jobId: w.wakeUpJobId, early: true }));

@@ -40,6 +40,16 @@ export interface DispatchEngineOptions<P = unknown, R extends string = string> {
    * each attempt; a name that is not 1..200 characters is `InvalidResourceError`. Default: none.
    */
   resourceOf?: (ref: StageRef, payload: P) => string | undefined;
+  /**
+   * The order in which a resource's line wakes (a success's `capacityLeft` or slow start, and
+   * `wakeDeferred({ resource })`): `'oldest'`, oldest chain first; `'roundRobin'`, one stage of each
+   * book (first scope segment) in turn, oldest chain first within each, books in name order from
+   * the one after the book the last wake ended on (wakes of one take turns too), so one book with
+   * 1,000 waiting does not starve ten with 10. A round-robin wake of `limit` sees the first
+   * `limit` + 2,000 stages of the line: a book with none among them waits its turn until it has.
+   * Default `'oldest'`.
+   */
+  lineOrder?: 'oldest' | 'roundRobin';
   /** Host event journal; one `stage_deferred` event per deferral. */
   journal?: (ref: StageRef, event: DeferralJournalEvent) => Promise<unknown>;
   /**
@@ -153,6 +163,7 @@ const schema = z.strictObject({
   resourceOf: z
     .custom<NonNullable<DispatchEngineOptions['resourceOf']>>((v) => typeof v === 'function', 'a function')
     .optional(),
+  lineOrder: z.enum(['oldest', 'roundRobin'], "'oldest' or 'roundRobin'").default('oldest'),
   outcomes: z
     .object({ capacity: z.array(reasonName).max(100).optional(), idempotent: z.array(reasonName).max(100).optional() })
     .strict()

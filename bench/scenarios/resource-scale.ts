@@ -3,6 +3,7 @@ import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, client, dropPrefix, RedisCounter, RoundTripCounter } from '../lib/redis';
 import { engine, NO_WORKER, refs } from '../lib/stages';
 import { log, median, pool } from '../lib/stats';
+import { fairnessRun } from './resource-fairness';
 
 /**
  * How long the gate's window lasts in this scenario, ms (the closing answer's `retryAfterMs`):
@@ -28,6 +29,8 @@ async function gateWindowEnded(redis: ReturnType<typeof client>, key: string): P
  * - One gated dispatch: round trips (MONITOR; a MULTI is one) and writes (Redis' dirty counter),
  *   vs one plain capacity deferral (no resource).
  * - `wakeDeferred({ resource, limit: 100 })` with 10,000 waiting vs 1,000: ms.
+ * - Fairness: books of 1,000/10/10 stages, 3 slots: each small book's time until done ÷ its fair
+ *   share, `lineOrder: 'roundRobin'` vs `'oldest'` (see resource-fairness.ts).
  */
 export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> {
   const redis = client();
@@ -126,6 +129,14 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
       wakeMs[String(size)] = times;
     }
 
+    // 4. fairness across books
+    const bigBook = ctx.n(1_000, 200);
+    const fair = {
+      roundRobin: await fairnessRun('roundRobin', bigBook, 10),
+      oldest: await fairnessRun('oldest', bigBook, 10),
+    };
+    const worst = (r: { ratios: number[] }) => Math.max(...r.ratios);
+
     const m = (k: 'gated' | 'plain', f: 'roundTrips' | 'writes') => median(cost[k]!.map((c) => c[f]));
     const wakeBig = median(wakeMs[String(big)]!);
     const wakeSmall = median(wakeMs[String(small)]!);
@@ -164,9 +175,17 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
         target: 'ratio ≤ 1.5',
         met: wakeBig / wakeSmall <= 1.5,
       },
+      {
+        scenario: 'resource-scale',
+        measure: `fairness: books of ${bigBook.toLocaleString('en-US')}/10/10, 3 slots: time until each small book is done ÷ its fair share (in the farm's renders), worst (lineOrder roundRobin; baseline: oldest)`,
+        plugin: Math.round(worst(fair.roundRobin) * 100) / 100,
+        baseline: Math.round(worst(fair.oldest) * 100) / 100,
+        target: '≤ 1.5',
+        met: worst(fair.roundRobin) <= 1.5,
+      },
     ];
     log(`resource-scale: ${rows.map((r) => `${r.measure}: ${r.plugin} vs ${r.baseline}`).join('; ')}`);
-    return { name: 'resource-scale', rows, details: { big, small, perWindow, cost, wakeMs } };
+    return { name: 'resource-scale', rows, details: { big, small, perWindow, cost, wakeMs, fair } };
   } finally {
     await Promise.all(engines.map((e) => e.close()));
     for (const p of prefixes) await dropPrefix(redis, p);

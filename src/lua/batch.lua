@@ -17,8 +17,8 @@
            held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the
            job's run ('<timestamp>:<stalled count>', '' for none; see handedOn), the stage's
            resource (encoded, '' for none), and for a success of a stage with a resource how many
-           stages of its line to wake ('' for none; 'c<window ms>:<kept ms>' for a success that saw
-           no slot left: the gate closes)
+           stages of its line to wake ('' for none; 'r<count>' round robin across books;
+           'c<window ms>:<kept ms>' for a success that saw no slot left: the gate closes)
 
     Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
 ]]
@@ -310,7 +310,7 @@ local function release(L, sid, own, token, mode, run, res, wake)
       redis.call('SET', G, NOW + windowMs, 'PX', windowMs + tonumber(string.sub(wake, c + 1)))
     else
       woke[2] = redis.call('DEL', gateKey(BASE, res))
-      wakeLine(BASE, res, tonumber(wake), woke)
+      wakeLine(BASE, res, wake, woke)
     end
   end
   if res ~= '' and mode == '1' then redis.call('ZREM', lineKey(BASE, res), sid) end

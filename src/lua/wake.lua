@@ -13,7 +13,8 @@
     KEYS[2] the set of stage kinds with a wait index
     KEYS[3] the kind's wait index (KEYS[2] for none; declared for the cluster's
             routing, read as BASE .. 'sd:wq:' .. kind)
-    ARGV[1] queue base   ARGV[2] limit   ARGV[3] scope prefix ('' none)
+    ARGV[1] queue base   ARGV[2] limit (for a line, 'r<limit>': round robin across books)
+    ARGV[3] scope prefix ('' none)
     ARGV[4] encoded stage kind ('' none), or '@<encoded resource>': that
             resource's line (its gate is deleted first; no scope)
 
@@ -30,7 +31,7 @@ if string.sub(kind, 1, 1) == '@' then
   local res = string.sub(kind, 2)
   local out = {}
   local opened = redis.call('DEL', gateKey(BASE, res))
-  wakeLine(BASE, res, limit, out)
+  wakeLine(BASE, res, ARGV[2], out)
   out[#out + 1] = opened
   return out
 end

@@ -10,13 +10,15 @@ const CLEAR_BATCH = 500;
  * Capacity has returned: ends the deferral of up to `limit` capacity-deferred
  * stages, longest-waiting first, in the scope prefix ('' for all) and of the
  * stage kind (encoded, '' for any), and promotes their wake-ups (see
- * `promoteWakeUps`). Returns the woken stage ids, in order.
+ * `promoteWakeUps`). A resource's line (kind `@<resource>`) wakes round robin
+ * across books with `roundRobin`. Returns the woken stage ids, in order.
  */
 export async function wakeStages(
   s: StoreParts,
   limit: number,
   scopePrefix: string,
   kind: string,
+  roundRobin = false,
 ): Promise<{ woken: { sid: string; wakeUpJobId: string }[]; opened: boolean }> {
   const k = s.keys;
   const r = (await s.tx.one('wake', (m) =>
@@ -25,7 +27,7 @@ export async function wakeStages(
       `${k.base}sd:wqk`,
       kind ? `${k.base}sd:wq:${kind}` : `${k.base}sd:wqk`,
       k.base,
-      limit,
+      roundRobin && kind.startsWith('@') ? `r${limit}` : limit,
       scopePrefix,
       kind,
     ),

@@ -93,10 +93,10 @@ describe('C21: the Lua scripts', () => {
     const underBase = (arg: string) => /^(BASE|ARGV\[\d+\]) \.\. /.test(arg);
     for (const [, name] of source.matchAll(/local (\w+) = (?:BASE|ARGV\[\d+\]) \.\. /g)) bound.add(name!);
     // a kind's wait index, a resource's line or its gate, built from the queue base by
-    // waitKey(BASE, sid), lineKey(BASE, resource) or gateKey(BASE, resource)
-    const waitIndex = (arg: string) => /^(waitKey|lineKey|gateKey)\((BASE|ARGV\[\d+\])$/.test(arg);
-    expect(source).not.toMatch(/(waitKey|lineKey|gateKey)\((?!BASE|ARGV\[\d+\])/);
-    const helperKey = /local (\w+) = (?:[^\n]* and )?(?:waitKey|lineKey|gateKey)\((?:BASE|ARGV\[\d+\]), /g;
+    // waitKey(BASE, sid), lineKey(BASE, resource), gateKey(BASE, resource) or turnKey(BASE, resource)
+    const waitIndex = (arg: string) => /^(waitKey|lineKey|gateKey|turnKey)\((BASE|ARGV\[\d+\])$/.test(arg);
+    expect(source).not.toMatch(/(waitKey|lineKey|gateKey|turnKey)\((?!BASE|ARGV\[\d+\])/);
+    const helperKey = /local (\w+) = (?:[^\n]* and )?(?:waitKey|lineKey|gateKey|turnKey)\((?:BASE|ARGV\[\d+\]), /g;
     for (const [, name] of source.matchAll(helperKey)) bound.add(name!);
     // functions take their keys as UPPER-CASE parameters; every call passes KEYS[...] (or a job hash) there
     const keyParams = new Map<string, number[]>();

@@ -77,6 +77,7 @@ describe('C22: strict top-level options', () => {
       rollback: async () => undefined,
       journal: async () => undefined,
       resourceOf: () => 'gpu-pool',
+      lineOrder: 'roundRobin',
       outcomes: { capacity: ['gpu_pool_full'], idempotent: ['already_rendered'] },
       windows: { capacitySeconds: 10, capacityMaxSeconds: 40, idempotentSeconds: 60, jitter: 0.1 },
       retry: { attempts: 2, backoff: { type: 'fixed', delay: 10 } },
