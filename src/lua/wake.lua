@@ -27,7 +27,7 @@ if kind ~= '' then redis.call('INCR', BASE .. 'sd:wseq:' .. kind) else redis.cal
 -- a resource's line ('@<resource>'): its gate opens, its oldest chains wake. Its wake count
 -- matters only to attempts in flight: it goes a day after the resource's last wake
 if string.sub(kind, 1, 1) == '@' then
-  redis.call('EXPIRE', BASE .. 'sd:wseq:' .. kind, 86400)
+  redis.call('PEXPIRE', BASE .. 'sd:wseq:' .. kind, 86400000)
   local res = string.sub(kind, 2)
   local out = {}
   local opened = redis.call('DEL', gateKey(BASE, res))
