@@ -5,7 +5,7 @@ import { DeferralStore } from '../../src/deferral-store';
 import type { DispatchEngine } from '../../src/engine';
 import { isWakeUpId, jobIdOfLicence } from '../../src/job-data';
 import { stageIdOfJobId } from '../../src/stage-ref';
-import type { StageRef } from '../../src/types';
+import type { ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
 import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, LONG_MS } from './harness';
 
@@ -33,6 +33,17 @@ const REFS: StageRef[] = [
   { scope: ['b2', 'c1'], stage: 'image' },
 ];
 const SCOPES: string[][] = [['b1'], ['b1', 'c1'], ['b1', 'c2'], ['b2']];
+/** The resource video stages, and every stage of book b2, need (`resourceOf`). */
+const GPU = 'gpu';
+const needsGpu = (ref: StageRef) => ref.stage === 'video' || ref.scope[0] === 'b2';
+/**
+ * Whether a capacity answer may name the gpu for a stage whose attempt began without it (then the
+ * stage joins the gpu line). Off while the C31 test "closes the gate for the answer’s window, and
+ * the stage waits that window" fails: such an answer is recorded with the short in-flight window.
+ */
+const NAMED_FOR_ANY = false;
+/** The gpu gate: no key; closed for a window; one probe in flight; its window (or the probe's lease) ended. */
+type Gate = 'open' | 'closed' | 'probing' | 'ended';
 
 type State = 'idle' | 'pending' | 'deferred' | 'wakeable' | 'ended';
 interface MStage {
@@ -65,13 +76,22 @@ interface MStage {
   chainStart?: number;
   /** A job that close() sent back; counted when it runs again. */
   interrupted?: string;
-  /** What the executor answers next. */
+  /** What the executor answers next; with it, a success's `capacityLeft`, a capacity answer's resource (gpu). */
   next: Outcome;
+  left?: number;
+  named?: boolean;
+  /** The stage's next attempt needs the gpu: its kind's `resourceOf`, or its wake-up's data names it. */
+  gpu: boolean;
+  /** Its chain's entry in its kind's wait index (a capacity deferral with no resource): model time of its score. */
+  wq?: number;
+  /** Its entry in the gpu line (model time of its score), also one its next line wake will drop. */
+  line?: number;
 }
 interface Model {
   stages: MStage[];
   /** Jobs still queued although cancelled: each completes as cancelled (or suppressed) without an executor call. */
   strays: Set<string>;
+  gate: Gate;
 }
 interface Real {
   engine: DispatchEngine;
@@ -98,6 +118,7 @@ let modelClock = 0;
 function fresh(s: MStage) {
   delete s.held;
   delete s.chainStart;
+  delete s.wq;
   s.cap = 0;
   s.idem = 0;
   s.failures = 0;
@@ -112,6 +133,7 @@ function makeEngine(real: Real) {
       if (s.state !== 'pending' && s.state !== 'wakeable')
         real.violations.push(`executor called for ${s.sid} in state ${s.state}`);
       if (real.running.has(s.sid)) real.violations.push(`two executors of ${s.sid} at once`);
+      if (gated(real.model, s)) real.violations.push(`executor called for ${s.sid} behind a ${real.model.gate} gate`);
       const last = real.fences.get(s.sid) ?? 0;
       if (!(ctx.fencingToken > last))
         real.violations.push(`fencing token ${ctx.fencingToken} of ${s.sid} not above ${last}`);
@@ -130,7 +152,13 @@ function makeEngine(real: Real) {
           real.answerOnce = undefined;
           return answer(once.outcome);
         }
-        return answer(s.next);
+        const extra: Partial<ExecutorResult<string>> =
+          s.next === 'dispatched' && s.left !== undefined
+            ? { capacityLeft: s.left }
+            : s.next === 'capacity' && s.named && (s.gpu || NAMED_FOR_ANY)
+              ? { resource: GPU }
+              : {};
+        return { ...answer(s.next), ...extra };
       } finally {
         real.running.delete(s.sid);
       }
@@ -139,6 +167,9 @@ function makeEngine(real: Real) {
     retry: { attempts: ATTEMPTS, backoff: { type: 'fixed', delay: 0 } },
     limits: { maxCapacityDeferrals: CAP_LIMIT, maxIdempotentDeferrals: IDEM_LIMIT },
     inFlightRetryMs: IN_FLIGHT_RETRY_MS,
+    resourceOf: (ref) => (needsGpu(ref) ? GPU : undefined),
+    // a probe's lease outlives every run (GateWindowEnds ends it), as the windows do
+    lockMs: WINDOW_MS,
   });
 }
 
@@ -172,6 +203,44 @@ async function liveLock(r: Real, sid: string): Promise<number> {
 }
 const stageOf = (m: Model, jobId: string) => m.stages.find((x) => x.sid === stageIdOfJobId(jobId))!;
 const live = (s: MStage) => s.state === 'pending' || s.state === 'deferred' || s.state === 'wakeable';
+/** A stage's attempt that defers at once, calling nothing: it needs the gpu, whose gate is closed or probed by another. */
+const gated = (m: Model, s: MStage) => s.gpu && (m.gate === 'closed' || m.gate === 'probing');
+/** The stage holds a licence: its deferral's, a job retried by hand's, a job's waiting out its backoff. */
+const holds = (s: MStage) =>
+  s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && (!!s.retried || !!s.held));
+/** Its capacity deferral is open (a wake may end it): also once its wake-up was promoted, not begun yet. */
+const wakeable = (s: MStage) => (s.state === 'deferred' || s.state === 'wakeable') && s.marker && s.cls === 'capacity';
+const gateKey = (r: Real) => `${base(r)}sd:gate:${GPU}`;
+const lineKey = (r: Real) => `${base(r)}sd:wq:@${GPU}`;
+
+/**
+ * A wake of the gpu line (`n` stages, oldest entry first): each open capacity deferral it meets
+ * wakes (and keeps its place: its chain goes on); an entry whose stage holds nothing at all (no
+ * licence, no failed job's record) leaves the line; it stops at the `n`th woken. Returns the woken.
+ */
+function wakeLine(m: Model, n: number): MStage[] {
+  const woken: MStage[] = [];
+  const line = m.stages.filter((s) => s.line !== undefined).sort((a, b) => a.line! - b.line!);
+  for (const s of line) {
+    if (woken.length === n) break;
+    if (wakeable(s)) {
+      woken.push(s);
+      s.marker = false;
+      if (s.state === 'deferred') s.queued = 'waiting';
+      s.state = 'wakeable';
+    } else if (!holds(s) && s.marks.length === 0) delete s.line;
+  }
+  return woken;
+}
+
+/** A capacity deferral of the chain's `count`th: in the gpu line when it has the resource, else in its kind's wait index. */
+function capacityDeferred(s: MStage, count: number, gpu: boolean) {
+  if (count === 1) s.chainStart = ++modelClock;
+  s.gpu = gpu;
+  if (!gpu) s.wq = count === 1 ? s.chainStart : (s.wq ?? ++modelClock);
+  else if (count === 1) s.line = s.chainStart;
+  else s.line ??= ++modelClock;
+}
 
 async function licencesOf(r: Real, sid: string): Promise<string[]> {
   return r.redis.zrangebylex(`${base(r)}sd:licences`, `[${sid}@`, `[${sid}@\xff`);
@@ -181,6 +250,23 @@ async function licencesOf(r: Real, sid: string): Promise<string[]> {
 async function checkInvariants(m: Model, r: Real) {
   executed.checked += 1;
   expect(r.violations).toEqual([]);
+  const [[, time], [, g], [, line]] = (await r.redis
+    .multi()
+    .time()
+    .get(gateKey(r))
+    .zrange(lineKey(r), '0', '-1')
+    .exec()) as [unknown, unknown][] as [[null, [string, string]], [null, string | null], [null, string[]]];
+  const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+  const gate: Gate =
+    g === null ? 'open' : Number(g.replace(/^p/, '')) <= now ? 'ended' : g.startsWith('p') ? 'probing' : 'closed';
+  // the gate, and the line: its chains and the entries its next wake drops, oldest first
+  expect({ gate, line }).toEqual({
+    gate: m.gate,
+    line: m.stages
+      .filter((s) => s.line !== undefined)
+      .sort((a, b) => a.line! - b.line!)
+      .map((s) => s.sid),
+  });
   const jobs = await r.engine.queue.getJobs(['wait', 'delayed', 'active', 'prioritized']);
   // a cancelled job still queued (retried by hand after the cancel) is known to the model, and nothing else is
   expect({ strays: jobs.filter((j) => m.strays.has(j.id as string)).map((j) => j.id) }).toEqual({
@@ -209,9 +295,7 @@ async function checkInvariants(m: Model, r: Real) {
     // exactly one way back for a stage that is neither ended nor idle; none otherwise
     expect({ ctx, waysBack: liveJobs.length, jobs: mine.length }).toEqual({ ctx, waysBack, jobs: waysBack });
     // a deferred or woken stage is held by one licence, a job retried by hand by its own; an ended one by none
-    const holds =
-      s.state === 'deferred' || s.state === 'wakeable' || (s.state === 'pending' && (!!s.retried || !!s.held));
-    expect({ ctx, licences: held.length }).toEqual({ ctx, licences: holds ? 1 : 0 });
+    expect({ ctx, licences: held.length }).toEqual({ ctx, licences: holds(s) ? 1 : 0 });
     if (s.state === 'pending' && s.retried)
       expect({ ctx, held }).toEqual({ ctx, held: [`${s.retried.id}${s.retried.mark}`] });
     else if (s.state === 'pending' && s.held) expect({ ctx, held }).toEqual({ ctx, held: [s.held] });
@@ -277,7 +361,17 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
     job: id,
     state: expect.stringMatching(/^(pending|wakeable)$/),
   });
-  expect({ job: id, calls: r.calls.length - callsBefore }).toEqual({ job: id, calls: 1 });
+  // behind a closed gate the attempt defers at once; once its window ended, the first attempt probes
+  const parked = gated(m, s);
+  if (s.gpu && m.gate === 'ended') m.gate = 'probing';
+  const next = parked ? 'gated' : s.next;
+  // a success of a stage that held anything ends its chain (and its line entry)
+  const heldBefore = holds(s) || s.marks.length > 0;
+  expect({ job: id, out: out.result ?? out.error?.message, calls: r.calls.length - callsBefore }).toEqual({
+    job: id,
+    out: out.result ?? out.error?.message,
+    calls: parked ? 0 : 1,
+  });
   if (s.interrupted === id) tally('close:ran-again');
   delete s.interrupted;
   const retried = s.retried !== undefined;
@@ -292,16 +386,24 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
     if (!s.marks.includes(id)) s.marks.push(id);
     s.bull += 1;
   };
-  switch (s.next) {
-    case 'dispatched':
+  switch (next) {
+    case 'dispatched': {
       expect(out.result).toMatchObject({ dispatched: true });
+      // a success with the gpu opens its gate and wakes capacityLeft (else 2) of its line; 0 closes the gate
+      const woken = !s.gpu ? [] : s.left === 0 ? [] : wakeLine(m, s.left ?? 2);
+      if (s.gpu) m.gate = s.left === 0 ? 'closed' : 'open';
+      if (s.gpu && heldBefore) delete s.line;
+      if (s.gpu) tally(`line:woke:${woken.length}${s.left === undefined ? '' : `:left${s.left}`}`);
       s.state = 'ended';
       s.end = 'dispatched';
       // the release revokes the stage's licence; failed jobs' `?` records stay
+      await promoted(r, woken);
       break;
+    }
+    case 'gated':
     case 'capacity':
     case 'idempotent': {
-      const cap = s.next === 'capacity';
+      const cap = next !== 'idempotent';
       const count = (cap ? s.cap : s.idem) + 1;
       if (count > (cap ? CAP_LIMIT : IDEM_LIMIT)) {
         s.state = 'ended';
@@ -317,7 +419,11 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         expect(out.result).toMatchObject({ dispatched: false, retryable: true, until: expect.any(Number) });
         if (cap) s.cap = count;
         else s.idem = count;
-        if (cap && count === 1) s.chainStart = ++modelClock;
+        const gpu = s.gpu || (next === 'capacity' && !!s.named && NAMED_FOR_ANY);
+        // a capacity answer for the gpu closes its gate; a gated deferral leaves it as it is
+        if (next === 'capacity' && gpu) m.gate = 'closed';
+        if (cap) capacityDeferred(s, count, gpu);
+        else s.gpu = needsGpu(s.ref);
         s.cls = cap ? 'capacity' : 'idempotent';
         s.failures += s.bull;
         s.state = 'deferred';
@@ -348,8 +454,17 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
     }
   }
   if (s.state !== 'pending' && s.state !== 'wakeable') delete s.retried;
-  tally(`process:${s.next}:${s.state}${s.end ? `/${s.end}` : ''}${retried ? ':retried' : ''}`);
+  tally(`process:${next}:${s.state}${s.end ? `/${s.end}` : ''}${retried ? ':retried' : ''}`);
   if (s.state === 'ended') fresh(s);
+}
+
+/** The wake-ups a line wake woke are promoted by the engine after its release: they are waiting once it did. */
+async function promoted(r: Real, woken: MStage[]) {
+  for (const w of woken) {
+    const lic = (await licencesOf(r, w.sid)).find((l) => !l.endsWith('?'));
+    const job = await r.engine.queue.getJob(lic!.replace(/!$/, ''));
+    await waitFor(async () => (await job!.getState()) !== 'delayed', `${w.sid}'s wake-up to be promoted`);
+  }
 }
 
 class Enqueue implements Cmd {
@@ -369,6 +484,7 @@ class Enqueue implements Cmd {
       fresh(s);
       s.bull = 0;
       s.queued = 'waiting';
+      s.gpu = needsGpu(s.ref);
       delete s.failedJob;
       delete s.failedCancelled;
     }
@@ -381,13 +497,21 @@ class Script implements Cmd {
   constructor(
     readonly i: number,
     readonly outcome: Outcome,
+    /** A success's `capacityLeft` (none: the engine's slow start). */
+    readonly left?: number,
+    /** A capacity answer names the gpu. */
+    readonly named = false,
   ) {}
   check = () => true;
   async run(m: Model) {
-    m.stages[this.i]!.next = this.outcome;
+    const s = m.stages[this.i]!;
+    s.next = this.outcome;
+    s.left = this.left;
+    s.named = this.named;
     executed.scripts += 1;
   }
-  toString = () => `script(${this.i}, ${this.outcome})`;
+  toString = () =>
+    `script(${this.i}, ${this.outcome}${this.left === undefined ? '' : `, left ${this.left}`}${this.named ? ', gpu' : ''})`;
 }
 
 class ProcessNext implements Cmd {
@@ -501,10 +625,10 @@ class WakeDeferred implements Cmd {
   check = () => true;
   async run(m: Model, r: Real) {
     const expected = m.stages
-      // a deferral is open while its marker lives, also once its wake-up was promoted (not begun yet)
-      .filter((s) => (s.state === 'deferred' || s.state === 'wakeable') && s.marker && s.cls === 'capacity')
+      // a chain in its kind's wait index (not a resource's line) whose capacity deferral is open
+      .filter((s) => wakeable(s) && s.wq !== undefined)
       .filter((s) => this.kind === undefined || s.ref.stage === this.kind)
-      .sort((a, b) => a.chainStart! - b.chainStart! || (a.sid < b.sid ? -1 : 1))
+      .sort((a, b) => a.wq! - b.wq! || (a.sid < b.sid ? -1 : 1))
       .slice(0, this.limit);
     const res = await r.engine.wakeDeferred({ limit: this.limit, ...(this.kind ? { stage: this.kind } : {}) });
     expect({ woken: res.woken }).toEqual({ woken: expected.map((s) => s.ref) });
@@ -517,6 +641,35 @@ class WakeDeferred implements Cmd {
     await checkInvariants(m, r);
   }
   toString = () => `wakeDeferred(${this.limit}${this.kind ? `, ${this.kind}` : ''})`;
+}
+
+/** A host that saw a gpu slot free: `wakeDeferred({ resource })` opens the gate and wakes the oldest of its line. */
+class WakeGpu implements Cmd {
+  constructor(readonly limit: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const expected = wakeLine(m, this.limit);
+    m.gate = 'open';
+    const res = await r.engine.wakeDeferred({ resource: GPU, limit: this.limit });
+    expect({ woken: res.woken }).toEqual({ woken: expected.map((s) => s.ref) });
+    tally(`wake-gpu:${expected.length}`);
+    await checkInvariants(m, r);
+  }
+  toString = () => `wakeDeferred(${this.limit}, resource ${GPU})`;
+}
+
+/** Time passes past the gpu gate's window (or its probe's lease), as Expire ends a stage's window: the next attempt probes. */
+class GateWindowEnds implements Cmd {
+  check = (m: Readonly<Model>) => m.gate === 'closed' || m.gate === 'probing';
+  async run(m: Model, r: Real) {
+    const [s, us] = await r.redis.time();
+    const past = Number(s) * 1000 + Math.floor(Number(us) / 1000) - 1;
+    await r.redis.set(gateKey(r), `${m.gate === 'probing' ? 'p' : ''}${past}`, 'KEEPTTL');
+    tally(`gate-ends:${m.gate}`);
+    m.gate = 'ended';
+    await checkInvariants(m, r);
+  }
+  toString = () => 'gateWindowEnds()';
 }
 
 class Restart implements Cmd {
@@ -590,8 +743,9 @@ async function nextOwnJob(m: Model, r: Real, what: 'close' | 'stall', callsBefor
     return undefined;
   }
   const id = next.job.id as string;
-  if (m.strays.has(id)) {
-    tally(`${what}:stray-first`);
+  // a gated job calls no executor: nothing to interrupt
+  if (m.strays.has(id) || (what === 'close' && gated(m, stageOf(m, id)))) {
+    tally(`${what}:${m.strays.has(id) ? 'stray' : 'gated'}-first`);
     await applyProcessed(m, r, await r.worker.run(r.engine, next.job, next.token), callsBefore);
     await checkInvariants(m, r);
     return undefined;
@@ -646,8 +800,9 @@ class CloseMidFlight implements Cmd {
       attemptsMade: s.bull,
     });
     tally(`close:interrupted:${s.state}${s.retried ? ':retried' : ''}`);
-    // its begin ended a woken stage's own marker, and a retried job's `?`
+    // its begin ended a woken stage's own marker, and a retried job's `?`; it may have taken the gate's probe
     s.marker = false;
+    if (s.gpu && m.gate === 'ended') m.gate = 'probing';
     s.queued = 'delayed';
     s.interrupted = id;
     if (s.retried) s.retried.mark = '!';
@@ -673,6 +828,9 @@ class SkewedDeferral implements Cmd {
     const trueNow = Date.now.bind(Date);
     r.answerOnce = { sid: s.sid, outcome: 'capacity' };
     s.state = 'pending'; // a direct dispatch is in flight
+    // a video stage needs the gpu: behind its closed gate it defers at once (no executor), else it probes
+    s.gpu = needsGpu(s.ref);
+    const parked = gated(m, s);
     const spy = jest.spyOn(Date, 'now').mockImplementation(() => trueNow() + this.skewMs);
     let res;
     try {
@@ -681,7 +839,12 @@ class SkewedDeferral implements Cmd {
       spy.mockRestore();
       r.answerOnce = undefined;
     }
-    expect(res).toMatchObject({ dispatched: false, reason: 'no_worker_available', until: expect.any(Number) });
+    expect(res).toMatchObject({
+      dispatched: false,
+      reason: parked ? 'gate_closed' : 'no_worker_available',
+      until: expect.any(Number),
+    });
+    if (s.gpu && !parked) m.gate = 'closed';
     // the stage's licence (failed jobs' `?` records may stand beside it)
     const lic = (await licencesOf(r, s.sid)).filter((l) => !l.endsWith('?'));
     expect(lic).toHaveLength(1);
@@ -707,14 +870,14 @@ class SkewedDeferral implements Cmd {
       skew: this.skewMs,
       pttlOff: true,
     });
-    tally(`skew:${this.skewMs < 0 ? 'behind' : 'ahead'}`);
+    tally(`skew:${this.skewMs < 0 ? 'behind' : 'ahead'}${s.gpu ? `:gpu${parked ? ':gated' : ''}` : ''}`);
     s.state = 'deferred';
     s.marker = true;
     delete s.end;
     fresh(s);
     s.cap = 1;
     s.cls = 'capacity';
-    s.chainStart = ++modelClock;
+    capacityDeferred(s, 1, s.gpu);
     s.bull = 0;
     delete s.failedJob;
     delete s.failedCancelled;
@@ -797,7 +960,9 @@ class Stall implements Cmd {
 
 const idx = fc.integer({ min: 0, max: REFS.length - 1 });
 const outcome = fc.constantFrom<Outcome>('dispatched', 'capacity', 'idempotent', 'failure');
-const script = fc.tuple(idx, outcome).map(([i, o]) => new Script(i, o));
+const script = fc
+  .tuple(idx, outcome, fc.constantFrom(undefined, 0, 1, 2), fc.boolean())
+  .map(([i, o, left, named]) => new Script(i, o, o === 'dispatched' ? left : undefined, o === 'capacity' && named));
 const expire = fc.tuple(idx, fc.boolean()).map(([i, d]) => new Expire(i, d));
 const enqueue = idx.map((i) => new Enqueue(i));
 const processNext = fc.constant(new ProcessNext());
@@ -834,6 +999,9 @@ const commands = [
   fc
     .tuple(fc.integer({ min: 1, max: 3 }), fc.constantFrom<string | undefined>(undefined, 'image', 'video'))
     .map(([limit, kind]) => new WakeDeferred(limit, kind)),
+  fc.integer({ min: 1, max: 3 }).map((limit) => new WakeGpu(limit)),
+  fc.constant(new GateWindowEnds()),
+  fc.constant(new GateWindowEnds()),
 ];
 
 /**
@@ -893,6 +1061,30 @@ const SCENARIOS: Cmd[][] = [
   ],
   // capacity returns for two deferred stages at once (a random case may never defer two before a wake)
   [new Enqueue(0), new Enqueue(3), pn, pn, new WakeDeferred(10, undefined), pn, pn],
+  // the gpu: a video stage's capacity closes its gate, a b2 stage's answer naming it joins its line;
+  // behind the closed gate a wake-up parks at once; once its window ended one probe asks, and its success
+  // wakes capacityLeft of the line; a host's wake opens the gate; a success that saw no slot left closes it
+  [
+    new Enqueue(1),
+    new Script(3, 'capacity', undefined, true),
+    new Enqueue(3),
+    new Enqueue(2),
+    pn,
+    pn,
+    pn,
+    new Expire(1, false),
+    pn,
+    new GateWindowEnds(),
+    new Expire(3, false),
+    new Script(3, 'dispatched', 1),
+    pn,
+    pn,
+    new WakeGpu(1),
+    new Script(1, 'dispatched', 0),
+    pn,
+    new Expire(2, false),
+    pn,
+  ],
 ];
 
 describe('C14: the deferral contract, model-based', () => {
@@ -928,8 +1120,10 @@ describe('C14: the deferral contract, model-based', () => {
               queued: 'waiting',
               marks: [],
               next: 'capacity',
+              gpu: needsGpu(ref),
             })),
             strays: new Set(),
+            gate: 'open',
           };
           const real = {
             prefix,
@@ -978,6 +1172,11 @@ describe('C14: the deferral contract, model-based', () => {
         'stall:ran-after-lock',
         'wake:1',
         'wake:2',
+        'process:gated:deferred',
+        'gate-ends:closed',
+        'line:woke:1',
+        'line:woke:0:left0',
+        'wake-gpu:1',
       ])
         expect(reached(branch)).toEqual({ branch, reached: true });
     },

@@ -1,0 +1,31 @@
+import { noCapacity, type StageRef } from '../../../src';
+import { harness, type Harness } from '../../helpers/engine';
+
+/**
+ * A capacity answer may name the resource of a stage whose engine has no `resourceOf` for it: the
+ * answer closes that gate for its own window, and the stage waits that window, as any capacity deferral.
+ */
+const stage: StageRef = { scope: ['book-n', 'sc-1'], stage: 'image' };
+const gateKey = (h: Harness) => `${h.prefix}:${h.queueName}:sd:gate:gpu`;
+
+/** Redis' time now, ms. */
+async function redisNow(h: Harness): Promise<number> {
+  const [s, us] = await h.redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+describe('C31: a capacity answer naming a resource the stage was not known to need', () => {
+  it('closes the gate for the answer’s window, and the stage waits that window', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 }, inFlightRetryMs: 100 });
+    h.executor.script(stage, noCapacity({ resource: 'gpu' }));
+    const r = await h.engine.dispatchStage(stage, {});
+    const now = await redisNow(h);
+    expect(r).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+    // the window is the capacity window (60 s), not the short one of an attempt a wake overtook
+    const gateUntil = Number(await h.redis.get(gateKey(h)));
+    expect({ stageWaits: r.until! - now > 50_000, gateClosed: gateUntil - now > 50_000 }).toEqual({
+      stageWaits: true,
+      gateClosed: true,
+    });
+  });
+});
