@@ -60,7 +60,9 @@ if l ~= ARGV[2] then
 end
 local res, gate = ARGV[11], ARGV[12]
 -- (a gated one watches its gate alone: a wake that leaves the gate closed would only park it again)
-if ARGV[8] == 'capacity' and ARGV[10] ~= '' and gate ~= 'g' and wakeSeq(ARGV[7], ARGV[1], res) ~= ARGV[10] then
+-- (the counters the begin saw: a resource named only by the answer had none read at the begin)
+local watched = select(2, string.gsub(ARGV[10], ':', '')) >= 2 and res or ''
+if ARGV[8] == 'capacity' and ARGV[10] ~= '' and gate ~= 'g' and wakeSeq(ARGV[7], ARGV[1], watched) ~= ARGV[10] then
   return {0, 2}
 end
 -- a gated deferral whose gate opened since its begin (a success, a wake of the line): not parked

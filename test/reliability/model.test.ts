@@ -36,12 +36,6 @@ const SCOPES: string[][] = [['b1'], ['b1', 'c1'], ['b1', 'c2'], ['b2']];
 /** The resource video stages, and every stage of book b2, need (`resourceOf`). */
 const GPU = 'gpu';
 const needsGpu = (ref: StageRef) => ref.stage === 'video' || ref.scope[0] === 'b2';
-/**
- * Whether a capacity answer may name the gpu for a stage whose attempt began without it (then the
- * stage joins the gpu line). Off while the C31 test "closes the gate for the answer’s window, and
- * the stage waits that window" fails: such an answer is recorded with the short in-flight window.
- */
-const NAMED_FOR_ANY = false;
 /** The gpu gate: no key; closed for a window; one probe in flight; its window (or the probe's lease) ended. */
 type Gate = 'open' | 'closed' | 'probing' | 'ended';
 
@@ -155,7 +149,7 @@ function makeEngine(real: Real) {
         const extra: Partial<ExecutorResult<string>> =
           s.next === 'dispatched' && s.left !== undefined
             ? { capacityLeft: s.left }
-            : s.next === 'capacity' && s.named && (s.gpu || NAMED_FOR_ANY)
+            : s.next === 'capacity' && s.named
               ? { resource: GPU }
               : {};
         return { ...answer(s.next), ...extra };
@@ -419,7 +413,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         expect(out.result).toMatchObject({ dispatched: false, retryable: true, until: expect.any(Number) });
         if (cap) s.cap = count;
         else s.idem = count;
-        const gpu = s.gpu || (next === 'capacity' && !!s.named && NAMED_FOR_ANY);
+        const gpu = s.gpu || (next === 'capacity' && !!s.named);
         // a capacity answer for the gpu closes its gate; a gated deferral leaves it as it is
         if (next === 'capacity' && gpu) m.gate = 'closed';
         if (cap) capacityDeferred(s, count, gpu);
