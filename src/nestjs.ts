@@ -23,7 +23,8 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { Job, Queue, RedisClient } from 'bullmq';
+import type { Job, Queue, RedisClient, Worker } from 'bullmq';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   createDispatchEngine,
   InvalidOptionsError,
@@ -151,13 +152,24 @@ function clientOf(queue: Queue): Promise<RedisClient> {
   return (q.backend ?? q).client;
 }
 
+/**
+ * The host of the job being processed: `@nestjs/bullmq` makes a host per job when its
+ * dependencies are request-scoped, and the executor calls that one's `execute`.
+ */
+const current = new AsyncLocalStorage<StageDispatchHost<unknown, string>>();
+
 /** The engine of one queue, and the host whose `execute` its executor calls. */
 class Binding implements OnModuleDestroy {
   readonly engine: DispatchEngine;
   private host: StageDispatchHost<unknown, string> | undefined;
+  private worker: Worker | undefined;
   private closing: Promise<unknown> | undefined;
 
-  constructor(queue: Queue, client: RedisClient, options: StageDeferralEngineOptions) {
+  constructor(
+    readonly queue: Queue,
+    client: RedisClient,
+    options: StageDeferralEngineOptions,
+  ) {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidOptionsError(`Expected the options of queue ${queue.name}'s engine to be an object`);
     }
@@ -168,26 +180,37 @@ class Binding implements OnModuleDestroy {
       prefix: queue.opts.prefix ?? 'bull',
       queueName: queue.name,
       executor: (ref, payload, ctx) => {
-        if (!this.host) {
+        const host = current.getStore() ?? this.host;
+        if (!host) {
           throw new InvalidOptionsError(
             `No StageDispatchHost runs queue ${queue.name} in this app: a @Processor('${queue.name}') class ` +
               'extending StageDispatchHost dispatches its stages',
           );
         }
-        return this.host.execute(ref, payload, ctx);
+        return host.execute(ref, payload, ctx);
       },
     });
   }
 
-  serve(host: StageDispatchHost<unknown, string>): void {
-    if (this.host === host) return;
-    if (this.host) {
+  /** The host class of the queue (one), and its Worker, which the engine watches (once). */
+  serve(host: StageDispatchHost<unknown, string>, worker: Worker): void {
+    if (this.host && this.host.constructor !== host.constructor) {
       throw new InvalidOptionsError(
-        `Expected one StageDispatchHost on queue ${host.worker.name}, got ${this.host.constructor.name} and ${host.constructor.name}`,
+        `Expected one StageDispatchHost on queue ${worker.name}, got ${this.host.constructor.name} and ${host.constructor.name}`,
       );
     }
-    this.engine.attachWorker(host.worker);
-    this.host = host;
+    this.host ??= host;
+    if (this.worker) return;
+    try {
+      this.engine.attachWorker(worker);
+    } catch (error) {
+      if (!(error instanceof InvalidOptionsError)) throw error;
+      throw new InvalidOptionsError(
+        `${error.message}. Is queue ${worker.name} also registered with BullModule.registerQueue? ` +
+          'Register a dispatch queue with StageDeferralModule.registerQueue only',
+      );
+    }
+    this.worker = worker;
   }
 
   /**
@@ -197,7 +220,7 @@ class Binding implements OnModuleDestroy {
    * `@nestjs/bullmq` closes the queue and its connection (`onApplicationShutdown`).
    */
   onModuleDestroy(): Promise<unknown> {
-    this.closing ??= Promise.all([this.host?.worker.close(), this.engine.close()]);
+    this.closing ??= Promise.all([this.worker?.close(), this.engine.close()]);
     return this.closing;
   }
 }
@@ -228,14 +251,31 @@ export abstract class StageDispatchHost<P = unknown, R extends string = never>
     return this.bind().engine as DispatchEngine<P>;
   }
 
-  /** One dispatch job in: the engine's processor. */
+  /**
+   * One dispatch job in: the engine's processor, whose executor calls this host's `execute`
+   * (a host made for this job when its dependencies are request-scoped).
+   */
   process(job: Job, token?: string): Promise<DispatchResult> {
-    return this.bind().engine.processor(job, token) as Promise<DispatchResult>;
+    // BullMQ hands the job the Worker that runs it as its queue
+    const worker = (job as unknown as { queue: Worker }).queue;
+    const binding = this.bind(worker);
+    return current.run(this as unknown as StageDispatchHost<unknown, string>, () =>
+      binding.engine.processor(job, token),
+    ) as Promise<DispatchResult>;
   }
 
-  /** A host whose queue has no engine fails the start, not its first job. */
+  /**
+   * A host whose queue has no engine fails the start, not its first job. (With
+   * `manualRegistration` its Worker comes later: it binds at its first job.)
+   */
   onApplicationBootstrap(): void {
-    this.bind();
+    let worker: Worker;
+    try {
+      worker = this.worker;
+    } catch {
+      return;
+    }
+    this.bind(worker);
   }
 
   /** The Worker, then the engine (see `StageDeferralModule`). */
@@ -243,9 +283,9 @@ export abstract class StageDispatchHost<P = unknown, R extends string = never>
     await this.binding?.onModuleDestroy();
   }
 
-  private bind(): Binding {
+  private bind(worker: Worker = this.worker): Binding {
     if (this.binding) return this.binding;
-    const name = this.worker.name;
+    const name = worker.name;
     let binding: Binding;
     try {
       binding = this.moduleRef.get<Binding>(bindingToken(name), { strict: false });
@@ -255,7 +295,14 @@ export abstract class StageDispatchHost<P = unknown, R extends string = never>
           `StageDeferralModule.registerQueue({ name: '${name}' }) instead of BullModule.registerQueue`,
       );
     }
-    binding.serve(this as unknown as StageDispatchHost<unknown, string>);
+    // a second registration of the queue (BullModule.registerQueue elsewhere) makes a second Queue
+    if (this.moduleRef.get<Queue>(getQueueToken(name), { strict: false }) !== binding.queue) {
+      throw new InvalidOptionsError(
+        `Queue ${name} is registered twice, with StageDeferralModule.registerQueue and BullModule.registerQueue: ` +
+          'register a dispatch queue with StageDeferralModule.registerQueue only',
+      );
+    }
+    binding.serve(this as unknown as StageDispatchHost<unknown, string>, worker);
     return (this.binding = binding);
   }
 }

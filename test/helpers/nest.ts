@@ -34,6 +34,24 @@ export async function startNest(imports: unknown[], providers: unknown[] = []): 
   return app;
 }
 
+/** Apps whose start may fail: closed by their hooks (Nest's close() after a failed init throws its error again). */
+const tried: TestingModule[] = [];
+
+/** Compiles and starts a testing module: it, or the message of the start's error; closed by `closeNest`. */
+export async function tryStartNest(
+  imports: unknown[],
+  providers: unknown[] = [],
+): Promise<{ app: TestingModule } | { error: string }> {
+  const app = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] })
+    .setLogger(false as never)
+    .compile();
+  tried.push(app);
+  return app.init().then(
+    () => ({ app }),
+    (error: Error) => ({ error: `${error.constructor.name}: ${error.message}` }),
+  );
+}
+
 /** `app` was closed by the test itself: `closeNest` does not close it again. */
 export function closedByTest(app: TestingModule): void {
   opened.splice(opened.indexOf(app), 1);
@@ -42,6 +60,11 @@ export function closedByTest(app: TestingModule): void {
 /** After each test: closes its apps, then its Queues, deletes its prefixes' keys and closes the clients. */
 export async function closeNest(): Promise<void> {
   await Promise.all(opened.splice(0).map((app) => app.close()));
+  for (const app of tried.splice(0)) {
+    const hooks = app as unknown as { callDestroyHook(): Promise<void>; callShutdownHook(): Promise<void> };
+    await hooks.callDestroyHook();
+    await hooks.callShutdownHook();
+  }
   await Promise.all(queues.splice(0).map((q) => q.close()));
   for (const prefix of prefixes.splice(0)) await dropPrefix(client(), prefix);
   await closeClients();
