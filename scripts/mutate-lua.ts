@@ -154,6 +154,7 @@ const OWN: Record<string, string[]> = {
     'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
   DEFER: [
+    'test/contract/C8-wake-deferred/wake-skips-hinted.test.ts',
     ...DISPATCH_EDGES,
     ...WAKE_DEFERRED,
     'test/contract/C12-one-in-flight/in-flight-retry.test.ts',
@@ -179,6 +180,10 @@ const OWN: Record<string, string[]> = {
   ],
   BATCH: [
     'test/contract/C13-fencing/batch-fence.test.ts',
+    'test/contract/C17-promote-remove/removed-wake-up-producer-job.test.ts',
+    'test/contract/C16-retry-by-hand/producer-job-fails-for-good.test.ts',
+    'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',
+    'test/contract/C14-crash-recovery/handed-on-before-move.test.ts',
     'test/contract/C27-costs/batch-one-call.test.ts',
     'test/contract/C25-start-up/shared-client-scripts.test.ts',
     'test/contract/C12-one-in-flight/job-lock.test.ts',
@@ -194,6 +199,7 @@ const OWN: Record<string, string[]> = {
   [PROBE_SCRIPT]: [
     'test/contract/C19-producer-contract/enqueue-probe.test.ts',
     'test/contract/C19-producer-contract/probe-states.test.ts',
+    'test/contract/C27-costs/wait-index-leak.test.ts',
     'test/contract/C18-enqueue/enqueue.test.ts',
     'test/contract/C18-enqueue/enqueue-replicas.test.ts',
     'test/contract/C18-enqueue/enqueued-defer-then-threw.test.ts',
