@@ -1,9 +1,9 @@
 // @ts-check
 /**
- * Mutation testing (issue 14, item 2). Run with `npm run test:mutation`; see
- * docs/testing.md, "Mutation testing". Not part of `npm test`: too slow for CI.
+ * Mutation testing. Run with `npm run test:mutation`; see docs/testing.md,
+ * "Mutation testing". Not part of `npm test`: too slow for CI.
  *
- * The Lua in src/lua/scripts.ts is mutated by scripts/mutate-lua.ts instead
+ * The Lua in src/lua/*.lua is mutated by scripts/mutate-lua.ts instead
  * (`npm run test:mutation:lua`): to Stryker a script is one string literal.
  */
 

@@ -89,6 +89,12 @@ const WAKE_DEFERRED = [
   'test/contract/C8-wake-deferred/wake-deferred.test.ts',
   'test/contract/C4-windows/adaptive-and-hints.test.ts',
 ];
+/**
+ * The scripts called directly with their KEYS and ARGV (all but the probe and the permission check):
+ * the quickest suite to fail, so it runs first.
+ */
+const DIRECT = 'test/contract/C27-costs/scripts-direct.test.ts';
+const NOT_DIRECT = new Set(['PERMISSIONS', 'ENQUEUE_PROBE']);
 const CORE = [
   'test/contract/C19-producer-contract/retrying-job-holds-stage.test.ts',
   'test/contract/C6-sent-stays-sent/revoked-licence.test.ts',
@@ -148,6 +154,7 @@ const OWN: Record<string, string[]> = {
     'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
   DEFER: [
+    'test/contract/C8-wake-deferred/wake-skips-hinted.test.ts',
     ...DISPATCH_EDGES,
     ...WAKE_DEFERRED,
     'test/contract/C12-one-in-flight/in-flight-retry.test.ts',
@@ -172,6 +179,11 @@ const OWN: Record<string, string[]> = {
     'test/contract/C12-one-in-flight/lock-renewal.test.ts',
   ],
   BATCH: [
+    'test/contract/C13-fencing/batch-fence.test.ts',
+    'test/contract/C17-promote-remove/removed-wake-up-producer-job.test.ts',
+    'test/contract/C16-retry-by-hand/producer-job-fails-for-good.test.ts',
+    'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',
+    'test/contract/C14-crash-recovery/handed-on-before-move.test.ts',
     'test/contract/C27-costs/batch-one-call.test.ts',
     'test/contract/C25-start-up/shared-client-scripts.test.ts',
     'test/contract/C12-one-in-flight/job-lock.test.ts',
@@ -187,6 +199,7 @@ const OWN: Record<string, string[]> = {
   [PROBE_SCRIPT]: [
     'test/contract/C19-producer-contract/enqueue-probe.test.ts',
     'test/contract/C19-producer-contract/probe-states.test.ts',
+    'test/contract/C27-costs/wait-index-leak.test.ts',
     'test/contract/C18-enqueue/enqueue.test.ts',
     'test/contract/C18-enqueue/enqueue-replicas.test.ts',
     'test/contract/C18-enqueue/enqueued-defer-then-threw.test.ts',
@@ -203,10 +216,17 @@ const only = arg('tests')?.split(',');
 const skip = new Set(arg('skip')?.split(',') ?? []);
 const kept = (tests: string[]) => tests.filter((t) => !skip.has(t));
 /** Every suite a mutant may run. */
-const TESTS = only ?? kept([...new Set([...CORE, ...Object.values(OWN).flat()])]);
+const TESTS = only ?? kept([...new Set([DIRECT, ...CORE, ...Object.values(OWN).flat()])]);
 /** The suites a mutant of `script` runs: its own first, then the core ones. */
 const testsOf = (script: string): string[] =>
-  only ?? kept([...new Set([...(OWN[script.startsWith('INCLUDES/') ? 'HELPERS' : script] ?? []), ...CORE])]);
+  only ??
+  kept([
+    ...new Set([
+      ...(NOT_DIRECT.has(script) ? [] : [DIRECT]),
+      ...(OWN[script.startsWith('INCLUDES/') ? 'HELPERS' : script] ?? []),
+      ...CORE,
+    ]),
+  ]);
 const REPORT = join(ROOT, 'reports/lua-mutation.json');
 
 interface Mutant {

@@ -56,3 +56,50 @@ describe('C12: the in-flight lock is renewed while the executor runs', () => {
     expect(calls).toBe(2);
   });
 });
+
+describe('C12: the lock is renewed every third of lockMs', () => {
+  // Only setInterval (the renewal ticker) runs on a fake clock: Redis, BullMQ and the harness keep
+  // real time. A cancel from another host reaches the executor through the next renewal (which
+  // finds the lock cancelled), so the renewal's moment is seen as the executor's signal.
+  it("C12: a cancel from another host aborts ctx.signal at the first renewal, lockMs / 3 after the engine's start, and not before", async () => {
+    jest.useFakeTimers({
+      doNotFake: [
+        'Date',
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+      ],
+    });
+    try {
+      const lockMs = 60_000;
+      let signal: AbortSignal | undefined;
+      const a = harness({
+        lockMs,
+        executor: async (_ref, _payload, ctx) => {
+          signal = ctx.signal;
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+          return SENT;
+        },
+      });
+      const b = harness({ lockMs }, { prefix: a.prefix, queueName: a.queueName });
+      const first = a.engine.dispatchStage(image, {});
+      await waitFor(() => signal !== undefined, 'the executor to start');
+      expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+      // one ms short of a third: no renewal yet, so the executor has not heard of the cancel
+      jest.advanceTimersByTime(Math.floor(lockMs / 3) - 1);
+      // (a renewal sent now would be answered before this read on the engine's own connection)
+      await a.engine.isStageDeferred(image);
+      expect(signal!.aborted).toBe(false);
+      jest.advanceTimersByTime(1);
+      await waitFor(() => signal!.aborted, 'the renewal a third of lockMs in to find the cancel', 10_000);
+      expect(await first).toMatchObject({ dispatched: true, cancelled: true });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});

@@ -67,3 +67,22 @@ describe('C16: a job retried by hand after failing for good', () => {
     expect(h.executor.calls).toHaveLength(4);
   });
 });
+
+describe('C16: a job failed for good, then retried by hand, that sends the stage', () => {
+  it('dispatches once and ends its chain: nothing of the stage is kept afterwards', async () => {
+    const h = harness({ retry: { attempts: 1, backoff: fast } });
+    h.executor.script(image, crash, SENT);
+    const { id } = await addProducerJob(h.engine.queue, image, { attempts: 1, removeOnFail: false });
+    const { done, failed } = watch(h.engine.createWorker());
+    await waitFor(() => failed.length === 1, 'the job failed for good');
+    expect(await keptFor(h, image)).not.toEqual([]);
+    await (await h.engine.queue.getJob(id!))!.retry('failed');
+    await waitFor(() => done.length === 1, 'the job retried by hand completed');
+    expect(done[0]!.result).toMatchObject({ dispatched: true });
+    expect(h.executor.calls).toHaveLength(2);
+    // its failed-job record went when it ran again: the success leaves nothing of the stage
+    await waitFor(async () => (await keptFor(h, image)).length === 0, 'nothing of the stage kept', 3000).catch(
+      async () => expect(await keptFor(h, image)).toEqual([]),
+    );
+  });
+});

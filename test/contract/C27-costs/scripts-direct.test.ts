@@ -161,6 +161,9 @@ describe('C27: REPLACE called directly', () => {
     await redis.hset(k.J(wake), 'atm', 1);
     expect(await run(lua.REPLACE, [k.M()], [SID, B, wake, next, data])).toBe(0);
     expect(await redis.hget(k.J(wake), 'data')).toBe(next);
+    // the marker gone (its window ended since the enqueue read it): nothing to replace, no error
+    await redis.del(k.M());
+    expect(await run(lua.REPLACE, [k.M()], [SID, B, '', '', ''])).toBe(0);
   });
 });
 

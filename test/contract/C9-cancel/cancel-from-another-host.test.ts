@@ -39,3 +39,23 @@ describe('C9: a dispatch cancelled from another host while its executor goes on'
     expect(await first).toMatchObject({ dispatched: true, cancelled: true });
   });
 });
+
+describe('C9: a dispatch cancelled twice from another host while its executor goes on', () => {
+  it('still answers cancelled when the executor ends, and frees the stage: the next dispatch is sent', async () => {
+    const a = harness();
+    const b = harness({}, { prefix: a.prefix, queueName: a.queueName });
+    const release = latch<void>();
+    a.executor.script(image, async () => {
+      await release.opened; // an executor that does not stop at its signal
+      return SENT;
+    });
+    const first = a.engine.dispatchStage(image, { p: 1 });
+    await waitFor(() => a.executor.calls.length === 1, 'the executor to start');
+    expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+    // the second cancel finds the lock already marked: it leaves the mark as it is
+    expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
+    release.open();
+    expect(await first).toMatchObject({ dispatched: true, cancelled: true });
+    expect(await b.engine.dispatchStage(image, { p: 2 })).toMatchObject({ dispatched: true });
+  });
+});
