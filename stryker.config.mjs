@@ -16,6 +16,7 @@
 export const gateSuites = [
   // the pure files' own suites
   'contract/C5-outcomes/outcome-classes',
+  'contract/C5-outcomes/answer-helpers',
   'contract/C20-stage-ids/stage-ref',
   'contract/C20-stage-ids/bounds',
   'contract/C20-stage-ids/job-ids',

@@ -14,7 +14,7 @@ const config = {
     ...base.jest,
     config: {
       testMatch: [
-        '**/test/contract/C5-outcomes/(outcome-classes|reasons-in-your-words|not-sent-counts).test.ts',
+        '**/test/contract/C5-outcomes/(outcome-classes|reasons-in-your-words|not-sent-counts|answer-helpers).test.ts',
         '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors).test.ts',
         '**/test/contract/C19-producer-contract/(job-options|job-data-schema).test.ts',
         '**/test/contract/C23-observability/error-codes.test.ts',
