@@ -74,6 +74,12 @@ export interface FleetReport {
   overlaps: string[];
   /** Overlaps explained by a stall: the older call's process was frozen, or its job redelivered as stalled. */
   overlapsAfterStall: number;
+  /**
+   * Calls inside a window of a stage whose job was redelivered as stalled: a process frozen after its
+   * begin resumes and calls its executor though its lock expired meanwhile (C13: the fencing token,
+   * lower than the one that recorded the window, is what lets a downstream refuse it).
+   */
+  windowViolationsAfterStall: number;
   /** `dispatched` answers the fenced downstream refused: a call with a newer fencing token had started. */
   staleRefused: number;
   /** Calls whose fencing token was lower than one already started for the stage (a frozen call resuming). */
@@ -660,6 +666,7 @@ async function verify(
     windowViolations: [],
     overlaps: [],
     overlapsAfterStall: 0,
+    windowViolationsAfterStall: 0,
     staleRefused: 0,
     staleStarts: 0,
     failedForGood: 0,
@@ -738,7 +745,8 @@ async function verify(
         if (cancelled !== undefined && c.t > cancelled) continue;
         if (woken !== undefined && woken <= c.t) continue;
         if (c.t > w.t0 && c.t < w.until - EDGE_TOLERANCE_MS) {
-          report.windowViolations.push(`${sid}: call ${c.n} at ${c.t} inside window ${w.t0}..${w.until}`);
+          if (stalled.has(sid)) report.windowViolationsAfterStall += 1;
+          else report.windowViolations.push(`${sid}: call ${c.n} at ${c.t} inside window ${w.t0}..${w.until}`);
         }
       }
     }
@@ -793,6 +801,7 @@ export function summary(name: string, r: FleetReport): string {
     windowViolations: r.windowViolations.length,
     overlaps: r.overlaps.length,
     overlapsAfterStall: r.overlapsAfterStall,
+    windowViolationsAfterStall: r.windowViolationsAfterStall,
     staleRefused: r.staleRefused,
     staleStarts: r.staleStarts,
     failedForGood: r.failedForGood,
