@@ -11,7 +11,7 @@ import type { StoreParts } from './store/parts';
 import { probeStage, type ProbeOutcome } from './store/probe';
 import { ReplicaWait, type ReplicaWaitOptions, type ReplicatedOp } from './store/replica-wait';
 import { Transactions } from './store/transaction';
-import { clearScope, licencesIn, promoteUnlessDeferred, promoteWakeUps, wakeStages } from './store/wake';
+import { clearScope, licencesIn, promoteUnlessDeferred, promoteWakeUps, wakeStages, wokenPairs } from './store/wake';
 
 /** What a release did: cancelled or lost, the licences it revoked, and for a success with a resource its gate and line. */
 export interface Release {
@@ -192,9 +192,7 @@ export class DeferralStore {
     const revoked = (at < 0 ? rest : rest.slice(0, at)) as string[];
     const released: Release = { cancelled: r[0] === 1, lost: r[0] === 2, revoked };
     if (at >= 0) {
-      const pairs = rest.slice(at + 2) as string[];
-      const woken: { sid: string; wakeUpJobId: string }[] = [];
-      for (let i = 0; i < pairs.length; i += 2) woken.push({ sid: pairs[i]!, wakeUpJobId: pairs[i + 1]! });
+      const woken = wokenPairs(rest.slice(at + 2));
       released.line = { opened: Number(rest[at + 1]) === 1, closed: Number(rest[at + 1]) === 2, woken };
     }
     return released;

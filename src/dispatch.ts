@@ -557,8 +557,7 @@ export class Dispatcher<P> {
       const result = { dispatched: false, reason, retryable: raw.retryable ?? true, result: raw };
       return this.unsent(running, reason, result, executorMs);
     }
-    // a direct call goes on with the budget of the job whose chain it continues
-    const carry: Carry = { budget: running.job ?? licenceBudget(begun, opts.retry.backoff), wakeSeq: begun.wakeSeq };
+    const carry = this.carryOf(running, begun);
     // a capacity answer closes the gate of the resource it names, else of the stage's own
     const resource = cls === 'capacity' ? (raw.resource ?? running.resource) : undefined;
     const gate = resource === undefined ? undefined : { resource, mode: 'close' as const };
@@ -573,15 +572,17 @@ export class Dispatcher<P> {
    */
   private async park(running: Running, payload: P, call: { buildId?: string }, begun: Locked) {
     const raw: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'gate_closed' };
-    const carry: Carry = {
-      budget: running.job ?? licenceBudget(begun, this.opts.retry.backoff),
-      wakeSeq: begun.wakeSeq,
-    };
+    const carry = this.carryOf(running, begun);
     const gate = { resource: running.resource!, mode: 'gated' as const, atLeastMs: begun.gateRestMs ?? 0 };
     const parked = await this.defer(running, payload, call, 'capacity', 'gate_closed', raw, 0, carry, gate);
     if (parked.kind === 'lost' && parked.result.reason === 'gate_opened') return undefined;
     running.shut();
     return parked;
+  }
+
+  /** What a deferral carries on: a direct call goes on with the budget of the job whose chain it continues. */
+  private carryOf(running: Running, begun: Locked): Carry {
+    return { budget: running.job ?? licenceBudget(begun, this.opts.retry.backoff), wakeSeq: begun.wakeSeq };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { noCapacity, type DispatchEngine, type StageRef } from '../../src';
+import { noCapacity, type DispatchEngine, type ExecutorResult, type StageRef } from '../../src';
 import type { BenchContext, Row, ScenarioResult } from '../lib/report';
 import { benchPrefix, client, dropPrefix, RedisCounter, RoundTripCounter } from '../lib/redis';
 import { engine, NO_WORKER, refs } from '../lib/stages';
@@ -38,14 +38,15 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
   const small = ctx.n(1_000, 500);
   const prefixes: string[] = [];
   const engines: DispatchEngine[] = [];
-  const make = (name: string, gated: boolean) => {
+  /** An engine whose executor always answers `answer` (no worker, unless told otherwise), its calls counted. */
+  const make = (name: string, gated: boolean, answer: ExecutorResult<string> = NO_WORKER) => {
     const prefix = benchPrefix(`resource-${name}`);
     prefixes.push(prefix);
     let calls = 0;
     const e = engine(prefix, {
       executor: async () => {
         calls++;
-        return NO_WORKER;
+        return answer;
       },
       windows: { capacitySeconds: 600, capacityMaxSeconds: 600, jitter: 0 },
       ...(gated ? { resourceOf: () => 'gpu' } : {}),
@@ -55,24 +56,9 @@ export async function resourceScale(ctx: BenchContext): Promise<ScenarioResult> 
   };
   try {
     // 1. executor calls per window: every answer is "full, ask again in GATE_MS"
-    const hintedEngine = (name: string, gated: boolean) => {
-      const prefix = benchPrefix(`resource-${name}`);
-      prefixes.push(prefix);
-      let calls = 0;
-      const e = engine(prefix, {
-        executor: async () => {
-          calls++;
-          return noCapacity({ retryAfterMs: GATE_MS });
-        },
-        windows: { capacitySeconds: 600, capacityMaxSeconds: 600, jitter: 0 },
-        ...(gated ? { resourceOf: () => 'gpu' } : {}),
-      });
-      engines.push(e);
-      return { e, calls: () => calls };
-    };
     const perWindow: Record<string, number> = {};
     for (const gated of [true, false]) {
-      const { e, calls } = hintedEngine(gated ? 'tick' : 'tick-plain', gated);
+      const { e, calls } = make(gated ? 'tick' : 'tick-plain', gated, noCapacity({ retryAfterMs: GATE_MS }));
       const stages = refs('tick', big);
       await e.dispatchStage(stages[0]!, {});
       await pool(stages.slice(1), 64, (ref) => e.dispatchStage(ref, {}));

@@ -34,8 +34,7 @@ export async function wakeStages(
   )) as (string | number)[];
   // a resource's line ends with whether its gate was deleted
   const opened = kind.startsWith('@') && Number(r.pop()) === 1;
-  const woken: { sid: string; wakeUpJobId: string }[] = [];
-  for (let i = 0; i < r.length; i += 2) woken.push({ sid: r[i] as string, wakeUpJobId: r[i + 1] as string });
+  const woken = wokenPairs(r);
   await promoteWakeUps(
     s,
     woken.map((w) => w.wakeUpJobId),
@@ -94,4 +93,11 @@ export async function promoteWakeUps(s: StoreParts, ids: readonly string[]): Pro
 export async function promoteUnlessDeferred(s: StoreParts, sid: string, jobId: string): Promise<void> {
   const c = await s.client();
   if ((await c.get!(s.keys.marker(sid))) !== jobId) await promote(s.queue, jobId).catch(() => undefined);
+}
+
+/** A script's `stage id, wake-up id` pairs (WAKE's reply, a release's woken line), in order. */
+export function wokenPairs(r: readonly unknown[]): { sid: string; wakeUpJobId: string }[] {
+  const woken: { sid: string; wakeUpJobId: string }[] = [];
+  for (let i = 0; i + 1 < r.length; i += 2) woken.push({ sid: String(r[i]), wakeUpJobId: String(r[i + 1]) });
+  return woken;
 }

@@ -9,17 +9,23 @@ import { waitFor } from '../../helpers/redis';
  */
 const image = { scope: ['book-14', 'ch-2', 'sc-7'], stage: 'image' };
 
+/** Host a dispatches the stage with an executor that does not stop at its signal; host b shares its queue. */
+async function runningOnA(options: { lockMs?: number }) {
+  const a = harness(options);
+  const b = harness(options, { prefix: a.prefix, queueName: a.queueName });
+  const release = latch<void>();
+  a.executor.script(image, async () => {
+    await release.opened;
+    return SENT;
+  });
+  const first = a.engine.dispatchStage(image, { p: 1 });
+  await waitFor(() => a.executor.calls.length === 1, 'the executor to start');
+  return { b, release, first };
+}
+
 describe('C9: a dispatch cancelled from another host while its executor goes on', () => {
   it('keeps the stage in flight (its cancelled lock is renewed) until the executor ends: no second dispatch', async () => {
-    const a = harness({ lockMs: 1000 });
-    const b = harness({ lockMs: 1000 }, { prefix: a.prefix, queueName: a.queueName });
-    const release = latch<void>();
-    a.executor.script(image, async () => {
-      await release.opened; // an executor that does not stop at its signal
-      return SENT;
-    });
-    const first = a.engine.dispatchStage(image, { p: 1 });
-    await waitFor(() => a.executor.calls.length === 1, 'the executor to start');
+    const { b, release, first } = await runningOnA({ lockMs: 1000 });
     const cancelled = await b.engine.cancelActiveDispatch(image);
     expect(cancelled).toMatchObject({ inFlight: true });
     // for three lock lifetimes after the cancel, the other host finds the stage in flight
@@ -42,15 +48,7 @@ describe('C9: a dispatch cancelled from another host while its executor goes on'
 
 describe('C9: a dispatch cancelled twice from another host while its executor goes on', () => {
   it('still answers cancelled when the executor ends, and frees the stage: the next dispatch is sent', async () => {
-    const a = harness();
-    const b = harness({}, { prefix: a.prefix, queueName: a.queueName });
-    const release = latch<void>();
-    a.executor.script(image, async () => {
-      await release.opened; // an executor that does not stop at its signal
-      return SENT;
-    });
-    const first = a.engine.dispatchStage(image, { p: 1 });
-    await waitFor(() => a.executor.calls.length === 1, 'the executor to start');
+    const { b, release, first } = await runningOnA({});
     expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
     // the second cancel finds the lock already marked: it leaves the mark as it is
     expect(await b.engine.cancelActiveDispatch(image)).toMatchObject({ inFlight: true });
