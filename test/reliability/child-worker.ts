@@ -19,6 +19,8 @@
  *                                stops at once when its signal aborts (a close, a cancel)
  *   TERMINAL_RATE                chance that a call before the stage's K-th fails for good
  *                                (UnrecoverableError): the job waits for a retry by hand
+ *   RESOURCES                    stages need one of this many resources (`r0`, `r1`, …; by a
+ *                                hash of the stage): capacity answers close their gate (C31)
  *
  * The executor stands for a downstream that honours `ctx.fencingToken`: every
  * call records its start and end (with the token, in Redis order: `exec:<sid>`),
@@ -45,6 +47,7 @@ const faultPoint = env.FAULT_POINT ?? '';
 const faultRate = Number(env.FAULT_RATE ?? 0);
 const execMs = Number(env.EXEC_MS ?? 4);
 const terminalRate = Number(env.TERMINAL_RATE ?? 0);
+const resources = Number(env.RESOURCES ?? 0);
 const pid = process.pid;
 
 /** A number in [0,1) from the seed and a string. */
@@ -167,13 +170,19 @@ const engine = createDispatchEngine<unknown, string>({
     return answer(outcome);
   },
   journal: async (ref, event) => {
-    await rec.rpush(`${R}:win:${stageId(ref)}`, `${Date.now()}|${event.until}|${event.wakeUpJobId}`);
+    await rec.rpush(`${R}:win:${stageId(ref)}`, `${Date.now()}|${event.until}|${event.wakeUpJobId}|${event.reason}`);
   },
   ...FLEET_ENGINE_OPTIONS,
+  ...(resources > 0 && { resourceOf: (ref) => `r${Math.floor(hash(`r|${stageId(ref)}`) * resources)}` }),
   faultHook: (point, ref) => fault(point, stageId(ref)),
 });
 
 engine.queue.on('error', () => undefined); // while Redis restarts
+// a success that woke stages of its resource's line ended their windows: emitted before their wake-ups are
+// promoted, so a woken stage's call starts after this time (the parent's check excuses calls from it on)
+engine.on('woken', (e) => {
+  if (e.early) rec.hsetnx(`${R}:woken`, e.jobId, Date.now()).catch(() => undefined);
+});
 
 const worker = engine.createWorker({
   concurrency: Number(env.CONCURRENCY ?? 10),

@@ -1,16 +1,13 @@
-import { redisOptions } from '../helpers/redis';
 import { envInt, seedFor, LONG_MS } from './harness';
-import { expectSampled, runFleet, summary } from './fleet';
-
-const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
+import { expectSampled, runFleet, summary, testRedisUrl } from './fleet';
 
 describe('C14: several worker processes over many stages', () => {
   it(
     'dispatches every stage that is not cancelled exactly once, with one wake-up at most and nothing left over',
     async () => {
       const report = await runFleet({
-        redisUrl: url(),
-        recUrl: url(),
+        redisUrl: testRedisUrl(),
+        recUrl: testRedisUrl(),
         processes: envInt('FLEET_PROCESSES', 3, 4),
         concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
         stages: envInt('FLEET_STAGES', 600, 5000),

@@ -1,9 +1,5 @@
-import { redisOptions } from '../helpers/redis';
 import { envInt, rng, seedFor, LONG_MS } from './harness';
-import { expectInvariantsKept, runFleet, summary } from './fleet';
-
-const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
-const POINTS = ['lock-taken', 'executor-answered', 'rolled-back', 'deferral-recorded', 'released'];
+import { expectInvariantsKept, runFleet, summary, FAULT_POINTS, testRedisUrl } from './fleet';
 
 /**
  * A worker killed (SIGKILL) mid-attempt leaves its job active and maybe its
@@ -19,21 +15,21 @@ describe('C14: worker processes killed with SIGKILL and restarted', () => {
     async () => {
       const rounds = envInt('CRASH_ROUNDS', 1, 6);
       const report = await runFleet({
-        redisUrl: url(),
-        recUrl: url(),
+        redisUrl: testRedisUrl(),
+        recUrl: testRedisUrl(),
         processes: 3,
         concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
         stages: envInt('CRASH_STAGES', 150, 3000),
         seed: seedFor('crash-points'),
         cancelRate: 0.05,
-        faultPlan: POINTS,
+        faultPlan: FAULT_POINTS,
         faultRounds: rounds,
         deadlineMs: envInt('FLEET_DEADLINE_MS', 240_000, 900_000),
       });
       console.log(summary('crash-points', report));
       expectInvariantsKept(report);
       // every crash point was actually hit, `rounds` times
-      expect(report.killsByPoint).toEqual(Object.fromEntries(POINTS.map((p) => [p, rounds])));
+      expect(report.killsByPoint).toEqual(Object.fromEntries(FAULT_POINTS.map((p) => [p, rounds])));
     },
     LONG_MS,
   );
@@ -46,8 +42,8 @@ describe('C14: worker processes killed with SIGKILL and restarted', () => {
       let kills = 0;
       const report = await runFleet(
         {
-          redisUrl: url(),
-          recUrl: url(),
+          redisUrl: testRedisUrl(),
+          recUrl: testRedisUrl(),
           processes: 3,
           concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
           stages: envInt('CRASH_STAGES', 150, 3000),

@@ -7,10 +7,17 @@ import { createDispatchEngine, type DispatchEngine } from '../../src/engine';
 import { stageId, stageIdOfJobId } from '../../src/stage-ref';
 import type { StageRef } from '../../src/types';
 import { jobIdOfLicence } from '../../src/job-data';
+import { redisOptions, waitFor } from '../helpers/redis';
 import { FLEET_ENGINE_OPTIONS, orphanKeys, rng } from './harness';
 
 const CHILD = path.join(__dirname, 'child-worker.ts');
 const ROOT = path.join(__dirname, '..', '..');
+/** The engine's fault points a child can be killed at (`faultPlan`), in the order of an attempt. */
+export const FAULT_POINTS = ['lock-taken', 'executor-answered', 'rolled-back', 'deferral-recorded', 'released'];
+
+/** The shared test Redis as a URL (the fleets' engine and record store, unless a test brings its own). */
+export const testRedisUrl = () => `redis://${redisOptions().host}:${redisOptions().port}`;
+
 /** A wake-up may start this many ms before `until` (ms rounding of the delay); earlier is a violation. */
 export const EDGE_TOLERANCE_MS = 10;
 
@@ -36,8 +43,10 @@ export interface FleetOptions {
   terminalRate?: number;
   /** An operator retries the failed jobs by hand (`job.retry('failed')`, half of them resetting attempts) every this many ms. */
   retryByHandEveryMs?: number;
-  /** Capacity returns: `engine.wakeDeferred({ limit: 1..4 })` every this many ms (). */
+  /** Capacity returns: `engine.wakeDeferred({ limit: 1..4 })` every this many ms (with `resources`, half of them name one). */
   wakeEveryMs?: number;
+  /** Stages need one of this many resources (C31's gates): a capacity answer closes its resource's gate. */
+  resources?: number;
   /** BullMQ lockDuration of the workers, ms (default 1000: fast recovery after a kill). */
   workerLockMs?: number;
   /** Drain deadline, ms. */
@@ -54,6 +63,10 @@ export interface FleetReport {
   killsByPoint: Record<string, number>;
   executorCalls: number;
   deferrals: number;
+  /** Deferrals made at a closed gate, with no executor call (reason `gate_closed`). */
+  gatedDeferrals: number;
+  /** Deferrals ended early by a success that woke stages of its resource's line (their `woken` events, in the children). */
+  wokenByLine: number;
   /** Non-cancelled stages never dispatched. */
   lost: string[];
   /** Redis state and executor log of the first lost stages, for diagnosis. */
@@ -208,6 +221,7 @@ export class Fleet {
         EXEC_MS: String(o.execMs ?? 4),
         TERMINAL_RATE: String(o.terminalRate ?? 0),
         WORKER_LOCK_MS: String(o.workerLockMs ?? 1000),
+        RESOURCES: String(o.resources ?? 0),
       },
     });
     this.children.set(slot, child);
@@ -232,6 +246,11 @@ export class Fleet {
       });
       child.on('exit', () => resolve());
     });
+  }
+
+  /** Resolves once more than `n` executor calls have started, or `over()`: chaos that should catch calls mid-flight. */
+  async afterCalls(n: number, over: () => boolean): Promise<void> {
+    await waitFor(async () => over() || Number(await this.rec.get(`${this.R}:seq`)) > n, 'executor calls', 60_000);
   }
 
   private readonly killed = new WeakSet<ChildProcess>();
@@ -465,9 +484,11 @@ export async function runFleet(
         await Promise.race([finished, new Promise((r) => setTimeout(r, opts.wakeEveryMs))]);
         if (done) break;
         wakeStarted = Date.now();
-        const r = await engine
-          .wakeDeferred({ limit: 1 + Math.floor(operatorRandom() * 4) })
-          .catch(() => ({ woken: [] }));
+        const limit = 1 + Math.floor(operatorRandom() * 4);
+        // a host that knows a slot of a resource freed: opens its gate and wakes the oldest of its line
+        const resource =
+          opts.resources && operatorRandom() < 0.5 ? `r${Math.floor(operatorRandom() * opts.resources)}` : undefined;
+        const r = await engine.wakeDeferred(resource ? { resource, limit } : { limit }).catch(() => ({ woken: [] }));
         wakeStarted = undefined;
         wokenEarly += r.woken.length;
       }
@@ -630,6 +651,10 @@ async function verify(
   }
   const res = (await p.exec()) ?? [];
   const killedOpen = new Set(await rec.smembers(`${R}:killed-open`));
+  // the wakes a success made in a child (its resource's line), beside the parent's wakeDeferred calls
+  const byLine = await rec.hgetall(`${R}:woken`);
+  for (const [jobId, t] of Object.entries(byLine))
+    wokenAt.set(jobId, Math.min(wokenAt.get(jobId) ?? Infinity, Number(t)));
   const stalled = new Set(await rec.smembers(`${R}:stalled`));
   // deaths and freezes of processes, in the calls' Redis order (seq)
   const deaths = new Map<string, number[]>();
@@ -658,6 +683,8 @@ async function verify(
     killsByPoint: {},
     executorCalls: 0,
     deferrals: 0,
+    gatedDeferrals: 0,
+    wokenByLine: 0,
     lost: [],
     lostDetail: [],
     duplicated: [],
@@ -687,7 +714,8 @@ async function verify(
     cancelledButDispatched: 0,
     drainMs: 0,
   };
-  for (const point of ['lock-taken', 'executor-answered', 'rolled-back', 'deferral-recorded', 'released']) {
+  report.wokenByLine = Object.keys(byLine).length;
+  for (const point of FAULT_POINTS) {
     const k = Number((await rec.get(`${R}:kills:${point}`)) ?? 0);
     if (k > 0) report.killsByPoint[point] = k;
   }
@@ -723,11 +751,12 @@ async function verify(
       open.set(fence, { pid: pid!, seq });
     }
     const wins = ((res[3 * i + 1]?.[1] as string[]) ?? []).map((l) => {
-      const [t0, until, wakeUpJobId] = l.split('|');
-      return { t0: Number(t0), until: Number(until), wakeUpJobId: wakeUpJobId! };
+      const [t0, until, wakeUpJobId, reason] = l.split('|');
+      return { t0: Number(t0), until: Number(until), wakeUpJobId: wakeUpJobId!, reason };
     });
     report.executorCalls += calls.length;
     report.deferrals += wins.length;
+    report.gatedDeferrals += wins.filter((w) => w.reason === 'gate_closed').length;
     const dispatched = calls.filter((c) => c.outcome === 'dispatched').length;
     const cancelled = cancelAt.get(sid);
     if (cancelled === undefined && dispatched === 0) report.lost.push(sid);
@@ -807,6 +836,8 @@ export function summary(name: string, r: FleetReport): string {
     failedForGood: r.failedForGood,
     retriesByHand: r.retriesByHand,
     wokenEarly: r.wokenEarly,
+    gatedDeferrals: r.gatedDeferrals,
+    wokenByLine: r.wokenByLine,
     closes: r.closes,
     callsAbortedByClose: r.callsAbortedByClose,
     stalls: r.stalls,

@@ -1,8 +1,5 @@
-import { redisOptions, waitFor } from '../helpers/redis';
 import { envInt, rng, seedFor, LONG_MS } from './harness';
-import { expectInvariantsKept, runFleet, summary } from './fleet';
-
-const url = () => `redis://${redisOptions().host}:${redisOptions().port}`;
+import { expectInvariantsKept, runFleet, summary, testRedisUrl } from './fleet';
 
 /**
  * What a deployment does besides crashing: an operator retries failed jobs by
@@ -24,8 +21,8 @@ describe('C14: retries by hand, graceful closes and stalls in a fleet of worker 
       const stallsWanted = envInt('OPS_STALLS', 2, 10);
       const report = await runFleet(
         {
-          redisUrl: url(),
-          recUrl: url(),
+          redisUrl: testRedisUrl(),
+          recUrl: testRedisUrl(),
           processes: 3,
           concurrency: envInt('FLEET_CONCURRENCY', 10, 20),
           stages: envInt('OPS_STAGES', 600, 3000),
@@ -41,11 +38,7 @@ describe('C14: retries by hand, graceful closes and stalls in a fleet of worker 
           let over = false;
           void finished.then(() => (over = true));
           // begin once executors are running, so a close or a freeze catches some mid-flight
-          await waitFor(
-            async () => over || Number(await fleet.rec.get(`${fleet.R}:seq`)) > 100,
-            'executor calls',
-            60_000,
-          );
+          await fleet.afterCalls(100, () => over);
           let closes = 0;
           let stalls = 0;
           // a close and a freeze first (the fleet may drain soon after), then at random
