@@ -2,8 +2,8 @@
  * What the hot path's script costs Redis, alone (not part of `npm run bench`):
  *   REDIS_URL=... npx tsx bench/batch-cost.ts [rounds]
  * Runs `BATCH` as a busy worker sends it: each call carries `PER` begins of
- * fresh stages (jobs with BullMQ's lock) and the releases of the call
- * before's successes (stages that held nothing: release mode 'e'), and reads the calls' time from `INFO commandstats`
+ * fresh stages with no resource (jobs with BullMQ's lock) and the releases of
+ * the call before's successes (stages that held nothing: release mode 'e'), and reads the calls' time from `INFO commandstats`
  * (Redis' own timing of the script, its inner commands included). Prints µs
  * per job (one begin and one release) for the script as it is and
  * for copies with one part cut out (`CUTS`): what each part costs. The copies
@@ -73,9 +73,9 @@ async function perJob(redis: IORedis, lua: string): Promise<number> {
       const ops: (string | number)[] = [];
       if (c > 0)
         for (let i = (c - 1) * PER; i < c * PER; i++)
-          ops.push('r', `book-${i}/ch/image`, job(i), locks[i]!, 'e', '1:0');
+          ops.push('r', `book-${i}/ch/image`, job(i), locks[i]!, 'e', '1:0', '', '');
       for (let i = c * PER; i < (c + 1) * PER; i++)
-        ops.push('b', `book-${i}/ch/image`, job(i), 30_000, '', 1000, `tok${i}`);
+        ops.push('b', `book-${i}/ch/image`, job(i), 30_000, '', 1000, `tok${i}`, '');
       const n = c > 0 ? 2 * PER : PER;
       const out = (await redis.evalsha(sha, 2, `${base}sd:licences`, `${base}sd:fence`, base, n, ...ops)) as unknown[];
       for (let k = 0; k < PER && !noop; k++) {
