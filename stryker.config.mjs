@@ -126,6 +126,10 @@ const config = {
   packageManager: 'npm',
   mutate: [
     'src/dispatch.ts',
+    // what an attempt reads at its boundary: the executor's answer, the payload, the window
+    'src/answer.ts',
+    'src/payload.ts',
+    'src/windows.ts',
     'src/bullmq/**/*.ts',
     'src/job-data.ts',
     'src/stage-ref.ts',

@@ -1,6 +1,7 @@
 import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { DeferralStore } from './deferral-store';
-import { checkCall, checkPayload, Dispatcher } from './dispatch';
+import { Dispatcher } from './dispatch';
+import { checkCall, checkPayload } from './payload';
 import { EngineClosedError, InvalidOptionsError, isStageDeferralError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { keptWhenFinished } from './job-data';

@@ -1,6 +1,7 @@
 import { addDeduplicated } from './adapter';
 import type { DeferralStore } from '../deferral-store';
-import { checkCall, checkPayload, type Dispatcher } from '../dispatch';
+import type { Dispatcher } from '../dispatch';
+import { checkCall, checkPayload } from '../payload';
 import { dispatchJobData, readyJobId } from '../job-data';
 import { InvalidOptionsError } from '../errors';
 import { stageId } from '../stage-ref';

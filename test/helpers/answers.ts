@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { createProcessor } from '../../src/bullmq/processor';
-import { checkExecutorResult } from '../../src/dispatch';
+import { checkExecutorResult } from '../../src/answer';
 import { dispatchJobData, readyJobId } from '../../src/job-data';
 import { stageId } from '../../src/stage-ref';
 import type { DispatchResult, StageRef } from '../../src';

@@ -1,4 +1,5 @@
-import { checkCall, checkPayload, windowMax } from '../../../src/dispatch';
+import { checkCall, checkPayload } from '../../../src/payload';
+import { windowMax } from '../../../src/windows';
 import { InvalidPayloadError } from '../../../src/errors';
 
 /**

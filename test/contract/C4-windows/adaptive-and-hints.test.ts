@@ -1,5 +1,5 @@
 import type { StageRef } from '../../../src';
-import { windowFor } from '../../../src/dispatch';
+import { windowFor } from '../../../src/windows';
 import { expectWindowLeft, harness, notSent, SENT } from '../../helpers/engine';
 
 /** wake deferred stages when capacity returns, adaptive windows, retry-after hints. */

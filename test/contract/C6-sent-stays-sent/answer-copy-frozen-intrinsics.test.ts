@@ -1,4 +1,4 @@
-import { checkExecutorResult } from '../../../src/dispatch';
+import { checkExecutorResult } from '../../../src/answer';
 
 /**
  * Pure unit test of commit a51e08d's `readAnswer` (src/dispatch.ts): the copy now

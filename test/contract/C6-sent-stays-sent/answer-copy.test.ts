@@ -1,5 +1,5 @@
 import { harness } from '../../helpers/engine';
-import { checkExecutorResult } from '../../../src/dispatch';
+import { checkExecutorResult } from '../../../src/answer';
 import { InvalidExecutorResultError, type ExecutorResult, type StageRef } from '../../../src';
 
 /**

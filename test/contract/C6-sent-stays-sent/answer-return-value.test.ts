@@ -1,4 +1,4 @@
-import { checkExecutorResult } from '../../../src/dispatch';
+import { checkExecutorResult } from '../../../src/answer';
 import { InvalidExecutorResultError } from '../../../src';
 import { MAX_STORED_ANSWER, returnValueFor, stored } from '../../helpers/answers';
 import { thrown } from '../../helpers/thrown';

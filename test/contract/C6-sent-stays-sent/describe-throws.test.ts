@@ -1,4 +1,4 @@
-import { checkExecutorResult } from '../../../src/dispatch';
+import { checkExecutorResult } from '../../../src/answer';
 import { harness } from '../../helpers/engine';
 import { fast, watch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
