@@ -606,13 +606,8 @@ export class Dispatcher<P> {
       this.events.emit('gateClosed', { resource, until, ref: running.ref, reason: 'no_capacity_left' });
     }
     if (line.opened) this.events.emit('gateOpened', { resource, woken: line.woken.length });
-    for (const w of line.woken) {
-      try {
-        this.events.emit('woken', { ref: parseStageId(w.sid), jobId: w.wakeUpJobId, early: true });
-      } catch {
-        // (a stage id the engine wrote always parses)
-      }
-    }
+    for (const w of line.woken)
+      this.events.emit('woken', { ref: parseStageId(w.sid), jobId: w.wakeUpJobId, early: true });
     void this.store.promote(line.woken.map((w) => w.wakeUpJobId)).catch(() => undefined);
   }
 
