@@ -129,7 +129,8 @@ export class DeferralStore {
     untilMs: number,
     logLine: string,
     ownJobId: string,
-    chain: { cls: 'capacity' | 'idempotent'; first: boolean; hinted?: boolean; wakeSeq: string },
+    /** `wakeSeq` as the begin read it, with `seenLine` the resource (encoded) whose line's count it holds ('' none). */
+    chain: { cls: 'capacity' | 'idempotent'; first: boolean; hinted?: boolean; wakeSeq: string; seenLine?: string },
     gate: { resource: string; mode: 'close' | 'gated' | ''; parkMs: number } = { resource: '', mode: '', parkMs: 0 },
   ): Promise<{ recorded: boolean; cancelled: boolean; woken: boolean; closed: boolean; revoked: string[] }> {
     const k = this.keys;
@@ -154,6 +155,7 @@ export class DeferralStore {
         gate.resource,
         gate.mode === 'close' ? 'c' : gate.mode === 'gated' ? 'g' : '',
         gate.parkMs,
+        chain.seenLine ?? '',
       );
       await wakeUp.addJob(m as never);
     });

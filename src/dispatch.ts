@@ -680,7 +680,18 @@ export class Dispatcher<P> {
         // the gate outlives its window until every stage parked behind it came due once
         parkMs: 1000 * opts.windows.capacityMaxSeconds,
       };
-      const done = await store.defer(sid, token, wakeUp, until, log, own, { cls, first, hinted, wakeSeq }, gated);
+      // (the begin read the wake count of the line of the stage's own resource, not of one the answer names)
+      const seenLine = running.resource === undefined ? '' : encodeResource(running.resource);
+      const done = await store.defer(
+        sid,
+        token,
+        wakeUp,
+        until,
+        log,
+        own,
+        { cls, first, hinted, wakeSeq, seenLine },
+        gated,
+      );
       return { ...done, id, until };
     };
     let recorded = await record(windowMs, hinted ? '' : carry.wakeSeq);

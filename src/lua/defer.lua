@@ -17,6 +17,9 @@
     ARGV[12] 'c' the answer closes the resource's gate until ARGV[4] (kept
              ARGV[13] ms longer), 'g' a gated deferral (recorded only while the
              gate is still closed), '' neither
+    ARGV[14] the resource whose line's wake sequence the begin read (encoded,
+             '' for none): ARGV[10] holds that line's count, which may not be
+             ARGV[11]'s (an answer naming another resource)
 
   A capacity deferral enters the wait indexes (scored by its chain's start); a
   hinted one leaves them (wakeDeferred never wakes it). If a wakeDeferred for the
@@ -60,9 +63,8 @@ if l ~= ARGV[2] then
 end
 local res, gate = ARGV[11], ARGV[12]
 -- (a gated one watches its gate alone: a wake that leaves the gate closed would only park it again)
--- (the counters the begin saw: a resource named only by the answer had none read at the begin)
-local watched = select(2, string.gsub(ARGV[10], ':', '')) >= 2 and res or ''
-if ARGV[8] == 'capacity' and ARGV[10] ~= '' and gate ~= 'g' and wakeSeq(ARGV[7], ARGV[1], watched) ~= ARGV[10] then
+-- (the counters the begin read, the line's of the resource it read: not that of one the answer names)
+if ARGV[8] == 'capacity' and ARGV[10] ~= '' and gate ~= 'g' and wakeSeq(ARGV[7], ARGV[1], ARGV[14]) ~= ARGV[10] then
   return {0, 2}
 end
 -- a gated deferral whose gate opened since its begin (a success, a wake of the line): not parked

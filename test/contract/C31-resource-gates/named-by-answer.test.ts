@@ -29,3 +29,26 @@ describe('C31: a capacity answer naming a resource the stage was not known to ne
     });
   });
 });
+
+describe('C31: a capacity answer naming another resource than the stage’s resourceOf', () => {
+  it.each([
+    ['gpu (the stage’s resourceOf)', 'gpu'],
+    ['tpu (the answer’s)', 'tpu'],
+  ])(
+    'closes that gate for the answer’s window, a line wake of %s long before the attempt notwithstanding',
+    async (_what, woken) => {
+      const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 }, inFlightRetryMs: 100 });
+      // a wake long before: it counts for attempts in flight then, not for this one
+      await h.engine.wakeDeferred({ resource: woken });
+      h.executor.script(stage, noCapacity({ resource: 'tpu' }));
+      const r = await h.engine.dispatchStage(stage, {});
+      const now = await redisNow(h);
+      expect(r).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+      const tpuUntil = Number(await h.redis.get(`${h.prefix}:${h.queueName}:sd:gate:tpu`));
+      expect({ stageWaits: r.until! - now > 50_000, gateClosed: tpuUntil - now > 50_000 }).toEqual({
+        stageWaits: true,
+        gateClosed: true,
+      });
+    },
+  );
+});

@@ -59,3 +59,26 @@ describe('C31: no wake-up is lost when a gate changes while an attempt is in fli
     expect(jobs.map((j) => j.id).filter((id) => id!.startsWith('book-r/sc-5/'))).toEqual([]);
   });
 });
+
+describe('C31: a wake of the line while its probe runs is not lost', () => {
+  it('the probe’s capacity answer closes the gate, and defers the stage, for inFlightRetryMs only', async () => {
+    const h: Harness = harness({
+      resourceOf: () => 'gpu',
+      windows: { capacitySeconds: 60, jitter: 0 },
+      inFlightRetryMs: 200,
+    });
+    h.executor.script(stage(1), async () => {
+      await h.engine.wakeDeferred({ resource: 'gpu' });
+      return noCapacity();
+    });
+    const r = await h.engine.dispatchStage(stage(1), {});
+    const [s, us] = await h.redis.time();
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    expect(r).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+    const gateUntil = Number(await h.redis.get(gateKey(h)));
+    expect({ stageWaits: r.until! - now <= 200, gateClosed: gateUntil - now <= 200 }).toEqual({
+      stageWaits: true,
+      gateClosed: true,
+    });
+  });
+});
