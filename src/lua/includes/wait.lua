@@ -28,10 +28,14 @@ end
 local function lineKey(BASE, res)
   return BASE .. 'sd:wq:@' .. res
 end
--- whether a line entry's stage holds nothing (its chain ended outside the line's sight: a cancel,
--- a failure): it leaves the line. One in flight or woken stays (its chain keeps its place)
+-- whether a line entry's stage holds no licence (its chain ended outside the line's sight: a cancel,
+-- a failure for good, which leaves at most records of failed jobs, marked '?'): it leaves the line.
+-- One in flight or woken stays (its chain keeps its place)
 local function holdsNothing(BASE, sid)
-  return #redis.call('ZRANGEBYLEX', BASE .. 'sd:licences', '[' .. sid .. '@', '[' .. sid .. '@\255', 'LIMIT', 0, 1) == 0
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', BASE .. 'sd:licences', '[' .. sid .. '@', '[' .. sid .. '@\255')) do
+    if string.sub(m, -1) ~= '?' then return false end
+  end
+  return true
 end
 -- a round-robin wake looks this many entries of the line past its first n
 local FAIR_WINDOW = 2000

@@ -70,3 +70,36 @@ describe('C31: a gated stage is a deferred stage', () => {
     }
   });
 });
+
+describe('C31: a gated chain that failed for good', () => {
+  it('leaves the line at its next wake, though BullMQ keeps its failed job', async () => {
+    const h = harness({
+      resourceOf: () => 'gpu',
+      windows: { capacitySeconds: 60, jitter: 0 },
+      limits: { maxCapacityDeferrals: 1, maxIdempotentDeferrals: 3 },
+    });
+    const line = `${h.prefix}:${h.queueName}:sd:wq:@gpu`;
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    const failed: unknown[] = [];
+    const worker = h.engine.createWorker();
+    worker.on('failed', (_job, err) => failed.push(err));
+    try {
+      await h.engine.enqueue(stage(1), {});
+      const [parked] = await waitFor(async () => {
+        const l = await h.engine.listDeferred(['book-c', 'sc-1']);
+        return l.length === 1 ? l : undefined;
+      }, 'the gated deferral');
+      // its wake-up, promoted, parks again: past the bound, the job fails for good (and is kept)
+      await (await h.engine.queue.getJob(parked!.wakeUpJobId))!.promote();
+      await waitFor(() => failed.length === 1, 'the bound');
+      expect(failed).toEqual([expect.any(DeferralLimitError)]);
+      expect(await h.engine.queue.getFailedCount()).toBe(1);
+      expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 5 })).woken).toEqual([stage(0)]);
+      // its chain ended: nothing of it waits in the line (the line lives on while deferrals join it)
+      expect(await h.redis.zrange(line, '0', '-1')).toEqual(['book-c/sc-0/image']);
+    } finally {
+      await worker.close();
+    }
+  });
+});
