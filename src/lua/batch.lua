@@ -118,11 +118,15 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
     redis.call('DEL', M)
     m = false
   end
+  -- how early a run on time (its own marker has 20 ms or less left) came: it reads its gate as
+  -- at its window's end, which may be the gate's own (the stage whose answer closed it)
+  local early = 0
   if m then
     local p = redis.call('PTTL', M)
     if m ~= own then return {1, m, p} end
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
     if p > 20 and p <= tol then return {5, p} end
+    if p > 0 and p <= 20 then early = p end
   end
   local retried = false
   -- the stage's licence (the job that carries it) and failed-job records, read once
@@ -192,7 +196,7 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
     if g then
       local probing = string.sub(g, 1, 1) == 'p'
       local untilMs = tonumber(probing and string.sub(g, 2) or g) or 0
-      if untilMs > NOW then
+      if untilMs > NOW + early then
         gate = 'g' .. (untilMs - NOW)
       else
         -- the key outlives the lease: it lives at least as long as the probe's lock may

@@ -1,4 +1,5 @@
 import { noCapacity, type StageRef } from '../../../src';
+import { stageId } from '../../../src/stage-ref';
 import { harness, SENT, type Harness } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 
@@ -89,5 +90,38 @@ describe('C31: a removed wake-up at the head of the line', () => {
     expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken).toEqual([stage(1)]);
     // and the stage whose wake-up was removed dispatches at once (C17)
     expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ dispatched: true });
+  });
+});
+
+describe('C31: the stage whose answer closed the gate', () => {
+  it('is its probe when its wake-up runs a few ms early, as a worker whose clock runs that far ahead runs it', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    const [parked] = await h.engine.listDeferred(['book-e', 'sc-0']);
+    const deferred: { reason: string }[] = [];
+    h.engine.on('deferred', (e) => deferred.push(e));
+    const wakeUp = (await h.engine.queue.getJob(parked!.wakeUpJobId))!;
+    const worker = h.engine.createWorker();
+    await worker.waitUntilReady();
+    try {
+      // the window (the stage's and the gate's, one instant) ends 20 ms from now by Redis' clock:
+      // the wake-up runs before that, within the 20 ms a run counts as on time
+      await h.redis.eval(
+        "local t = redis.call('TIME'); local now = t[1] * 1000 + math.floor(t[2] / 1000); " +
+          "redis.call('PEXPIRE', KEYS[1], 20); redis.call('SET', KEYS[2], now + 19, 'KEEPTTL')",
+        2,
+        `${h.prefix}:${h.queueName}:sd:deferred:${stageId(stage(0))}`,
+        gateKey(h),
+      );
+      await wakeUp.promote();
+      await waitFor(() => h.executor.callsFor(stage(0)) === 2 || deferred.length > 0, 'the wake-up to run');
+      expect({ probed: h.executor.callsFor(stage(0)), parked: deferred.map((d) => d.reason) }).toEqual({
+        probed: 2,
+        parked: [],
+      });
+    } finally {
+      await worker.close();
+    }
   });
 });
