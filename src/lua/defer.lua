@@ -83,6 +83,14 @@ if gate == 'c' then
 end
 -- the line the chain waits in: its resource's, else its kind's
 local line = res ~= '' and lineKey(ARGV[7], res) or waitKey(ARGV[7], ARGV[1])
+-- a chain waits in one line: one that waited in its kind's (a deferral of it named no resource)
+-- leaves it, and keeps its start in its resource's
+local start = nowMs()
+if res ~= '' and ARGV[8] == 'capacity' then
+  local kind = waitKey(ARGV[7], ARGV[1])
+  start = tonumber(redis.call('ZSCORE', kind, ARGV[1])) or start
+  redis.call('ZREM', kind, ARGV[1])
+end
 if ARGV[9] == 'h' then
   -- a downstream's hint (retryAfterMs) says "not before": the chain leaves the line wakeDeferred
   -- reads, and joins it again at its next plain capacity deferral
@@ -92,7 +100,7 @@ elseif ARGV[8] == 'capacity' then
   if ARGV[9] == '1' then
     redis.call('ZADD', line, nowMs(), ARGV[1])
   else
-    redis.call('ZADD', line, 'NX', nowMs(), ARGV[1])
+    redis.call('ZADD', line, 'NX', start, ARGV[1])
   end
   if res == '' then
     redis.call('SADD', ARGV[7] .. 'sd:wqk', kindOf(ARGV[1]))

@@ -125,3 +125,42 @@ describe('C31: the stage whose answer closed the gate', () => {
     }
   });
 });
+
+describe('C31: a chain that waited in its kind’s index, then deferred by an answer naming a resource', () => {
+  /**
+   * Stage 1's chain: a plain capacity deferral, then stage 3 waits in gpu's line, then stage 1's
+   * wake-up (run by a worker) answers `second`; then stage 2 waits in the kind's index.
+   */
+  async function moved(h: Harness, second: ReturnType<typeof noCapacity>): Promise<void> {
+    h.executor.script(stage(1), noCapacity(), second);
+    await h.engine.dispatchStage(stage(1), {});
+    h.executor.script(stage(3), noCapacity({ resource: 'gpu' }));
+    await h.engine.dispatchStage(stage(3), {});
+    const deferred: unknown[] = [];
+    h.engine.on('deferred', (e) => deferred.push(e));
+    const worker = h.engine.createWorker();
+    try {
+      const [first] = await h.engine.listDeferred(['book-e', 'sc-1']);
+      await (await h.engine.queue.getJob(first!.wakeUpJobId))!.promote();
+      await waitFor(() => deferred.length === 1, 'the deferral naming gpu');
+    } finally {
+      await worker.close();
+    }
+    h.executor.script(stage(2), noCapacity());
+    await h.engine.dispatchStage(stage(2), {});
+  }
+
+  it('waits in that resource’s line only: a plain wakeDeferred wakes a stage of its kind that can run', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await moved(h, noCapacity({ resource: 'gpu' }));
+    expect((await h.engine.wakeDeferred({ limit: 1 })).woken).toEqual([stage(2)]);
+    // its chain keeps its start: older than stage 3's, it wakes first
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken).toEqual([stage(1)]);
+  });
+
+  it('with a hint, waits in no line: a plain wakeDeferred leaves it asleep', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    await moved(h, noCapacity({ resource: 'gpu', retryAfterMs: 60_000 }));
+    expect((await h.engine.wakeDeferred({ limit: 5 })).woken).toEqual([stage(2)]);
+  });
+});
