@@ -594,8 +594,12 @@ export class Dispatcher<P> {
   private lineWake(raw: ExecutorResult<string>): number | string {
     const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
     if (left > 0) return this.opts.lineOrder === 'roundRobin' ? `r${left}` : left;
-    const { windows } = this.opts;
-    return `c${Math.round(1000 * windows.capacitySeconds)}:${1000 * windows.capacityMaxSeconds}`;
+    return this.closeFor(Math.round(1000 * this.opts.windows.capacitySeconds));
+  }
+
+  /** A release's order to close the resource's gate for `windowMs` (kept until every stage parked behind it came due once). */
+  private closeFor(windowMs: number): string {
+    return `c${windowMs}:${1000 * this.opts.windows.capacityMaxSeconds}`;
   }
 
   /** A success opened (or closed) its resource's gate and woke stages of its line: they run now. */
@@ -634,11 +638,21 @@ export class Dispatcher<P> {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
       // failure (capacity: the job's failure holds the stage, as any real failure does).
       const result = { dispatched: false, reason, retryable: false, result: raw };
-      const released = await store.release(sid, own, token, cls === 'idempotent' ? 'end' : 'plain', job?.run);
+      // a capacity answer closes its resource's gate for its window all the same (a probe's lease
+      // would otherwise lapse after lockMs, and the next dispatch probe again)
+      const windowMs = gate?.mode === 'close' ? windowFor(opts.windows, cls, deferrals, raw.retryAfterMs) : 0;
+      const closes =
+        gate?.mode === 'close' ? { resource: encodeResource(gate.resource), wake: this.closeFor(windowMs) } : undefined;
+      const mode = cls === 'idempotent' ? 'end' : 'plain';
+      const released = await store.release(sid, own, token, mode, job?.run, closes);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };
       await this.removeRevoked(released.revoked, job);
+      if (released.line?.closed && gate) {
+        const until = store.redisNow() + windowMs;
+        this.events.emit('gateClosed', { resource: gate.resource, until, ref, reason });
+      }
       // a cancel that came first wins over the bound, as over any outcome
       if (released.cancelled) return { ...base, kind: 'cancelled', result: { ...result, cancelled: true } };
       const outcome = cls === 'idempotent' ? 'completed' : 'failed';

@@ -330,7 +330,8 @@ local function release(L, sid, own, token, mode, run, res, wake)
     end
     return {cancelled, unpack(old)}
   end
-  if mode ~= '1' then return {cancelled} end
+  -- (a capacity bound's release closes the gate as its answer would: 'c', and says so)
+  if mode ~= '1' then return {cancelled, unpack(woke)} end
   local members = licences(IDX, sid)
   local revoked, n = revoke(IDX, BASE, sid, members, own)
   -- the chain ended: the stage leaves the wait index, also when no licence was left to revoke

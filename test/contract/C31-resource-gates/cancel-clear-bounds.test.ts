@@ -103,3 +103,33 @@ describe('C31: a gated chain that failed for good', () => {
     }
   });
 });
+
+describe('C31: a probe whose capacity answer reaches the capacity bound', () => {
+  it('still closes the gate for the answer’s window: the next dispatch, after the probe’s lease, is gated', async () => {
+    const h = harness({
+      resourceOf: () => 'gpu',
+      lockMs: 1000,
+      windows: { capacitySeconds: 60, jitter: 0 },
+      limits: { maxCapacityDeferrals: 1, maxIdempotentDeferrals: 3 },
+    });
+    const gate = `${h.prefix}:${h.queueName}:sd:gate:gpu`;
+    const redisNow = async () => {
+      const [s, us] = await h.redis.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    // stage 0 closes the gate for 300 ms (its hint), its one capacity deferral
+    h.executor.script(stage(0), noCapacity({ retryAfterMs: 300 }), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await waitFor(async () => Number(await h.redis.get(gate)) <= (await redisNow()), 'the window to end');
+    // its next dispatch probes: no capacity, and past its bound
+    const probedAt = await redisNow();
+    const closed: unknown[] = [];
+    h.engine.on('gateClosed', (e) => closed.push(e));
+    expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ reason: 'no_capacity', limitReached: true });
+    expect(closed).toEqual([expect.objectContaining({ resource: 'gpu', ref: stage(0), reason: 'no_capacity' })]);
+    // the probe's lease (lockMs) is over; the answer's window (60 s) is not
+    await waitFor(async () => (await redisNow()) > probedAt + 1000, 'the lease to end');
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ reason: 'gate_closed' });
+    expect(h.executor.callsFor(stage(1))).toBe(0);
+  });
+});
