@@ -18,7 +18,8 @@
            job's run ('<timestamp>:<stalled count>', '' for none; see handedOn), the stage's
            resource (encoded, '' for none), and for a success of a stage with a resource how many
            stages of its line to wake ('' for none; 'r<count>' round robin across books;
-           'c<window ms>:<kept ms>' for a success that saw no slot left: the gate closes)
+           'c<window ms>:<kept ms>' for a success that saw no slot left, or a capacity answer
+           past the capacity bound: the gate closes)
 
     Returns one reply per operation (see `begin` and `release`), then Redis' time in ms.
 ]]
