@@ -8,7 +8,7 @@ import { dispatchJobData, FRESH_CHAIN, jobIdOfLicence, parseLicence, wakeUpJobId
 import type { ResolvedOptions } from './options';
 import { parseStageId } from './stage-ref';
 import { capacityAnswer, OutcomeTable } from './outcomes';
-import { capacityCount, checkResource, encodeResource } from './resource';
+import { capacityCount, checkResource, encodeResource, MAX_WAKE } from './resource';
 import { settlesWithin } from './store/within';
 import { windowFor } from './windows';
 import type { DispatchContext, DispatchResult, ExecutorResult, OutcomeClass, StageRef } from './types';
@@ -592,7 +592,7 @@ export class Dispatcher<P> {
    * capacity answer's, until every stage parked behind it came due once).
    */
   private lineWake(raw: ExecutorResult<string>): number | string {
-    const left = capacityCount.safeParse(raw.capacityLeft).success ? raw.capacityLeft! : SLOW_START;
+    const left = capacityCount.safeParse(raw.capacityLeft).success ? Math.min(raw.capacityLeft!, MAX_WAKE) : SLOW_START;
     if (left > 0) return this.opts.lineOrder === 'roundRobin' ? `r${left}` : left;
     return this.closeFor(Math.round(1000 * this.opts.windows.capacitySeconds));
   }

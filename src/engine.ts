@@ -14,7 +14,7 @@ import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { closeOrDrop, quitOrDrop } from './store/client';
 import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
-import { checkResource, encodeResource } from './resource';
+import { checkResource, encodeResource, MAX_WAKE } from './resource';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
 
 export interface CancelResult {
@@ -180,8 +180,8 @@ export function createDispatchEngine<P = unknown, const R extends string = never
         'Expected `wakeDeferred` to get `resource` alone (with `limit`): a line is not filtered',
       );
     }
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..10000, got ${String(limit)}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_WAKE) {
+      throw new InvalidOptionsError(`Expected \`limit\` to be an integer 1..${MAX_WAKE}, got ${String(limit)}`);
     }
     const prefix = scope === undefined ? '' : scopePrefix(scope);
     // a resource's line is the wait index '@<resource>' (see docs/design.md, "Resource gates")

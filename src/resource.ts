@@ -25,6 +25,12 @@ function encodes(name: string): boolean {
   }
 }
 
+/**
+ * The most stages one wake ends: a `wakeDeferred`'s `limit`, and a success's `capacityLeft`
+ * (a larger count wakes this many; the successes they bring wake more). One script's work stays bounded.
+ */
+export const MAX_WAKE = 10_000;
+
 /** A count of free slots a dispatched answer saw (`capacityLeft`). */
 export const capacityCount = z
   .number('a number')

@@ -290,6 +290,11 @@ local function supersedeRecords(sid, own, members)
     end
   end
 end
+-- a reply of 'x' then the list (a list of any length: unpack has a bound, a line's wake may not)
+local function prepend(x, list)
+  table.insert(list, 1, x)
+  return list
+end
 
 local function release(L, sid, own, token, mode, run, res, wake)
   local l = redis.call('GET', L)
@@ -319,7 +324,7 @@ local function release(L, sid, own, token, mode, run, res, wake)
     end
   end
   if res ~= '' and mode == '1' then redis.call('ZREM', lineKey(BASE, res), sid) end
-  if mode == 'e' then return {cancelled, unpack(woke)} end
+  if mode == 'e' then return prepend(cancelled, woke) end
   if mode == 'h' and cancelled == 0 and own ~= '' then
     -- a job removed while it ran (by hand) takes nothing: no one would run it again
     if not redis.call('HGET', BASE .. own, 'timestamp') then return {0} end
@@ -332,7 +337,7 @@ local function release(L, sid, own, token, mode, run, res, wake)
     return {cancelled, unpack(old)}
   end
   -- (a capacity bound's release closes the gate as its answer would: 'c', and says so)
-  if mode ~= '1' then return {cancelled, unpack(woke)} end
+  if mode ~= '1' then return prepend(cancelled, woke) end
   local members = licences(IDX, sid)
   local revoked, n = revoke(IDX, BASE, sid, members, own)
   -- the chain ended: the stage leaves the wait index, also when no licence was left to revoke
@@ -347,7 +352,7 @@ local function release(L, sid, own, token, mode, run, res, wake)
   end
   supersedeRecords(sid, own, members)
   for _, w in ipairs(woke) do revoked[#revoked + 1] = w end
-  return {cancelled, unpack(revoked)}
+  return prepend(cancelled, revoked)
 end
 
 local out = {}
