@@ -368,7 +368,7 @@ export class Dispatcher<P> {
     if (this.closing) running.abort(new EngineClosedError());
     // the resource's gate is closed: a deferral at once, no executor, no rollback (unless the gate
     // opened before it was recorded: then the attempt goes on)
-    if (begun.gate === 'gated' && !this.closing) {
+    if (begun.gate === 'gated') {
       const parked = await this.park(running, payload, call, begun);
       if (parked) return parked;
     }
