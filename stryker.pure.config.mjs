@@ -15,9 +15,10 @@ const config = {
     config: {
       testMatch: [
         '**/test/contract/C5-outcomes/(outcome-classes|reasons-in-your-words|not-sent-counts|answer-helpers).test.ts',
-        '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors).test.ts',
+        '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors|internal-licence-encoding).test.ts',
         '**/test/contract/C19-producer-contract/(job-options|job-data-schema).test.ts',
         '**/test/contract/C23-observability/error-codes.test.ts',
+        '**/test/contract/C31-resource-gates/(bad-input|named-by-answer).test.ts',
       ],
     },
   },
