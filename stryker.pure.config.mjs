@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The quick part of the mutation gate: the pure files (outcomes, stage ids,
- * job ids and data) against their own suites only. 14 min from nothing, seconds
- * incrementally. `npm run test:mutation:pure`; see docs/testing.md.
+ * job ids and data) against their own suites only. Over an hour from nothing (149 of 567
+ * mutants in 20 min: a mutant that refuses every job holds a Worker suite until its timeout),
+ * seconds incrementally. `npm run test:mutation:pure`; see docs/testing.md.
  */
 import base from './stryker.config.mjs';
 
