@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The quick part of the mutation gate: the pure files (outcomes, stage ids,
- * job ids and data) against their own suites only. 14 min from nothing, seconds
- * incrementally. `npm run test:mutation:pure`; see docs/testing.md.
+ * job ids and data) against their own suites only. Over an hour from nothing (149 of 567
+ * mutants in 20 min: a mutant that refuses every job holds a Worker suite until its timeout),
+ * seconds incrementally. `npm run test:mutation:pure`; see docs/testing.md.
  */
 import base from './stryker.config.mjs';
 
@@ -15,9 +16,10 @@ const config = {
     config: {
       testMatch: [
         '**/test/contract/C5-outcomes/(outcome-classes|reasons-in-your-words|not-sent-counts|answer-helpers).test.ts',
-        '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors).test.ts',
+        '**/test/contract/C20-stage-ids/(stage-ref|bounds|job-ids|vectors|internal-licence-encoding).test.ts',
         '**/test/contract/C19-producer-contract/(job-options|job-data-schema).test.ts',
         '**/test/contract/C23-observability/error-codes.test.ts',
+        '**/test/contract/C31-resource-gates/(bad-input|named-by-answer).test.ts',
       ],
     },
   },

@@ -65,6 +65,7 @@ const isSegment = (v: unknown) => typeof v === 'string' && v.length > 0;
 
 /** The rules of `dispatchJobDataSchema`, by hand: true when zod would accept `data` (its unknown keys aside). */
 function isJobData(data: unknown): data is DispatchJobData {
+  // Stryker disable next-line ConditionalExpression: equivalent: job data is parsed JSON (BullMQ reads none as {}), never undefined, and a string, number or boolean has no `v`
   if (typeof data !== 'object' || data === null) return false;
   const d = data as Record<string, unknown>;
   if (d.v !== JOB_DATA_VERSION || !isSegment(d.stage) || !Array.isArray(d.scope)) return false;
@@ -108,8 +109,10 @@ export function parseJobData(data: unknown, jobId: string | undefined): Dispatch
     throw new UnsupportedJobVersionError(v as number, jobId);
   }
   const parsed = dispatchJobDataSchema.safeParse(data);
+  // Stryker disable next-line ConditionalExpression: equivalent: isJobData accepts all that zod accepts, so zod never succeeds here
   if (!parsed.success) {
     // a job added with a plain queue.add: say how a dispatch job is added, before what is wrong with it
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent: job data is parsed JSON: null, a string, a number or a boolean has no `v`, so `v === undefined` alone decides
     const plain = typeof data !== 'object' || data === null || v === undefined;
     const how = plain
       ? 'it was not added by the dispatch contract: add dispatch jobs with `engine.enqueue(ref, payload)` ' +
@@ -307,6 +310,7 @@ export function jobIdOfLicence(licence: string): string {
 
 /** Whether `jobId` is a wake-up the engine added for stage `sid` (not a job re-added by hand). */
 export function isWakeUpId(sid: string, jobId: string): boolean {
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent: `jobId[sid.length] === '@'` already needs jobId longer than sid
   return jobId.length > sid.length && jobId[sid.length] === '@' && jobId.startsWith(sid) && WAKE_UP_SUFFIX.test(jobId);
 }
 

@@ -49,9 +49,11 @@ describe('C19: the JSON Schema of the dispatch job data', () => {
     for (const v of [0, '2', 1.5]) {
       expect(() => parseJobData({ ...data, v }, 'j')).toThrow(/^Malformed dispatch job j: Expected `v`/);
     }
-    // no `v` at all: a job of a plain queue.add, told how a dispatch job is added
-    expect(() => parseJobData({ ...data, v: undefined }, 'j')).toThrow(
-      /^Malformed dispatch job j: it was not added by the dispatch contract: add dispatch jobs with `engine.enqueue\(ref, payload\)`.*Expected `v`/,
-    );
+    // no `v` at all (or no object, null too): a job of a plain queue.add, told how a dispatch job is added
+    for (const plain of [{ ...data, v: undefined }, null, 'render book-1'])
+      expect(() => parseJobData(plain, 'j')).toThrow(
+        'Malformed dispatch job j: it was not added by the dispatch contract: add dispatch jobs with ' +
+          '`engine.enqueue(ref, payload)` (or, from another language, as docs/producers.md says); Expected',
+      );
   });
 });

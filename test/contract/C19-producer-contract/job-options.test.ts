@@ -41,6 +41,8 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
       { id: ready, deduplicationId: sid, opts: {} }, // BullMQ 6 keeps the id on the job
       job(wake, {}, { reason: 'no_worker_available' }),
       job(wake, {}, { class: 'capacity' }),
+      // a flow's child with the stage's deduplication id (where BullMQ allows one on a leaf): a cancel or an enqueue finds it
+      { ...job(ready), parentKey: 'bull:render:1' },
     ];
     for (const j of ok) expect({ j, refused: refusal(j)?.message }).toEqual({ j, refused: undefined });
   });
@@ -56,6 +58,16 @@ describe('C19: checkJobOptions, the producer contract on a job', () => {
       'an id added by hand (no `@`)',
       job('any-id-added-by-hand', { deduplication: undefined }),
       /was not added as a dispatch job: .* retry it/,
+    ],
+    [
+      "a job scheduler's tick",
+      job('repeat:tick-image:1767225600000'),
+      /is a job scheduler's tick, no dispatch job: schedule a job on a queue of your own whose processor calls `engine\.enqueue\(ref, payload\)` \(docs/,
+    ],
+    [
+      "a flow's child (no deduplication)",
+      { ...job(ready, { deduplication: undefined }), parentKey: 'bull:render:1' },
+      /is a flow's child, which BullMQ cannot deduplicate, so a cancel or an enqueue could not find it while it waits: enqueue the stage from the parent's processor, or follow the engine's `dispatched` event \(docs/,
     ],
     ['an id of another suffix', job(`${sid}@x.anything`, { deduplication: undefined }), /has no dispatch job id/],
     ['an id that starts with `@`', job('@r.1'), /names stage id "", but/],
@@ -141,6 +153,7 @@ describe('C19: parseJobData takes well-formed data as it is', () => {
       dispatchJobData(ref, null, 'build-7'),
       dispatchJobData(ref, 1, undefined, { reason: 'no_worker_available', class: 'capacity', deferrals: 2 }),
       dispatchJobData(ref, 'x', undefined, { reason: 'already_completed', class: 'idempotent', deferrals: 1 }),
+      dispatchJobData(ref, 2, undefined, { reason: 'gate_closed', class: 'capacity', deferrals: 1, resource: 'gpu' }),
       { ...base, wakeUp: true, until: '2030-01-01T00:00:00.000Z' }, // what versions before 0.2 wrote
       { ...base, scope: ['1', '2', '3', '4', '5', '6', '7', '8'] }, // the most segments a scope may have
       { ...base, scope: ['book-1'] }, // the fewest

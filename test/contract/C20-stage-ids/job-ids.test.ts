@@ -175,3 +175,19 @@ describe('C20: stages whose ids extend one another get distinct keys and job ids
     expect(await h.engine.queue.getJobState(eb.jobId!)).toBe('waiting');
   });
 });
+
+describe('C20: a stage id may hold `!` (percent-encoding keeps it; a cleared licence ends in one)', () => {
+  it('such a stage deferred is listed with its wake-up, and its cancel removes that wake-up', async () => {
+    const h = harness({ windows: { capacitySeconds: 60, jitter: 0 } });
+    const bang: StageRef = { scope: ['book!1'], stage: 'image!' };
+    expect(stageId(bang)).toBe('book!1/image!');
+    h.executor.script(bang, notSent('no_worker_available'));
+    await h.engine.dispatchStage(bang, {});
+    const listed = await h.engine.listDeferred(['book!1']);
+    expect(listed.map((d) => d.ref)).toEqual([bang]);
+    const wakeUp = listed[0]!.wakeUpJobId;
+    expect(await h.engine.queue.getJobState(wakeUp)).toBe('delayed');
+    expect(await h.engine.cancelStage(bang)).toMatchObject({ hadDeferral: true, removedJobs: 1 });
+    expect(await h.engine.queue.getJob(wakeUp)).toBeUndefined();
+  });
+});

@@ -1,5 +1,6 @@
 import { CapacityError, dispatched, InvalidResourceError, noCapacity, type StageRef } from '../../../src';
 import { harness, snapshot } from '../../helpers/engine';
+import { thrown } from '../../helpers/thrown';
 
 const a: StageRef = { scope: ['book-b', 'sc-1'], stage: 'image' };
 
@@ -13,11 +14,17 @@ describe('C31: bad resource input is a typed error before anything is written', 
     expect(await snapshot(h.redis, h.prefix)).toEqual(before);
   });
 
-  it('the answer builders refuse an empty resource and a capacityLeft that is not a count', () => {
-    expect(() => noCapacity({ resource: '' })).toThrow(InvalidResourceError);
-    expect(() => new CapacityError({ resource: '' })).toThrow(InvalidResourceError);
+  it('the answer builders refuse an empty resource and a capacityLeft that is not a count, naming the builder', () => {
+    expect(thrown(() => noCapacity({ resource: '' }), InvalidResourceError)?.message).toMatch(
+      /^noCapacity: expected `resource` /,
+    );
+    expect(thrown(() => new CapacityError({ resource: '' }), InvalidResourceError)?.message).toMatch(
+      /^CapacityError: expected `resource` /,
+    );
     for (const n of [-1, 1.5, Number.NaN])
-      expect(() => dispatched(1, { capacityLeft: n })).toThrow(InvalidResourceError);
+      expect(thrown(() => dispatched(1, { capacityLeft: n }), InvalidResourceError)?.message).toMatch(
+        /^dispatched: expected `capacityLeft` /,
+      );
     expect(dispatched(1, { capacityLeft: 0 })).toEqual({ dispatched: true, jobs: 1, reason: null, capacityLeft: 0 });
   });
 

@@ -1,4 +1,4 @@
-import { noCapacity, type StageRef } from '../../../src';
+import { CapacityError, noCapacity, type StageRef } from '../../../src';
 import { harness, type Harness } from '../../helpers/engine';
 
 /**
@@ -27,6 +27,16 @@ describe('C31: a capacity answer naming a resource the stage was not known to ne
       stageWaits: true,
       gateClosed: true,
     });
+  });
+
+  it('a thrown CapacityError naming a resource closes that gate, and the stage waits in its line', async () => {
+    const h = harness();
+    const closed: unknown[] = [];
+    h.engine.on('gateClosed', (e) => closed.push(e));
+    h.executor.script(stage, new CapacityError({ resource: 'gpu' }));
+    expect(await h.engine.dispatchStage(stage, {})).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+    expect(closed).toEqual([expect.objectContaining({ resource: 'gpu', ref: stage })]);
+    expect((await h.engine.listDeferred(['book-n'])).map((d) => d.resource)).toEqual(['gpu']);
   });
 });
 

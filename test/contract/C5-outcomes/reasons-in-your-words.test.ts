@@ -118,6 +118,24 @@ describe('C5: reasons in the executor’s own words', () => {
     expect(await h.engine.isStageDeferred(video)).toBe(true);
   });
 
+  it('a copy of CapacityError whose reason is no string defers as no_capacity', async () => {
+    const h = harness();
+    h.executor.script(image, async () => {
+      throw Object.assign(new Error('no capacity'), { name: 'CapacityError', reason: 42 });
+    });
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+    expect(await h.engine.isStageDeferred(image)).toBe(true);
+  });
+
+  it('the CapacityError class itself thrown (no instance) is no capacity answer: the call rethrows it', async () => {
+    const h = harness();
+    h.executor.script(image, async () => {
+      throw CapacityError;
+    });
+    await expect(h.engine.dispatchStage(image, {})).rejects.toBe(CapacityError);
+    expect(await h.engine.isStageDeferred(image)).toBe(false);
+  });
+
   it('{ dispatched: true } alone (no jobs, no reason) is a plain dispatch: no resultInvalid', async () => {
     const h = harness();
     const invalid: unknown[] = [];
