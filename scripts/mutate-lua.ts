@@ -89,6 +89,17 @@ const WAKE_DEFERRED = [
   'test/contract/C8-wake-deferred/wake-deferred.test.ts',
   'test/contract/C4-windows/adaptive-and-hints.test.ts',
 ];
+/** The resource gates and lines (C31): a resource's gate, its line, its wakes. */
+const GATES = [
+  'test/contract/C31-resource-gates/gated-dispatch.test.ts',
+  'test/contract/C31-resource-gates/gate-edges.test.ts',
+  'test/contract/C31-resource-gates/line-order.test.ts',
+  'test/contract/C27-costs/resource-lines.test.ts',
+  'test/contract/C31-resource-gates/cancel-clear-bounds.test.ts',
+  'test/contract/C31-resource-gates/probe-races.test.ts',
+  'test/contract/C31-resource-gates/named-by-answer.test.ts',
+  'test/contract/C31-resource-gates/bad-input.test.ts',
+];
 /**
  * The scripts called directly with their KEYS and ARGV (all but the probe and the permission check):
  * the quickest suite to fail, so it runs first.
@@ -146,7 +157,7 @@ const CORE = [
  * out.
  */
 const OWN: Record<string, string[]> = {
-  WAKE: WAKE_DEFERRED,
+  WAKE: [...GATES, ...WAKE_DEFERRED],
   PERMISSIONS: ['test/contract/C25-start-up/permissions.test.ts', 'test/contract/C25-start-up/acl.test.ts'],
   EXTEND: [
     'test/contract/C12-one-in-flight/lock-renewal.test.ts',
@@ -154,6 +165,7 @@ const OWN: Record<string, string[]> = {
     'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
   DEFER: [
+    ...GATES,
     'test/contract/C8-wake-deferred/wake-skips-hinted.test.ts',
     ...DISPATCH_EDGES,
     ...WAKE_DEFERRED,
@@ -161,8 +173,8 @@ const OWN: Record<string, string[]> = {
     'test/reliability/replay.test.ts',
     'test/contract/C12-one-in-flight/job-lock.test.ts',
   ],
-  CANCEL: [...WAKE_DEFERRED, ...DISPATCH_EDGES, 'test/contract/C27-costs/failed-records.test.ts'],
-  CLEAR: [...WAKE_DEFERRED],
+  CANCEL: [...GATES, ...WAKE_DEFERRED, ...DISPATCH_EDGES, 'test/contract/C27-costs/failed-records.test.ts'],
+  CLEAR: [...GATES, ...WAKE_DEFERRED],
   REPLACE: ['test/contract/C18-enqueue/replace-payload.test.ts', 'test/contract/C18-enqueue/replace-guards.test.ts'],
   FAIL: [
     ...PROCESSOR,
@@ -172,6 +184,7 @@ const OWN: Record<string, string[]> = {
   ],
   // the shared helpers (liveLock, the tied lock's rules) and the hot path reach every suite above
   HELPERS: [
+    ...GATES,
     'test/contract/C12-one-in-flight/job-lock.test.ts',
     ...DISPATCH_EDGES,
     ...PROCESSOR,
@@ -180,6 +193,7 @@ const OWN: Record<string, string[]> = {
   ],
   BATCH: [
     'test/contract/C13-fencing/batch-fence.test.ts',
+    ...GATES,
     'test/contract/C17-promote-remove/removed-wake-up-producer-job.test.ts',
     'test/contract/C16-retry-by-hand/producer-job-fails-for-good.test.ts',
     'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',

@@ -48,6 +48,19 @@ describe('C27: a resource line holds only stages that wait in it', () => {
     await waitFor(async () => (await h.redis.exists(lineKey(h, 'gpu-a'))) === 0, 'the old line to lapse', 5_000);
   });
 
+  it('C27: a stage sent after its wake leaves its line at once, the others stay', async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    expect(await h.redis.zrange(lineKey(h, 'gpu'), '0', '-1')).toEqual(['book-l/sc-0/image', 'book-l/sc-1/image']);
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken).toEqual([stage(0)]);
+    // woken, stage 0 keeps its place until it is sent; sent, its chain ended: it leaves the line
+    expect(await h.redis.zrange(lineKey(h, 'gpu'), '0', '-1')).toEqual(['book-l/sc-0/image', 'book-l/sc-1/image']);
+    expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ dispatched: true });
+    expect(await h.redis.zrange(lineKey(h, 'gpu'), '0', '-1')).toEqual(['book-l/sc-1/image']);
+  });
+
   it('C27: a wake of a resource with nothing in its line leaves only keys that expire', async () => {
     const h = harness({ resourceOf: () => undefined });
     for (let i = 0; i < 20; i++) expect((await h.engine.wakeDeferred({ resource: `tenant-${i}` })).woken).toEqual([]);

@@ -178,6 +178,21 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect(h.executor.calls).toHaveLength(1);
   });
 
+  it('a success that saw no slot left while another answer keeps the gate closed reports no closing of its own', async () => {
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
+    const closed: { ref: StageRef; reason: string }[] = [];
+    h.engine.on('gateClosed', (e) => closed.push(e));
+    h.executor.script(stage(2), noCapacity());
+    // stage 1 is in flight (begun with the gate open) when stage 2's answer closes the gate
+    h.executor.script(stage(1), async () => {
+      await h.engine.dispatchStage(stage(2), {});
+      return dispatched(1, { capacityLeft: 0 });
+    });
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ dispatched: true });
+    expect(closed.map((e) => [e.ref, e.reason])).toEqual([[stage(2), 'no_capacity']]);
+    expect(await h.engine.dispatchStage(stage(3), {})).toMatchObject({ reason: 'gate_closed' });
+  });
+
   it('`wakeDeferred({ resource, limit })` opens the gate and wakes the oldest of its line, no probe needed', async () => {
     const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
     h.executor.script(stage(0), noCapacity());
