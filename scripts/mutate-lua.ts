@@ -87,6 +87,7 @@ const ENGINE_EDGES = [
 ];
 const WAKE_DEFERRED = [
   'test/contract/C8-wake-deferred/wake-deferred.test.ts',
+  'test/contract/C8-wake-deferred/wait-index.test.ts',
   'test/contract/C4-windows/adaptive-and-hints.test.ts',
 ];
 /** The resource gates and lines (C31): a resource's gate, its line, its wakes. */
@@ -94,11 +95,26 @@ const GATES = [
   'test/contract/C31-resource-gates/gated-dispatch.test.ts',
   'test/contract/C31-resource-gates/gate-edges.test.ts',
   'test/contract/C31-resource-gates/line-order.test.ts',
+  'test/contract/C31-resource-gates/line-past-ended-chains.test.ts',
   'test/contract/C27-costs/resource-lines.test.ts',
   'test/contract/C31-resource-gates/cancel-clear-bounds.test.ts',
   'test/contract/C31-resource-gates/probe-races.test.ts',
   'test/contract/C31-resource-gates/named-by-answer.test.ts',
   'test/contract/C31-resource-gates/bad-input.test.ts',
+];
+/** Failed-job records and licences at a chain's end, a retry by hand, a redelivery. */
+const RECORDS = [
+  'test/contract/C16-retry-by-hand/success-beside-failed-record.test.ts',
+  'test/contract/C16-retry-by-hand/retry-all-failed.test.ts',
+  'test/contract/C16-retry-by-hand/superseded-retry.test.ts',
+  'test/contract/C16-retry-by-hand/retry-while-success-runs.test.ts',
+  'test/contract/C16-retry-by-hand/unattached-retry-after-chain-end.test.ts',
+  'test/contract/C14-crash-recovery/record-beside-licence.test.ts',
+  'test/contract/C14-crash-recovery/own-worker-stalled.test.ts',
+  'test/contract/C14-crash-recovery/handed-on-retry.test.ts',
+  'test/contract/C27-costs/kept-licence-holder.test.ts',
+  'test/contract/C6-sent-stays-sent/release-reply-lost.test.ts',
+  'test/contract/C27-costs/chain-end-records.test.ts',
 ];
 /**
  * The scripts called directly with their KEYS and ARGV (all but the probe and the permission check):
@@ -177,6 +193,7 @@ const OWN: Record<string, string[]> = {
   CLEAR: [...GATES, ...WAKE_DEFERRED],
   REPLACE: ['test/contract/C18-enqueue/replace-payload.test.ts', 'test/contract/C18-enqueue/replace-guards.test.ts'],
   FAIL: [
+    ...RECORDS,
     ...PROCESSOR,
     'test/contract/C27-costs/failed-records.test.ts',
     ...ENGINE_EDGES,
@@ -194,6 +211,7 @@ const OWN: Record<string, string[]> = {
   BATCH: [
     'test/contract/C13-fencing/batch-fence.test.ts',
     ...GATES,
+    ...RECORDS,
     'test/contract/C17-promote-remove/removed-wake-up-producer-job.test.ts',
     'test/contract/C16-retry-by-hand/producer-job-fails-for-good.test.ts',
     'test/contract/C12-one-in-flight/kept-job-frozen.test.ts',

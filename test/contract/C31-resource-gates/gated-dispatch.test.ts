@@ -63,6 +63,34 @@ describe('C31: while a resource gate is closed', () => {
     expect(h.executor.callsFor(stage(2))).toBe(0);
   });
 
+  it('the answer that closes the gate defers its stage for the full window when nothing woke the line', async () => {
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(1), noCapacity());
+    const before = await redisNow(h);
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ dispatched: false, reason: 'no_capacity' });
+    const [d] = await h.engine.listDeferred(['book-g']);
+    expect(d!.until - before).toBeGreaterThan(50_000);
+    expect(Number(await h.redis.get(gateKey(h))) - before).toBeGreaterThan(50_000);
+  });
+
+  it.each([
+    ['a capacity answer', noCapacity(), { dispatched: false, reason: 'no_capacity' }],
+    ['a success that saw no slot left', dispatched(1, { capacityLeft: 0 }), { dispatched: true }],
+  ])('%s while another answer keeps the gate closed reports no closing of its own', async (_, answer, result) => {
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
+    const closed: { ref: StageRef; reason: string }[] = [];
+    h.engine.on('gateClosed', (e) => closed.push(e));
+    h.executor.script(stage(2), noCapacity());
+    // stage 1 is in flight (begun with the gate open) when stage 2's answer closes the gate
+    h.executor.script(stage(1), async () => {
+      await h.engine.dispatchStage(stage(2), {});
+      return answer;
+    });
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject(result);
+    expect(closed.map((e) => [e.ref, e.reason])).toEqual([[stage(2), 'no_capacity']]);
+    expect(await h.engine.dispatchStage(stage(3), {})).toMatchObject({ reason: 'gate_closed' });
+  });
+
   it('a stage with no resource reads no gate: it is dispatched as before, and no gate key is written', async () => {
     const h = harness({ resourceOf: () => undefined });
     h.executor.script(stage(1), notSent('no_worker_available'));
@@ -167,6 +195,18 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect(h.executor.calls.filter((c) => c.result === SENT)).toHaveLength(2);
   });
 
+  it('a success of a stage woken from the line (its chain ends) wakes the next of the line', async () => {
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 1 })).woken).toEqual([stage(0)]);
+    const woken: StageRef[] = [];
+    h.engine.on('woken', (e) => woken.push(e.ref));
+    expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ dispatched: true });
+    expect(woken).toEqual([stage(1)]);
+  });
+
   it('a success that saw no slot left (`capacityLeft: 0`) closes the gate and wakes nothing', async () => {
     const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
     const closed: unknown[] = [];
@@ -176,21 +216,6 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect(closed).toEqual([expect.objectContaining({ resource: 'gpu', ref: stage(1) })]);
     expect(await h.engine.dispatchStage(stage(2), {})).toMatchObject({ reason: 'gate_closed' });
     expect(h.executor.calls).toHaveLength(1);
-  });
-
-  it('a success that saw no slot left while another answer keeps the gate closed reports no closing of its own', async () => {
-    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
-    const closed: { ref: StageRef; reason: string }[] = [];
-    h.engine.on('gateClosed', (e) => closed.push(e));
-    h.executor.script(stage(2), noCapacity());
-    // stage 1 is in flight (begun with the gate open) when stage 2's answer closes the gate
-    h.executor.script(stage(1), async () => {
-      await h.engine.dispatchStage(stage(2), {});
-      return dispatched(1, { capacityLeft: 0 });
-    });
-    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ dispatched: true });
-    expect(closed.map((e) => [e.ref, e.reason])).toEqual([[stage(2), 'no_capacity']]);
-    expect(await h.engine.dispatchStage(stage(3), {})).toMatchObject({ reason: 'gate_closed' });
   });
 
   it('`wakeDeferred({ resource, limit })` opens the gate and wakes the oldest of its line, no probe needed', async () => {

@@ -29,6 +29,14 @@ describe('C31: lineOrder roundRobin wakes the line one book at a time', () => {
     expect(r.woken.map(short)).toEqual(['a/sc-1', 'b/sc-1', 'c/sc-1']);
   });
 
+  it('books wake in name order, not in the order their stages began waiting', async () => {
+    const h = harness({ ...opts, lineOrder: 'roundRobin' });
+    h.executor.script(stage('c', 1), noCapacity());
+    for (const book of ['c', 'a', 'b']) await h.engine.dispatchStage(stage(book, 1), {});
+    const r = await h.engine.wakeDeferred({ resource: 'gpu', limit: 3 });
+    expect(r.woken.map(short)).toEqual(['a/sc-1', 'b/sc-1', 'c/sc-1']);
+  });
+
   it('wakes of one take turns: each begins at the book after the one the last wake ended on', async () => {
     const h = harness({ ...opts, lineOrder: 'roundRobin' });
     await lineOf30x3x3(h);
