@@ -28,7 +28,7 @@ const config = {
         '**/test/contract/C23-observability/error-codes.test.ts',
         '**/test/contract/C31-resource-gates/(bad-input|named-by-answer).test.ts',
         // answer.ts, payload.ts, windows.ts (some on Redis: REDIS_URL)
-        '**/test/contract/C22-bad-input/(payload-checks|payload-shapes|payload-edges|hidden-payload-fields|proxy-payload|array-payload-prototype|lone-surrogate-payload|build-id-surrogate|executor-results).test.ts',
+        '**/test/contract/C22-bad-input/(payload-checks|payload-refusal-names|payload-shapes|payload-edges|hidden-payload-fields|proxy-payload|array-payload-prototype|lone-surrogate-payload|build-id-surrogate|executor-results).test.ts',
         '**/test/contract/C6-sent-stays-sent/(answer-return-value|flat-answer|answer-guard-escapes|answer-copy|answer-copy-frozen-intrinsics|describe-throws|sent-answer-getters).test.ts',
         '**/test/contract/C4-windows/(adaptive-and-hints|retry-after-infinity).test.ts',
       ],
