@@ -95,6 +95,8 @@ describe('C31: a gated chain that failed for good', () => {
       await waitFor(() => failed.length === 1, 'the bound');
       expect(failed).toEqual([expect.any(DeferralLimitError)]);
       expect(await h.engine.queue.getFailedCount()).toBe(1);
+      // (no worker from here: stage 0's wake-up, promoted by the wake, must not run and end its chain)
+      await worker.close();
       expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 5 })).woken).toEqual([stage(0)]);
       // its chain ended: nothing of it waits in the line (the line lives on while deferrals join it)
       expect(await h.redis.zrange(line, '0', '-1')).toEqual(['book-c/sc-0/image']);
