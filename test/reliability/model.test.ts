@@ -862,9 +862,10 @@ class SkewedDeferral implements Cmd {
     const redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
     const pttl = Number(replies[1]);
     const due = Math.floor(Number(replies[2]) / 0x1000);
-    // due at the window's end on Redis' clock (less the few ms since the deferral), not the host's
+    // due at the window's end on Redis' clock (less the ms since the deferral), not the host's: the host's
+    // estimate of Redis' time is off by up to a round trip (long on a loaded machine), its clock by 3-9 s
     const early = WINDOW_MS - (due - redisNow);
-    expect({ skew: this.skewMs, dueIsUntil: due === res.until, earlyOk: early >= -2 && early < 1000 }).toEqual({
+    expect({ skew: this.skewMs, dueIsUntil: due === res.until, earlyOk: Math.abs(early) < 1000 }).toEqual({
       skew: this.skewMs,
       dueIsUntil: true,
       earlyOk: true,
