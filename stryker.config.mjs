@@ -119,6 +119,15 @@ export const gateSuites = [
   'contract/C27-costs/batch-one-call',
   'contract/C25-start-up/shared-client-scripts',
   'contract/C6-sent-stays-sent/release-reply-lost',
+  // resource gates: a closed gate, its line, the probe and the wake (51 tests, about 11 s together)
+  'contract/C31-resource-gates/gated-dispatch',
+  'contract/C31-resource-gates/probe-races',
+  'contract/C31-resource-gates/cancel-clear-bounds',
+  'contract/C31-resource-gates/line-order',
+  'contract/C31-resource-gates/gate-edges',
+  'contract/C31-resource-gates/named-by-answer',
+  'contract/C31-resource-gates/bad-input',
+  'contract/C31-resource-gates/line-past-ended-chains',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
