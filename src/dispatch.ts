@@ -633,6 +633,8 @@ export class Dispatcher<P> {
     // Stryker disable next-line StringLiteral: equivalent: for a direct call (no job) the release's and the deferral's scripts act on `own` only where a job of that id exists
     const own = job?.id ?? '';
     const deferrals = chain[cls] + 1;
+    // one window (its jitter drawn once); a gated stage never comes back before the gate's window ends (the probe's turn)
+    const windowMs = Math.max(gate?.atLeastMs ?? 0, windowFor(opts.windows, cls, deferrals, raw.retryAfterMs));
     const limit = cls === 'capacity' ? opts.limits.maxCapacityDeferrals : opts.limits.maxIdempotentDeferrals;
     if (deferrals > limit) {
       // Bounded: the chain ends here, as done (idempotent: its licence revoked) or as a terminal
@@ -640,7 +642,6 @@ export class Dispatcher<P> {
       const result = { dispatched: false, reason, retryable: false, result: raw };
       // a capacity answer closes its resource's gate for its window all the same (a probe's lease
       // would otherwise lapse after lockMs, and the next dispatch probe again)
-      const windowMs = gate?.mode === 'close' ? windowFor(opts.windows, cls, deferrals, raw.retryAfterMs) : 0;
       const closes =
         gate?.mode === 'close' ? { resource: encodeResource(gate.resource), wake: this.closeFor(windowMs) } : undefined;
       const mode = cls === 'idempotent' ? 'end' : 'plain';
@@ -671,8 +672,6 @@ export class Dispatcher<P> {
     // a downstream's hint stands even when capacity returned meanwhile (the stage never asks
     // before it), and wakeDeferred leaves such a deferral asleep
     const hinted = cls === 'capacity' && raw.retryAfterMs !== undefined;
-    // a gated stage never comes back before the gate's window ends (the probe's turn)
-    const windowMs = Math.max(gate?.atLeastMs ?? 0, windowFor(opts.windows, cls, deferrals, raw.retryAfterMs));
     /** Builds the wake-up for a window of `windowMs` and records it (with its marker and licence) in one MULTI. */
     const record = async (windowMs: number, wakeSeq: string) => {
       // The window is decided on Redis' clock: the wake-up's timestamp is Redis' time (as last

@@ -47,18 +47,35 @@ export function isolated(): { prefix: string; queueName: string } {
   return { prefix: onCluster ? `{t-${id}}` : `t-${id}`, queueName: `q-${id}` };
 }
 
+/**
+ * A suite that calls the engine's scripts directly: its client, and `B`, the key base of a queue
+ * (`<prefix>:q:`) no other test uses, fresh for each test; its keys are dropped after the test.
+ */
+export function scriptSuite(): { redis: IORedis; B: string } {
+  const redis = client();
+  const suite = { redis, B: '' };
+  let prefix = '';
+  beforeEach(() => {
+    prefix = isolated().prefix;
+    suite.B = `${prefix}:q:`;
+  });
+  afterEach(() => dropPrefix(redis, prefix));
+  afterAll(closeClients);
+  return suite;
+}
+
 /** The nodes to scan: the client itself, or every master of a Cluster. */
 function scanned(redis: IORedis): IORedis[] {
   return redis instanceof Cluster ? (redis as Cluster).nodes('master') : [redis];
 }
 
-/** Deletes every key under the prefix (tests only; the library never scans). */
 /** Closes workers and engines in order, then drops the test's keys. */
 export async function closeAll(redis: IORedis, prefix: string, ...all: { close(): Promise<unknown> }[]): Promise<void> {
   for (const c of all) await c.close();
   await dropPrefix(redis, prefix);
 }
 
+/** Deletes every key under the prefix (tests only; the library never scans). */
 export async function dropPrefix(redis: IORedis, prefix: string): Promise<void> {
   for (const key of await keysUnder(redis, prefix)) await redis.del(key);
 }

@@ -4,20 +4,19 @@
  * ones its header promises, and nothing else of the stage is kept.
  */
 import * as lua from '../../../src/lua/generated';
-import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
+import { scriptSuite } from '../../helpers/redis';
 
-const redis = client();
+const suite = scriptSuite();
+const { redis } = suite;
 const SID = 'book-1/image';
-let prefix: string;
-let B: string;
 const k = {
-  M: (sid = SID) => `${B}sd:deferred:${sid}`,
-  L: () => `${B}sd:inflight:${SID}`,
-  IDX: () => `${B}sd:licences`,
-  F: () => `${B}sd:fence`,
-  D: () => `${B}de:${SID}`,
-  WQ: () => `${B}sd:wq:image`,
-  J: (id: string) => B + id,
+  M: (sid = SID) => `${suite.B}sd:deferred:${sid}`,
+  L: () => `${suite.B}sd:inflight:${SID}`,
+  IDX: () => `${suite.B}sd:licences`,
+  F: () => `${suite.B}sd:fence`,
+  D: () => `${suite.B}de:${SID}`,
+  WQ: () => `${suite.B}sd:wq:image`,
+  J: (id: string) => suite.B + id,
 };
 const run = (script: string, keys: string[], args: (string | number)[]) =>
   redis.eval(script, keys.length, ...keys, ...args.map(String)) as Promise<unknown>;
@@ -29,13 +28,6 @@ const nowMs = async () => {
 /** Job hashes that exist, as BullMQ keeps them (the scripts only read `timestamp` and the engine's fields). */
 const jobs = (...ids: string[]) => Promise.all(ids.map((id) => redis.hset(k.J(id), 'timestamp', 1, 'data', '{}')));
 
-beforeEach(() => {
-  prefix = isolated().prefix;
-  B = `${prefix}:q:`;
-});
-afterEach(() => dropPrefix(redis, prefix));
-afterAll(closeClients);
-
 describe('C27: DEFER called directly', () => {
   it("records the deferral: marker, licence, wait index; revokes the old licence, drops the lock and the job's dedup key", async () => {
     const own = `${SID}@j1`;
@@ -46,17 +38,17 @@ describe('C27: DEFER called directly', () => {
     await redis.set(k.L(), `${own}\n7`, 'PX', 60_000);
     await redis.set(k.D(), own);
     const until = (await nowMs()) + 60_000;
-    const keys = [k.L(), k.M(), k.IDX(), `${B}log`, k.D(), k.J(own)];
-    const args = [SID, `${own}\n7`, wake, until, 'line', own, B, 'capacity', '1', '', '', '', 0];
+    const keys = [k.L(), k.M(), k.IDX(), `${suite.B}log`, k.D(), k.J(own)];
+    const args = [SID, `${own}\n7`, wake, until, 'line', own, suite.B, 'capacity', '1', '', '', '', 0];
     expect(await run(lua.DEFER, keys, args)).toEqual([1, 0, old]);
     expect(await redis.get(k.M())).toBe(wake);
     expect(await redis.pttl(k.M())).toBeGreaterThan(50_000);
     expect(await members()).toEqual([wake]);
     expect(await redis.zrange(k.WQ(), '0', '-1')).toEqual([SID]);
-    expect(await redis.smembers(`${B}sd:wqk`)).toEqual(['image']);
+    expect(await redis.smembers(`${suite.B}sd:wqk`)).toEqual(['image']);
     expect([await redis.exists(k.L()), await redis.exists(k.D())]).toEqual([0, 0]);
     expect([await redis.hget(k.J(own), 'sds'), await redis.hget(k.J(old), 'sds')]).toEqual(['1', '1']);
-    expect(await redis.lrange(`${B}log`, 0, -1)).toEqual(['line']);
+    expect(await redis.lrange(`${suite.B}log`, 0, -1)).toEqual(['line']);
     // the same transaction again (a resend) records nothing more
     expect(await run(lua.DEFER, keys, args)).toEqual([1, 0]);
   });
@@ -88,7 +80,7 @@ describe('C27: CANCEL called directly', () => {
     await redis.zadd(k.WQ(), 1, SID);
     await redis.set(k.L(), `${holder}\n5`, 'PX', 60_000);
     await redis.set(k.D(), pending);
-    const reply = await run(lua.CANCEL, [k.M(), k.L(), k.IDX(), k.D()], [SID, B]);
+    const reply = await run(lua.CANCEL, [k.M(), k.L(), k.IDX(), k.D()], [SID, suite.B]);
     expect(reply).toEqual([1, 1, pending, wake, `${failed}?`]);
     expect([await redis.exists(k.M()), await redis.exists(k.D()), await redis.exists(k.WQ())]).toEqual([0, 0, 0]);
     expect(await members()).toEqual([]);
@@ -105,7 +97,7 @@ describe('C27: CLEAR called directly', () => {
     await redis.set(k.M(other), `${other}@cap.1.0.0.2`, 'PX', 60_000);
     await redis.zadd(k.IDX(), 0, wake, 0, `${other}@cap.1.0.0.1`);
     await redis.zadd(k.WQ(), 1, SID, 2, other);
-    expect(await run(lua.CLEAR, [k.IDX()], [B, wake, `${other}@cap.1.0.0.1`])).toEqual([wake]);
+    expect(await run(lua.CLEAR, [k.IDX()], [suite.B, wake, `${other}@cap.1.0.0.1`])).toEqual([wake]);
     expect(await redis.exists(k.M())).toBe(0);
     expect(await redis.get(k.M(other))).toBe(`${other}@cap.1.0.0.2`);
     expect(await members()).toEqual([`${other}@cap.1.0.0.1`, `${wake}!`].sort());
@@ -121,9 +113,9 @@ describe('C27: FAIL called directly', () => {
     await redis.zadd(k.IDX(), 0, me);
     await redis.zadd(k.WQ(), 1, SID);
     const keys = [k.IDX(), k.J(me), `${k.J(me)}:lock`];
-    expect(await run(lua.FAIL, keys, [SID, me, B, 'not-mine', '1'])).toBe(2);
+    expect(await run(lua.FAIL, keys, [SID, me, suite.B, 'not-mine', '1'])).toBe(2);
     expect(await members()).toEqual([me]);
-    expect(await run(lua.FAIL, keys, [SID, me, B, 'tok', '1'])).toBe(1);
+    expect(await run(lua.FAIL, keys, [SID, me, suite.B, 'tok', '1'])).toBe(1);
     expect(await members()).toEqual([`${me}?`]);
     expect(await redis.exists(k.WQ())).toBe(0);
   });
@@ -139,12 +131,12 @@ describe('C27: WAKE called directly', () => {
     await redis.set(k.M(second), w2, 'PX', 60_000);
     await redis.zadd(k.IDX(), 0, w1, 0, w2);
     await redis.zadd(k.WQ(), 200, second, 100, SID);
-    await redis.sadd(`${B}sd:wqk`, 'image');
-    const reply = await run(lua.WAKE, [k.IDX(), `${B}sd:wqk`, k.WQ()], [B, 1, '', 'image']);
+    await redis.sadd(`${suite.B}sd:wqk`, 'image');
+    const reply = await run(lua.WAKE, [k.IDX(), `${suite.B}sd:wqk`, k.WQ()], [suite.B, 1, '', 'image']);
     expect(reply).toEqual([SID, w1]);
     expect([await redis.exists(k.M()), await redis.get(k.M(second))]).toEqual([0, w2]);
     expect(await members()).toEqual([w1, w2]);
-    expect(await redis.get(`${B}sd:wseq:image`)).toBe('1');
+    expect(await redis.get(`${suite.B}sd:wseq:image`)).toBe('1');
   });
 });
 
@@ -155,22 +147,22 @@ describe('C27: REPLACE called directly', () => {
     const next = JSON.stringify({ v: 1, scope: ['book-1'], stage: 'image', payload: 2 });
     await redis.set(k.M(), wake, 'PX', 60_000);
     await redis.hset(k.J(wake), 'data', data, 'timestamp', 1);
-    expect(await run(lua.REPLACE, [k.M()], [SID, B, '', '', ''])).toBe(data);
-    expect(await run(lua.REPLACE, [k.M()], [SID, B, '', data, next])).toBe(1);
+    expect(await run(lua.REPLACE, [k.M()], [SID, suite.B, '', '', ''])).toBe(data);
+    expect(await run(lua.REPLACE, [k.M()], [SID, suite.B, '', data, next])).toBe(1);
     expect(await redis.hget(k.J(wake), 'data')).toBe(next);
     await redis.hset(k.J(wake), 'atm', 1);
-    expect(await run(lua.REPLACE, [k.M()], [SID, B, wake, next, data])).toBe(0);
+    expect(await run(lua.REPLACE, [k.M()], [SID, suite.B, wake, next, data])).toBe(0);
     expect(await redis.hget(k.J(wake), 'data')).toBe(next);
     // the marker gone (its window ended since the enqueue read it): nothing to replace, no error
     await redis.del(k.M());
-    expect(await run(lua.REPLACE, [k.M()], [SID, B, '', '', ''])).toBe(0);
+    expect(await run(lua.REPLACE, [k.M()], [SID, suite.B, '', '', ''])).toBe(0);
   });
 });
 
 describe('C27: BATCH called directly', () => {
   it("a begin of a stage with nothing takes the lock with a fencing token above Redis' µs, and F holds it", async () => {
     const before = (await nowMs()) * 1000;
-    const [rec, now] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as [
+    const [rec, now] = (await run(lua.BATCH, [k.IDX(), k.F()], [suite.B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as [
       string,
       number,
     ];
@@ -186,14 +178,22 @@ describe('C27: BATCH called directly', () => {
     const wake = `${SID}@cap.1.0.0.1`;
     await jobs(wake);
     await redis.set(k.M(), wake, 'PX', 60_000);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as unknown[];
+    const [reply] = (await run(
+      lua.BATCH,
+      [k.IDX(), k.F()],
+      [suite.B, 1, 'b', SID, '', 60_000, '', 0, '', ''],
+    )) as unknown[];
     expect(reply).toEqual([1, wake, expect.any(Number)]);
     expect([await redis.exists(k.L()), await redis.exists(k.F())]).toEqual([0, 0]);
   });
 
   it('a begin of a stage whose marker names a wake-up that is gone deletes the marker and takes the lock', async () => {
     await redis.set(k.M(), `${SID}@cap.1.0.0.1`, 'PX', 60_000);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'b', SID, '', 60_000, '', 0, '', ''])) as unknown[];
+    const [reply] = (await run(
+      lua.BATCH,
+      [k.IDX(), k.F()],
+      [suite.B, 1, 'b', SID, '', 60_000, '', 0, '', ''],
+    )) as unknown[];
     expect(typeof reply).toBe('string');
     expect([await redis.exists(k.M()), await redis.exists(k.L())]).toEqual([0, 1]);
   });
@@ -204,7 +204,11 @@ describe('C27: BATCH called directly', () => {
     await redis.set(k.L(), '\n9', 'PX', 60_000);
     await redis.zadd(k.IDX(), 0, wake);
     await redis.zadd(k.WQ(), 1, SID);
-    const [reply] = (await run(lua.BATCH, [k.IDX(), k.F()], [B, 1, 'r', SID, '', '\n9', '1', '', '', ''])) as unknown[];
+    const [reply] = (await run(
+      lua.BATCH,
+      [k.IDX(), k.F()],
+      [suite.B, 1, 'r', SID, '', '\n9', '1', '', '', ''],
+    )) as unknown[];
     expect(reply).toEqual([0, wake]);
     expect([await redis.exists(k.L()), await redis.exists(k.WQ())]).toEqual([0, 0]);
     expect(await members()).toEqual([]);

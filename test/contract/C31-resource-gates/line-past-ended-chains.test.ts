@@ -4,24 +4,16 @@
  * the wake reads past it, and the wake still reaches the oldest waiting stage behind the page.
  */
 import * as lua from '../../../src/lua/generated';
-import { client, closeClients, dropPrefix, isolated } from '../../helpers/redis';
+import { scriptSuite } from '../../helpers/redis';
 
-const redis = client();
-let prefix: string;
-let B: string;
+const suite = scriptSuite();
+const { redis } = suite;
 const sid = (n: number) => `book/sc-${String(n).padStart(3, '0')}/image`;
-
-beforeEach(() => {
-  prefix = isolated().prefix;
-  B = `${prefix}:q:`;
-});
-afterEach(() => dropPrefix(redis, prefix));
-afterAll(closeClients);
 
 describe('C31: a wake of a line longer than a page', () => {
   it('wakes the oldest waiting stage behind a chain that ended and 199 stages woken before', async () => {
-    const line = `${B}sd:wq:@gpu`;
-    const IDX = `${B}sd:licences`;
+    const line = `${suite.B}sd:wq:@gpu`;
+    const IDX = `${suite.B}sd:licences`;
     const p = redis.pipeline();
     // 0: its chain ended (it holds nothing); 1..199: woken, still running (a licence, no marker);
     // 200 and 201: waiting (a marker naming a wake-up that exists)
@@ -30,11 +22,11 @@ describe('C31: a wake of a line longer than a page', () => {
     for (const n of [200, 201]) {
       const wake = `${sid(n)}@cap.1.0.0.${n}`;
       p.zadd(IDX, 0, wake);
-      p.set(`${B}sd:deferred:${sid(n)}`, wake, 'PX', 60_000);
-      p.hset(B + wake, 'timestamp', 1);
+      p.set(`${suite.B}sd:deferred:${sid(n)}`, wake, 'PX', 60_000);
+      p.hset(suite.B + wake, 'timestamp', 1);
     }
     await p.exec();
-    const reply = await redis.eval(lua.WAKE, 3, IDX, `${B}sd:wqk`, line, B, '1', '', '@gpu');
+    const reply = await redis.eval(lua.WAKE, 3, IDX, `${suite.B}sd:wqk`, line, suite.B, '1', '', '@gpu');
     expect(reply).toEqual([sid(200), `${sid(200)}@cap.1.0.0.200`, 0]);
     // the ended chain's entry is gone; the woken ones keep their places
     expect(await redis.zcard(line)).toBe(201);
