@@ -339,11 +339,11 @@ local function release(L, sid, own, token, mode, run, res, wake)
   -- (a capacity bound's release closes the gate as its answer would: 'c', and says so)
   if mode ~= '1' then return prepend(cancelled, woke) end
   local members = licences(IDX, sid)
-  local revoked, n = revoke(IDX, BASE, sid, members, own)
+  local revoked = revoke(IDX, BASE, sid, members, own)
   -- the chain ended: the stage leaves the wait index, also when no licence was left to revoke
   -- (its wake-up removed by hand, the licence dropped by an enqueue's probe)
   unwait(BASE, sid)
-  if n > 0 then
+  if #revoked > 0 then
     -- the chain ended: a job added for the stage while its licence holder was pending (by a
     -- producer that skipped the enqueue probe, which would have answered 'pending') would
     -- dispatch it again; it is superseded, as the probe would have kept it from being added

@@ -17,18 +17,16 @@ local function split(members)
   return live, failed
 end
 -- revokes stage 'sid''s licence(s) in IDX (not the failed-job records) and marks their jobs
--- superseded, except job 'keep'; returns the members revoked (the engine removes their jobs), and
--- how many it revoked
+-- superseded, except job 'keep'; returns the members revoked (the engine removes their jobs)
 local function revoke(IDX, BASE, sid, members, keep)
-  local out, n = {}, 0
+  local out = {}
   for _, m in ipairs(members) do
     if string.sub(m, -1) ~= '?' then
       redis.call('ZREM', IDX, m)
-      n = n + 1
       local id = jobOf(m)
       if id ~= keep and redis.call('EXISTS', BASE .. id) == 1 then redis.call('HSET', BASE .. id, 'sds', 1) end
       out[#out + 1] = m
     end
   end
-  return out, n
+  return out
 end

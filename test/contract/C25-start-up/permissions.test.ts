@@ -84,6 +84,7 @@ describe('C25: the start-up permission probe', () => {
     'hget',
     'hmget',
     'rpush',
+    'lpos',
     'sadd',
     'smembers',
     'srem',
@@ -97,6 +98,14 @@ describe('C25: the start-up permission probe', () => {
     );
     expect(refused).toMatchObject({ code: 'MISSING_PERMISSION' });
     expect(refused!.commands).toContain(command);
+  });
+
+  it('a user with every permission the engine needs is ready, and the probe leaves no key behind', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const engine = engineOn(await aclUser(admin, 'rv2', prefix), prefix, queueName);
+    await engine.waitUntilReady();
+    expect(await admin.exists(`${new StoreKeys(prefix, queueName).base}sd:probe`)).toBe(0);
   });
 
   it('a user without DEL is refused, and the probe leaves nothing behind', async () => {
