@@ -92,7 +92,8 @@ export interface DispatchEngine<P = unknown> {
    * itself (stalled past `maxStalledCount`, `maxStartedAttempts`, an error
    * around the attempt), as `createWorker`'s Workers do, so a cancel reaches
    * them and a retry by hand starts afresh. Returns the worker; `close()` does
-   * not close it. `InvalidOptionsError` for a Worker of another queue or prefix.
+   * not close it. `InvalidOptionsError` for a Worker of another queue or prefix. A producer-only
+   * engine may attach one too: a sandboxed Worker's jobs run on the engine of its processor file.
    */
   attachWorker(worker: Worker): Worker;
   /** The engine's BullMQ Queue. */
@@ -316,7 +317,7 @@ export function createDispatchEngine<P = unknown, const R extends string = never
 
     attachWorker(worker) {
       open();
-      withExecutor('attachWorker');
+      // (no executor needed: a sandboxed Worker runs the processor of the engine in its child)
       const prefix = (worker as { opts?: { prefix?: string } }).opts?.prefix ?? 'bull';
       if (worker.name !== opts.queueName || prefix !== opts.prefix) {
         throw new InvalidOptionsError(

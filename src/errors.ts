@@ -243,7 +243,7 @@ export class MissingPermissionError extends StageDeferralError {
  * Nothing was called or written. `method`: what was called.
  */
 export class NoExecutorError extends StageDeferralError {
-  constructor(readonly method: 'dispatchStage' | 'processor' | 'createWorker' | 'attachWorker') {
+  constructor(readonly method: 'dispatchStage' | 'processor' | 'createWorker') {
     super(
       'NO_EXECUTOR',
       `This engine has no executor: it is producer-only, so \`${method}\` cannot run here. ` +

@@ -11,14 +11,19 @@
     ARGV[5] '1' when BullMQ keeps the job as it fails (its removeOnFail:
             keptWhenFinished), '0' when it removes it
 
-    Returns 1 recorded, 0 the job is gone, 2 the worker no longer holds the job
+    Returns 1 recorded, 0 the job is gone (its record too), 2 the worker no longer holds the job
     (nothing written: BullMQ, which redelivered it, would refuse that worker's
     failure too)
 ]]
 --- @include "wait"
 --- @include "licences"
--- a job that no longer exists (an attempt that lost its lock long ago) leaves no record
-if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+-- a job that no longer exists (an attempt that lost its lock long ago) leaves no record, nor keeps
+-- one written before BullMQ removed it (a sandboxed processor cannot read its Worker's removeOnFail:
+-- the parent's attachWorker listener, which runs after the removal, drops the record here)
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('ZREM', KEYS[1], ARGV[2] .. '?')
+  return 0
+end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then return 2 end
 local me = ARGV[2]
 local live = split(licences(KEYS[1], ARGV[1]))
