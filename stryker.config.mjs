@@ -119,6 +119,19 @@ export const gateSuites = [
   'contract/C27-costs/batch-one-call',
   'contract/C25-start-up/shared-client-scripts',
   'contract/C6-sent-stays-sent/release-reply-lost',
+  // retries by hand: a failed job retried while its stage's chain ends or a success runs (34 tests, about 9 s)
+  'contract/C16-retry-by-hand/retry-while-success-runs',
+  'contract/C16-retry-by-hand/superseded-retry',
+  'contract/C16-retry-by-hand/unattached-retry-after-chain-end',
+  'contract/C16-retry-by-hand/unattached-worker-reset-retry',
+  'contract/C16-retry-by-hand/retry-after-stall',
+  'contract/C16-retry-by-hand/retry-completed-wake-up',
+  'contract/C16-retry-by-hand/success-beside-failed-record',
+  'contract/C16-retry-by-hand/retry-all-reset-unattached',
+  'contract/C16-retry-by-hand/retry-all-failed',
+  // a wake-up an operator promoted reports its wake (woken), once
+  'contract/C8-wake-deferred/woken-once',
+  'contract/C8-wake-deferred/woken-per-retry',
   // resource gates: a closed gate, its line, the probe and the wake (51 tests, about 11 s together)
   'contract/C31-resource-gates/gated-dispatch',
   'contract/C31-resource-gates/probe-races',

@@ -331,7 +331,7 @@ export class Dispatcher<P> {
         const lic = parseLicence(begun.wakeUpJobId);
         const reason = lic?.cls === 'idempotent' ? 'deferred_idempotent' : 'deferred_capacity';
         // on Redis' clock, as the deferral's own `until` (its wake-up's id holds it)
-        const until = lic ? lic.until : this.store.redisNow() + begun.remainingMs;
+        const until = lic?.until ?? this.store.redisNow();
         this.events.emit('suppressed', { ref, reason, until, via: 'dispatch' });
         return plain('suppressed', reason, true, { deferred: true, until });
       }
@@ -368,7 +368,7 @@ export class Dispatcher<P> {
     if (this.closing) running.abort(new EngineClosedError());
     // the resource's gate is closed: a deferral at once, no executor, no rollback (unless the gate
     // opened before it was recorded: then the attempt goes on)
-    if (begun.gate === 'gated') {
+    if (begun.gatedMs !== undefined) {
       const parked = await this.park(running, payload, call, begun);
       if (parked) return parked;
     }
@@ -574,7 +574,7 @@ export class Dispatcher<P> {
   private async park(running: Running, payload: P, call: { buildId?: string }, begun: Locked) {
     const raw: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'gate_closed' };
     const carry = this.carryOf(running, begun);
-    const gate = { resource: running.resource!, mode: 'gated' as const, atLeastMs: begun.gateRestMs ?? 0 };
+    const gate = { resource: running.resource!, mode: 'gated' as const, atLeastMs: begun.gatedMs! };
     const parked = await this.defer(running, payload, call, 'capacity', 'gate_closed', raw, 0, carry, gate);
     if (parked.kind === 'lost' && parked.result.reason === 'gate_opened') return undefined;
     running.shut();

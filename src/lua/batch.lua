@@ -69,17 +69,16 @@ local function nextFence()
   return string.format('%.0f', FENCE)
 end
 -- begin: decide whether a dispatch may run, and take the lock if so.
--- {1, marker, pttl} deferred | {2} in flight | {3} stale wake-up (not the licence)
+-- {1, marker} deferred | {2} in flight | {3} stale wake-up (not the licence)
 -- {4} this job was cancelled | {5, pttl} a wake-up promoted early by a clock
 -- ahead of Redis' (within the tolerance): wait out the rest | {6} superseded:
 -- this job recorded a deferral, its wake-up carries the stage
 -- lock taken: the record 'fencing token,failures of this job (BullMQ's count),failures of the
---  licensed job (for a direct call),1 when this attempt starts a fresh chain (a job that failed
---  for good runs again),the wake sequence seen (a wakeDeferred for this stage's filter during the
+--  licensed job (for a direct call),the wake sequence seen (a wakeDeferred for this stage's filter during the
 --  attempt makes its capacity deferral short),1 when the lock keeps the job's BullMQ token,1 when
 --  this run ended its own deferral (its marker still named it: a Promote, or due within 20 ms),
---  the number of failed-job records of the stage,the gate: '' none, 'p' this attempt is its
---  resource's probe, 'g<ms>' gated (the gate is closed, or probed by another, for ms more: the
+--  the number of failed-job records of the stage,the gate: '' none (or this attempt is its
+--  resource's probe), 'g<ms>' gated (the gate is closed, or probed by another, for ms more: the
 --  engine records a deferral and calls no executor)'
 --  alone when the stage has no licence, or {0, that record, the licence, the licensed job's
 --  BullMQ opts (JSON, '' when none: its retry budget carries over)}
@@ -123,8 +122,9 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
   -- at its window's end, which may be the gate's own (the stage whose answer closed it)
   local early = 0
   if m then
+    -- (another job's marker: the wake-up's id holds the window's end)
+    if m ~= own then return {1, m} end
     local p = redis.call('PTTL', M)
-    if m ~= own then return {1, m, p} end
     -- its own marker: on time (a few ms early), early by a clock (re-delay), or promoted (wake now)
     if p > 20 and p <= tol then return {5, p} end
     if p > 0 and p <= 20 then early = p end
@@ -202,7 +202,6 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
       else
         -- the key outlives the lease: it lives at least as long as the probe's lock may
         redis.call('SET', G, 'p' .. (NOW + lockMs), 'PX', math.max(redis.call('PTTL', G), lockMs))
-        gate = 'p'
       end
     end
   end
@@ -220,7 +219,7 @@ local function begin(M, L, J, sid, own, lockMs, wake, tol, bull, res)
   local mine = tonumber(c[3]) or 0
   -- the numbers and short fields in one string (one reply element to build and to decode); the
   -- licence and the opts (free text) beside it, only when there are any
-  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. (retried and 1 or 0) .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. (res ~= '' and ':' .. SEEN['@' .. res] or '') .. ','
+  local rec = fence .. ',' .. mine .. ',' .. carried .. ',' .. SEEN[''] .. ':' .. SEEN[kind] .. (res ~= '' and ':' .. SEEN['@' .. res] or '') .. ','
     .. (tied and 1 or 0) .. ',' .. (m and 1 or 0) .. ',' .. #failed .. ',' .. gate
   if not lic and opts == '' then return rec end
   return {0, rec, lic or '', opts}

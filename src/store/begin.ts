@@ -5,7 +5,7 @@
 import type { OpArgs } from './batch';
 
 export type BeginOutcome =
-  | { kind: 'deferred'; wakeUpJobId: string; remainingMs: number }
+  | { kind: 'deferred'; wakeUpJobId: string }
   | { kind: 'in_flight' }
   | { kind: 'stale' | 'cancelled' | 'superseded' }
   | { kind: 'early'; remainingMs: number }
@@ -20,8 +20,6 @@ export type BeginOutcome =
       ownFailures: number;
       /** Real failures the licensed job (another one) has spent in the chain. */
       licenceFailures: number;
-      /** This job failed for good and was retried by hand: a fresh chain starts. */
-      retriedByHand: boolean;
       /** The retry options of the licensed job (another one): the chain's budget. */
       licenceRetry?: { attempts?: number; backoff?: unknown };
       /** The wake sequence seen at begin (see `wakeDeferred`). */
@@ -30,12 +28,8 @@ export type BeginOutcome =
       endedOwnDeferral: boolean;
       /** The stage had no licence and no failed-job record: a success's release has nothing to revoke. */
       heldNothing: boolean;
-      /**
-       * The stage's resource gate: `probe` (this attempt is its one probe), `gated` (closed, or
-       * probed by another, for `gateRestMs` more: no executor call), or none.
-       */
-      gate?: 'probe' | 'gated';
-      gateRestMs?: number;
+      /** The stage's resource gate is closed, or probed by another, for this many ms more: no executor call. */
+      gatedMs?: number;
     };
 
 /** How one begin operation is described to the batch. */
@@ -70,11 +64,15 @@ export function beginOp(req: BeginRequest): OpArgs {
   ];
 }
 
-/** The retry options in a job's BullMQ `opts` (JSON); `undefined` when unreadable. */
+/**
+ * The retry options in a job's BullMQ `opts` (JSON); `undefined` when unreadable (BullMQ writes
+ * JSON: only a hash written by hand is not, and it must not fail the batch's other operations).
+ */
 function retryOf(json: string): { attempts?: number; backoff?: unknown } | undefined {
   try {
     const o = JSON.parse(json) as { attempts?: unknown; backoff?: unknown };
     return { attempts: typeof o.attempts === 'number' ? o.attempts : undefined, backoff: o.backoff };
+    // Stryker disable next-line BlockStatement: not reachable by the engine's own writes (see above)
   } catch {
     return undefined;
   }
@@ -93,7 +91,7 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
   if (typeof r === 'string') return locked(r, '', '', ownJobId, bullToken);
   switch (r[0]) {
     case 1:
-      return { kind: 'deferred', wakeUpJobId: r[1] as string, remainingMs: Math.max(0, Number(r[2])) };
+      return { kind: 'deferred', wakeUpJobId: r[1] as string };
     case 2:
       return { kind: 'in_flight' };
     case 3:
@@ -112,8 +110,8 @@ function beginOutcome(r: BeginReply, ownJobId: string, bullToken: string | undef
 }
 
 /**
- * A lock taken: `record` is 'fence,own failures,licence failures,retried,wake sequence,tied,ended
- * its own deferral,failed-job records' (see `BATCH`), none of them holding a comma.
+ * A lock taken: `record` is 'fence,own failures,licence failures,wake sequence,tied,ended its own
+ * deferral,failed-job records,gate' (see `BATCH`), none of them holding a comma.
  */
 function locked(
   record: string,
@@ -122,8 +120,7 @@ function locked(
   ownJobId: string,
   bullToken: string | undefined,
 ): BeginOutcome {
-  const [fence, mine, carried, retried, wakeSeq, tied, ownMarker, records, gate] = record.split(',') as [
-    string,
+  const [fence, mine, carried, wakeSeq, tied, ownMarker, records, gate] = record.split(',') as [
     string,
     string,
     string,
@@ -133,21 +130,14 @@ function locked(
     string,
     string,
   ];
-  const isTied = tied === '1';
-  const gated = gate.startsWith('g');
   return {
-    ...(gate === 'p'
-      ? { gate: 'probe' as const }
-      : gated
-        ? { gate: 'gated' as const, gateRestMs: Number(gate.slice(1)) }
-        : {}),
+    ...(gate ? { gatedMs: Number(gate.slice(1)) } : {}),
     kind: 'locked',
     licence: licence || null,
-    token: isTied ? `${ownJobId}\n${fence}\n${bullToken!}` : `${ownJobId}\n${fence}`,
+    token: tied === '1' ? `${ownJobId}\n${fence}\n${bullToken!}` : `${ownJobId}\n${fence}`,
     fencingToken: Number(fence),
     ownFailures: Math.max(0, Number(mine)),
     licenceFailures: Math.max(0, Number(carried)),
-    retriedByHand: retried === '1',
     licenceRetry: opts ? retryOf(opts) : undefined,
     wakeSeq,
     endedOwnDeferral: ownMarker === '1',
