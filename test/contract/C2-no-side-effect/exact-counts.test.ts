@@ -23,7 +23,7 @@ describe('C2: while a stage is deferred (exact counts on a private Redis)', () =
     expect(after.writes - before.writes).toBe(0);
     // one round trip each: 100 script x.calls (the reads inside them are MGET/GET/EXISTS/PTTL: the
     // begin reads the marker and the lock in one MGET, the probe the marker; both then check that
-    // the marker's wake-up exists)
+    // the marker's wake-up exists; the probe reads its TTL, the begin the wake-up's id)
     // (the test's own INFO and CONFIG RESETSTAT are left out)
     const { info: _info, 'config|resetstat': _reset, ...rest } = after.commands;
     expect(rest.evalsha).toBe(100);
