@@ -1,4 +1,6 @@
 // @ts-check
+import { URL, fileURLToPath } from 'node:url';
+
 /**
  * Mutation testing. Run with `npm run test:mutation`; see docs/testing.md,
  * "Mutation testing". Not part of `npm test`: too slow for CI.
@@ -163,9 +165,15 @@ const config = {
   testRunner: 'jest',
   jest: {
     configFile: 'jest.config.ts',
-    // a mutant that leaves a promise pending fails its test at 10 s, not after Stryker's timeout (the
-    // gate suites' tests take under 4 s here; the few longer ones set their own timeout)
-    config: { testMatch: gateSuites.map((suite) => `**/test/${suite}.test.ts`), testTimeout: 10_000 },
+    // A mutant that leaves a promise pending fails its test at 10 s, not after Stryker's timeout (the gate
+    // suites' tests take under 4 s here; the few longer ones set their own). Once a test has failed, the
+    // mutant's later tests are skipped: Stryker's jest runner cannot bail by itself, and without this a
+    // mutant that hangs its tests waits out every one of them in turn.
+    config: {
+      testMatch: gateSuites.map((suite) => `**/test/${suite}.test.ts`),
+      testTimeout: 10_000,
+      testEnvironment: fileURLToPath(new URL('./scripts/stryker-bail-environment.cjs', import.meta.url)),
+    },
     enableFindRelatedTests: false,
   },
   checkers: ['typescript'],
