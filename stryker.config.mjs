@@ -106,6 +106,12 @@ export const gateSuites = [
   'contract/C25-start-up/key-prefix',
   // adapter.ts: addDeduplicated's hand-off of a stale deduplication key
   'contract/C18-enqueue/stale-dedup',
+  // producer.ts and store/probe.ts: enqueue's `replace`, a held job removed, the replica wait's failures
+  'contract/C18-enqueue/replace-payload',
+  'contract/C18-enqueue/replace-guards',
+  'contract/C18-enqueue/held-job-removed',
+  'contract/C21-replicas/group-commit-rejection',
+  'contract/C21-replicas/worker-replication-unconfirmed',
   // the other quick in-process suites of the contract (71 tests, about 10 s together)
   'contract/C25-start-up/bullmq-versions',
   'contract/C12-one-in-flight/job-lock',
@@ -159,7 +165,10 @@ const config = {
     'src/stage-ref.ts',
     'src/outcomes.ts',
     'src/engine.ts',
+    // a stage's resource: its name's checks and encoding, a capacity answer's free slots
+    'src/resource.ts',
     // the Redis store behind the contract (the hot path's begin and batch, cancel, clear, wake, the probe's reply)
+    'src/deferral-store.ts',
     'src/store/**/*.ts',
   ],
   testRunner: 'jest',
