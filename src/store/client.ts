@@ -99,8 +99,9 @@ function deniedCommand(error: unknown): string | null {
 /**
  * Checks, without leaving anything behind, that the client's Redis user may
  * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
- * script is not cached yet), the commands inside them, MULTI/EXEC, and with
- * `waitForReplicas` WAIT and CLIENT INFO. Throws `MissingPermissionError`.
+ * script is not cached yet), the commands inside them, MULTI/EXEC, SCRIPT LOAD
+ * (`loadScripts`), and with `waitForReplicas` WAIT and CLIENT INFO. Throws
+ * `MissingPermissionError`.
  */
 export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
   const missing = new Set<string>();
@@ -127,6 +128,9 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
     }
   }
   await attempt(() => c.multi().exec());
+  // (a transaction answered NOSCRIPT loads the scripts again: `loadScripts`; one already loaded
+  // changes nothing)
+  await attempt(() => loadScripts(c, keys.route, [lua.PERMISSIONS]));
   if (replicas) {
     await attempt(() => c.client!('INFO'));
     await attempt(() => c.wait!(0, 0));
@@ -135,12 +139,14 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
 }
 
 /**
- * Loads every script the client defines (the engine's and BullMQ's) on the queue's master:
- * one pipeline, routed there by a keyed command that changes nothing (`route`, as the `WAIT`'s).
+ * Loads every script the client defines (the engine's and BullMQ's), or the texts `only`, on the
+ * queue's master: one pipeline, routed there by a keyed command that changes nothing (`route`, as
+ * the `WAIT`'s).
  */
-export async function loadScripts(c: Client, route: string): Promise<void> {
-  const scripts = Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {});
+export async function loadScripts(c: Client, route: string, only?: readonly string[]): Promise<void> {
+  const scripts =
+    only ?? Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {}).map((s) => s.lua);
   const p = c.pipeline().persist!(route);
-  for (const script of scripts) p.script!('LOAD', script.lua);
+  for (const lua of scripts) p.script!('LOAD', lua);
   for (const [err] of (await p.exec()) ?? []) if (err) throw err;
 }
