@@ -89,19 +89,28 @@ export function defineCommands(client: Client): Client {
   return client;
 }
 
-/** The command a `NOPERM` error names, or `null` for another error. */
+/** `deniedCommand`'s answer for a refusal of the keys a command names, not of the command. */
+const KEYS_DENIED = '~';
+
+/**
+ * The command a `NOPERM` error names, `KEYS_DENIED` for one that refuses the keys (Redis 7.0: 'no
+ * permissions to access one of the keys used as arguments', later 'No permissions to access a
+ * key'), or `null` for another error.
+ */
 function deniedCommand(error: unknown): string | null {
   const text = String((error as Error)?.message ?? error);
   if (!text.includes('NOPERM')) return null;
-  return /'([^']+)' command/.exec(text)?.[1]?.toLowerCase() ?? 'unknown';
+  const command = /'([^']+)' command/.exec(text)?.[1];
+  if (command) return command.toLowerCase();
+  return /access (one of the keys|a key)/i.test(text) ? KEYS_DENIED : 'unknown';
 }
 
 /**
  * Checks, without leaving anything behind, that the client's Redis user may
  * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
  * script is not cached yet), the commands inside them, MULTI/EXEC, SCRIPT LOAD
- * (`loadScripts`), and with `waitForReplicas` WAIT and CLIENT INFO. Throws
- * `MissingPermissionError`.
+ * (`loadScripts`), and with `waitForReplicas` WAIT and CLIENT INFO; and that it
+ * may write the queue's keys. Throws `MissingPermissionError`.
  */
 export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
   const missing = new Set<string>();
@@ -135,7 +144,10 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
     await attempt(() => c.client!('INFO'));
     await attempt(() => c.wait!(0, 0));
   }
-  if (missing.size > 0) throw new MissingPermissionError([...missing].sort());
+  // (every key the engine and BullMQ use is under the queue's base, the probe's too)
+  const keysDenied = missing.delete(KEYS_DENIED);
+  if (missing.size > 0 || keysDenied)
+    throw new MissingPermissionError([...missing].sort(), keysDenied ? `${keys.base}*` : undefined);
 }
 
 /**
