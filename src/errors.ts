@@ -224,15 +224,25 @@ export class ClearIncompleteError extends StageDeferralError {
 
 /**
  * The Redis user of the engine's connection may not run commands the engine
- * needs (a Redis ACL). Found at start-up, before anything is written; every
- * operation of the engine rejects with it. `commands`: the missing ones.
+ * needs, or may not write the queue's keys (a Redis ACL). Found at start-up,
+ * before anything is written; every operation of the engine rejects with it.
+ * `commands`: the missing ones; `keys`: the key pattern to grant, when the
+ * user may not write the queue's keys.
  */
 export class MissingPermissionError extends StageDeferralError {
-  constructor(readonly commands: string[]) {
+  constructor(
+    readonly commands: string[],
+    readonly keys?: string,
+  ) {
+    const denied = [
+      ...(commands.length > 0 ? [`run ${commands.map((c) => `\`${c}\``).join(', ')}`] : []),
+      ...(keys === undefined ? [] : [`write the queue's keys (\`${keys}\`)`]),
+    ];
+    const grant = [...commands.map((c) => `+${c.replace(' ', '|')}`), ...(keys === undefined ? [] : [`~${keys}`])];
     super(
       'MISSING_PERMISSION',
-      `The Redis user may not run ${commands.map((c) => `\`${c}\``).join(', ')}, which the engine needs: ` +
-        `grant ${commands.map((c) => `+${c.replace(' ', '|')}`).join(' ')} (see docs/reliability.md, "Least privilege")`,
+      `The Redis user may not ${denied.join(', nor ')}, which the engine needs: ` +
+        `grant ${grant.join(' ')} (see docs/reliability.md, "Least privilege")`,
     );
   }
 }

@@ -89,18 +89,28 @@ export function defineCommands(client: Client): Client {
   return client;
 }
 
-/** The command a `NOPERM` error names, or `null` for another error. */
+/** `deniedCommand`'s answer for a refusal of the keys a command names, not of the command. */
+const KEYS_DENIED = '~';
+
+/**
+ * The command a `NOPERM` error names, `KEYS_DENIED` for one that refuses the keys (Redis 7.0: 'no
+ * permissions to access one of the keys used as arguments', later 'No permissions to access a
+ * key'), or `null` for another error.
+ */
 function deniedCommand(error: unknown): string | null {
   const text = String((error as Error)?.message ?? error);
   if (!text.includes('NOPERM')) return null;
-  return /'([^']+)' command/.exec(text)?.[1]?.toLowerCase() ?? 'unknown';
+  const command = /'([^']+)' command/.exec(text)?.[1];
+  if (command) return command.toLowerCase();
+  return /access (one of the keys|a key)/i.test(text) ? KEYS_DENIED : 'unknown';
 }
 
 /**
  * Checks, without leaving anything behind, that the client's Redis user may
  * run every command the engine uses: the scripts (EVALSHA, and EVAL when a
- * script is not cached yet), the commands inside them, MULTI/EXEC, and with
- * `waitForReplicas` WAIT and CLIENT INFO. Throws `MissingPermissionError`.
+ * script is not cached yet), the commands inside them, MULTI/EXEC, SCRIPT LOAD
+ * (`loadScripts`), and with `waitForReplicas` WAIT and CLIENT INFO; and that it
+ * may write the queue's keys. Throws `MissingPermissionError`.
  */
 export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boolean): Promise<void> {
   const missing = new Set<string>();
@@ -127,20 +137,28 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
     }
   }
   await attempt(() => c.multi().exec());
+  // (a transaction answered NOSCRIPT loads the scripts again: `loadScripts`; one already loaded
+  // changes nothing)
+  await attempt(() => loadScripts(c, keys.route, [lua.PERMISSIONS]));
   if (replicas) {
     await attempt(() => c.client!('INFO'));
     await attempt(() => c.wait!(0, 0));
   }
-  if (missing.size > 0) throw new MissingPermissionError([...missing].sort());
+  // (every key the engine and BullMQ use is under the queue's base, the probe's too)
+  const keysDenied = missing.delete(KEYS_DENIED);
+  if (missing.size > 0 || keysDenied)
+    throw new MissingPermissionError([...missing].sort(), keysDenied ? `${keys.base}*` : undefined);
 }
 
 /**
- * Loads every script the client defines (the engine's and BullMQ's) on the queue's master:
- * one pipeline, routed there by a keyed command that changes nothing (`route`, as the `WAIT`'s).
+ * Loads every script the client defines (the engine's and BullMQ's), or the texts `only`, on the
+ * queue's master: one pipeline, routed there by a keyed command that changes nothing (`route`, as
+ * the `WAIT`'s).
  */
-export async function loadScripts(c: Client, route: string): Promise<void> {
-  const scripts = Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {});
+export async function loadScripts(c: Client, route: string, only?: readonly string[]): Promise<void> {
+  const scripts =
+    only ?? Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {}).map((s) => s.lua);
   const p = c.pipeline().persist!(route);
-  for (const script of scripts) p.script!('LOAD', script.lua);
+  for (const lua of scripts) p.script!('LOAD', lua);
   for (const [err] of (await p.exec()) ?? []) if (err) throw err;
 }

@@ -100,6 +100,46 @@ describe('C25: the start-up permission probe', () => {
     expect(refused!.commands).toContain(command);
   });
 
+  // A MULTI answered NOSCRIPT (a SCRIPT FLUSH, a slot migration's refused MULTI: ioredis then sends
+  // EVALSHA to a node without the script) loads the scripts with SCRIPT LOAD and is sent again. A
+  // user without it passed the probe (EVAL and EVALSHA only) and then failed every deferral of its
+  // connection with a raw NOPERM (seen on a private Redis: ready, one deferral, SCRIPT FLUSH, then
+  // each dispatchStage that defers rejects with "no permissions to run the 'script|load' command")
+  it('a user without SCRIPT LOAD (which a transaction answered NOSCRIPT needs) is refused at start-up, the command named', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const engine = engineOn(await aclUser(admin, 'rv2', prefix, ['-script|load']), prefix, queueName);
+    const refused = await engine.waitUntilReady().then(
+      () => null,
+      (e: { code?: string; commands?: string[] }) => e,
+    );
+    expect(refused).toMatchObject({ code: 'MISSING_PERMISSION', commands: ['script|load'] });
+  });
+
+  // Redis refuses a script whose KEYS the user may not write before it runs, with a NOPERM that
+  // names no command: the refusal said "may not run `unknown` ... grant +unknown". An ACL written
+  // for another prefix (the documented `~bull:*` on a Cluster's `{bull}` prefix) is the usual cause
+  it.each([
+    ['whose key pattern is for another prefix', (prefix: string) => ['resetkeys', `~other-${prefix}:*`]],
+    ['whose keys under the prefix are read-only', (prefix: string) => ['resetkeys', `%R~${prefix}:*`]],
+  ])('a user %s is refused at start-up, the keys to grant named (not a command)', async (_, rules) => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const engine = engineOn(await aclUser(admin, 'rv2', prefix, rules(prefix)), prefix, queueName);
+    const refused = await engine.waitUntilReady().then(
+      () => null,
+      (e: { code?: string; commands?: string[]; keys?: string; message?: string }) => e,
+    );
+    const base = new StoreKeys(prefix, queueName).base;
+    expect({ ...refused, message: refused?.message }).toMatchObject({
+      code: 'MISSING_PERMISSION',
+      commands: [],
+      keys: `${base}*`,
+      message: expect.stringContaining(`grant ~${base}*`),
+    });
+    expect(refused!.message).not.toContain('unknown');
+  });
+
   it('a user with every permission the engine needs is ready, and the probe leaves no key behind', async () => {
     const { prefix, queueName } = isolated();
     prefixes.push(prefix);
