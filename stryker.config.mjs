@@ -175,13 +175,14 @@ const config = {
   jest: {
     configFile: 'jest.config.ts',
     // A mutant that leaves a promise pending fails its test at 10 s, not after Stryker's timeout (the gate
-    // suites' tests take under 4 s here; the few longer ones set their own). Once a test has failed, the
-    // mutant's later tests are skipped: Stryker's jest runner cannot bail by itself, and without this a
-    // mutant that hangs its tests waits out every one of them in turn.
+    // suites' tests take under 4 s here; the few longer ones set their own). A mutant runs only the files of
+    // its covering tests (the sequencer), and once a test has failed its later tests are skipped (the
+    // environment): Stryker's jest runner loads every file and cannot bail by itself.
     config: {
       testMatch: gateSuites.map((suite) => `**/test/${suite}.test.ts`),
       testTimeout: 10_000,
-      testEnvironment: fileURLToPath(new URL('./scripts/stryker-bail-environment.cjs', import.meta.url)),
+      testEnvironment: fileURLToPath(new URL('./scripts/stryker-environment.cjs', import.meta.url)),
+      testSequencer: fileURLToPath(new URL('./scripts/stryker-sequencer.cjs', import.meta.url)),
     },
     enableFindRelatedTests: false,
   },
