@@ -45,5 +45,5 @@ export async function probeStage(
         : r[0] === 3
           ? { kind: 'pending', jobId: String(r[1]) }
           : { kind: 'none' };
-  return connection === undefined ? outcome : { ...outcome, connection };
+  return { ...outcome, connection };
 }

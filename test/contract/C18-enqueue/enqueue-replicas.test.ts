@@ -24,4 +24,12 @@ describe('C18: an enqueue with waitForReplicas', () => {
     expect(await a.engine.enqueue(text, {})).toMatchObject({ added: true });
     expect(lags).toEqual([expect.objectContaining({ op: 'enqueue', writes: 1, acked: 0, wanted: 1 })]);
   });
+
+  it("rejects with Redis' own error when Redis refuses the probe (a marker key of another type: WRONGTYPE), as without it", async () => {
+    for (const h of [harness({ waitForReplicas: { replicas: 1, timeoutMs: 10 } }), harness()]) {
+      await h.redis.hset(h.engine.deferredStageKey(image), 'not', 'a marker');
+      await expect(h.engine.enqueue(image, {})).rejects.toThrow(/WRONGTYPE/);
+      expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 0, delayed: 0 });
+    }
+  });
 });

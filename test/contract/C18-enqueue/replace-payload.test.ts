@@ -74,9 +74,9 @@ describe('C18: enqueue of a stage that is deferred or pending, with and without 
 
   it('replace that is not a boolean is INVALID_OPTIONS before anything is written', async () => {
     const h = harness();
-    await expect(h.engine.enqueue(image, {}, { replace: 'yes' as unknown as boolean })).rejects.toBeInstanceOf(
-      InvalidOptionsError,
-    );
+    const refused = h.engine.enqueue(image, {}, { replace: 'yes' as unknown as boolean });
+    await expect(refused).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(refused).rejects.toThrow('Expected `replace` to be a boolean, got string');
     expect(await h.engine.queue.getJobCounts('wait', 'delayed')).toEqual({ wait: 0, delayed: 0 });
   });
 });
