@@ -112,6 +112,7 @@ export const gateSuites = [
   'contract/C18-enqueue/held-job-removed',
   'contract/C21-replicas/group-commit-rejection',
   'contract/C21-replicas/worker-replication-unconfirmed',
+  'contract/C27-costs/enqueue-cost',
   // the other quick in-process suites of the contract (71 tests, about 10 s together)
   'contract/C25-start-up/bullmq-versions',
   'contract/C12-one-in-flight/job-lock',
