@@ -93,6 +93,7 @@ const WAKE_DEFERRED = [
 /** The resource gates and lines (C31): a resource's gate, its line, its wakes. */
 const GATES = [
   'test/contract/C31-resource-gates/gated-dispatch.test.ts',
+  'test/contract/C31-resource-gates/wake-bound.test.ts',
   'test/contract/C31-resource-gates/gate-edges.test.ts',
   'test/contract/C31-resource-gates/line-order.test.ts',
   'test/contract/C31-resource-gates/line-past-ended-chains.test.ts',
