@@ -30,4 +30,17 @@ describe("C13: the processor and BullMQ's lock of the job", () => {
     expect(await h.engine.processor(job, '0')).toMatchObject({ dispatched: true });
     expect(h.executor.callsFor(image)).toBe(1);
   });
+
+  it("C13: a job run with BullMQ's token '0' (a lock tied to no BullMQ token) releases its own lock when it sends: its answer says no lockLost", async () => {
+    const h = harness();
+    await h.engine.enqueue(image, {});
+    const job = await fetchBy(h, '0');
+    // its release finds its own lock (not tied to a BullMQ token) and reads nothing of BullMQ's lock of the job
+    expect(await h.engine.processor(job, '0')).toEqual({
+      dispatched: true,
+      reason: null,
+      retryable: false,
+      result: { dispatched: true, jobs: 1, reason: null },
+    });
+  });
 });
