@@ -141,6 +141,9 @@ export const gateSuites = [
   // a wake-up an operator promoted reports its wake (woken), once
   'contract/C8-wake-deferred/woken-once',
   'contract/C8-wake-deferred/woken-per-retry',
+  // an early wake-up re-delayed while a wake or a clear ends its deferral (store/wake.ts's promoteUnlessDeferred)
+  'contract/C8-wake-deferred/wake-during-early-redelay',
+  'contract/C10-clear/clear-wake-up-race',
   // resource gates: a closed gate, its line, the probe and the wake (51 tests, about 11 s together)
   'contract/C31-resource-gates/gated-dispatch',
   'contract/C31-resource-gates/probe-races',
