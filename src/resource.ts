@@ -58,7 +58,7 @@ export function encodeResource(name: string): string {
   return encodeURIComponent(name);
 }
 
-/** "to be …, got …" from zod's first issue (this module sits below options.ts: no import of it). */
+/** "to be …, got …" from zod's first issue (a failed parse has one; this module sits below options.ts: no import of it). */
 function problem(error: z.ZodError, value: unknown): string {
   let got: string;
   try {
@@ -66,5 +66,5 @@ function problem(error: z.ZodError, value: unknown): string {
   } catch {
     got = typeof value;
   }
-  return `to be ${error.issues[0]?.message ?? 'valid'}, got ${got}`;
+  return `to be ${error.issues[0]!.message}, got ${got}`;
 }

@@ -3,13 +3,23 @@ import { harness, snapshot } from '../../helpers/engine';
 import { thrown } from '../../helpers/thrown';
 
 const a: StageRef = { scope: ['book-b', 'sc-1'], stage: 'image' };
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('C31: bad resource input is a typed error before anything is written', () => {
-  it.each([[''], [42], ['x'.repeat(201)], ['\ud800']])('resourceOf answering %j', async (bad) => {
+  // the message says what was expected and what came (a long name cut at 60 characters)
+  it.each([
+    ['', 'a non-empty string, got ""'],
+    [42, 'a string, got 42'],
+    ['x'.repeat(201), `at most 200 characters, got "${'x'.repeat(60)}"`],
+    ['\ud800', 'well-formed Unicode (no lone surrogate), got "\\ud800"'],
+  ])('resourceOf answering %j', async (bad, says) => {
     const h = harness({ resourceOf: () => bad as string });
     await h.engine.waitUntilReady();
     const before = await snapshot(h.redis, h.prefix);
-    await expect(h.engine.dispatchStage(a, {})).rejects.toMatchObject({ code: 'INVALID_RESOURCE' });
+    await expect(h.engine.dispatchStage(a, {})).rejects.toMatchObject({
+      code: 'INVALID_RESOURCE',
+      message: expect.stringMatching(new RegExp(`expected \`resource\` to be ${escape(says)}$`)),
+    });
     expect(h.executor.calls).toHaveLength(0);
     expect(await snapshot(h.redis, h.prefix)).toEqual(before);
   });
