@@ -14,6 +14,21 @@ export function watch(worker: Worker) {
   return { done, failed };
 }
 
+/**
+ * The app's own Worker on `h`'s queue, not attached to the engine, whose stalled check fails a
+ * stalled job at once (`maxStalledCount: 0`, every 200 ms); its completed and failed jobs watched.
+ */
+export function stallFailingWorker(h: Pick<Harness, 'engine' | 'queueName' | 'prefix'>) {
+  const worker = new Worker(h.queueName, h.engine.processor, {
+    connection: client({ maxRetriesPerRequest: null }),
+    prefix: h.prefix,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  worker.on('error', () => undefined);
+  return { worker, ...watch(worker) };
+}
+
 /** A promise and the function that resolves it. */
 export function latch<T = void>() {
   let open!: (v: T) => void;

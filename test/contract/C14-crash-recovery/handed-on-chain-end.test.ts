@@ -1,7 +1,7 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
 import { harness, SENT } from '../../helpers/engine';
-import { client, onCluster, waitFor } from '../../helpers/redis';
-import { fetchBy, latch, sleep, watch } from '../../helpers/jobs';
+import { onCluster, waitFor } from '../../helpers/redis';
+import { fetchBy, latch, sleep, stallFailingWorker, watch } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
 /**
@@ -78,14 +78,7 @@ async function frozenAttempt(h: ReturnType<typeof harness>) {
     const h = harness({ lockMs: 5000, inFlightRetryMs: 100 });
     const frozen = await frozenAttempt(h);
     // the app's own Worker (not attached): its stalled check fails the job (maxStalledCount 0)
-    const own = new Worker(h.queueName, h.engine.processor, {
-      connection: client({ maxRetriesPerRequest: null }),
-      prefix: h.prefix,
-      stalledInterval: 200,
-      maxStalledCount: 0,
-    });
-    own.on('error', () => undefined);
-    const { done, failed } = watch(own);
+    const { worker: own, done, failed } = stallFailingWorker(h);
     try {
       await waitFor(() => failed.length === 1, 'BullMQ failed the stalled job', 10_000);
       frozen.resume();

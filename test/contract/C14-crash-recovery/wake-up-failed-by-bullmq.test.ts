@@ -1,7 +1,6 @@
-import { Worker } from 'bullmq';
 import { harness, notSent } from '../../helpers/engine';
-import { client, waitFor } from '../../helpers/redis';
-import { fetchBy, watch } from '../../helpers/jobs';
+import { waitFor } from '../../helpers/redis';
+import { fetchBy, stallFailingWorker } from '../../helpers/jobs';
 import { probe } from '../../helpers/visible';
 import type { StageRef } from '../../../src';
 
@@ -26,14 +25,7 @@ describe('C14: a wake-up failed by BullMQ itself', () => {
     const frozen = await fetchBy(h, 'frozen-token', 300);
     expect(frozen.id).toMatch(/@cap\./);
     // the app's own Worker, not attached; its stalled check fails the wake-up (maxStalledCount 0)
-    const own = new Worker(h.queueName, h.engine.processor, {
-      connection: client({ maxRetriesPerRequest: null }),
-      prefix: h.prefix,
-      stalledInterval: 200,
-      maxStalledCount: 0,
-    });
-    own.on('error', () => undefined);
-    const { done, failed } = watch(own);
+    const { worker: own, done, failed } = stallFailingWorker(h);
     try {
       await waitFor(() => failed.length === 1, 'BullMQ failed the stalled wake-up', 10_000);
       // the published probe: nothing pending, add the job
