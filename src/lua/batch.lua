@@ -235,14 +235,15 @@ local function tiedTo(t)
 end
 -- a success (or a chain's end) released by an attempt whose worker BullMQ no longer lets finish
 -- the job: it stalled past BullMQ's job lock but not past lockMs, so the job, handed on, waited
--- for this attempt and would run again and send the stage again. It is marked superseded.
+-- for this attempt and would run again and send the stage again, or BullMQ failed it as stalled
+-- meanwhile, and a retry of it by hand would. It is marked superseded.
 -- 't': the attempt's token ('<job id>\n<fence>\n<BullMQ token>' when tied to the job);
 -- 'run': '<timestamp>:<stalled count>' of the job as the attempt's run got it ('' for none).
--- Handed on means: the same job (its timestamp: not one re-added under its id), not finished,
--- no longer under this run's lock, and either BullMQ's stalled check moved it since this run
--- began (its stalled count grew) or will (its lock is gone while it is still in the active
--- list). A job retried by hand meanwhile is neither (its count is kept, and it waits or runs
--- under a lock of its own): it is left alone
+-- Handed on means: the same job (its timestamp: not one re-added under its id), no longer under
+-- this run's lock, and either finished (failed by BullMQ's stalled check), or BullMQ's stalled
+-- check moved it since this run began (its stalled count grew) or will (its lock is gone while
+-- it is still in the active list). A job retried by hand meanwhile is none of these (its count is
+-- kept, and it waits or runs under a lock of its own): it is left alone
 local function handedOn(t, run)
   if run == '' then return end
   local id, bull = tiedTo(t)
@@ -252,9 +253,9 @@ local function handedOn(t, run)
   if lock == bull then return end
   local c = string.find(run, ':', 1, true)
   local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
-  if h[1] ~= string.sub(run, 1, c - 1) or h[2] then return end
+  if h[1] ~= string.sub(run, 1, c - 1) then return end
   local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
-  if moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
+  if h[2] or moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a

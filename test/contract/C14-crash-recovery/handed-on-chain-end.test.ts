@@ -10,8 +10,9 @@ import type { StageRef } from '../../../src';
  * The first test: the stage holds a failed-job record of an earlier job, so the send's release is a
  * chain's end (mode '1', not a bare success's): the redelivered job is still marked superseded,
  * and the stage is sent once (design.md, "The lock"). The second: BullMQ failed the job itself
- * (maxStalledCount 0) before the send's release: a finished job is not handed on, so it is not
- * marked, and a retry of it by hand dispatches the stage (C16).
+ * (maxStalledCount 0) before the send's release: the send marks it superseded all the same, so a
+ * retry of it by hand sends nothing (C6, C16); the third, the same with the engine's own Worker,
+ * whose failed-job record of the job is written before the send.
  */
 const image: StageRef = { scope: ['book-41', 'ch-1', 'sc-3'], stage: 'image' };
 
@@ -31,6 +32,35 @@ async function frozenAttempt(h: ReturnType<typeof harness>) {
   const jobKey = `${h.prefix}:${h.queueName}:${job.id}`;
   await waitFor(async () => (await h.redis.exists(`${jobKey}:lock`)) === 0, "BullMQ's lock of the job lapsed");
   return { job, late, resume: () => resume.open() };
+}
+
+/**
+ * A frozen attempt whose job a stalled check of `failing`'s Worker fails, then sends; the
+ * operator then retries the failed job (Bull Board's Retry): it completes superseded, and the
+ * stage was sent once.
+ */
+async function retriedAfterStalledFailure(
+  h: ReturnType<typeof harness>,
+  failing: () => Pick<ReturnType<typeof watch>, 'done' | 'failed'> & { close: () => Promise<void> },
+) {
+  const frozen = await frozenAttempt(h);
+  const { done, failed, close } = failing();
+  try {
+    await waitFor(() => failed.length === 1, 'BullMQ failed the stalled job', 10_000);
+    frozen.resume();
+    expect(await frozen.late).toMatchObject({ dispatched: true });
+    expect(h.executor.callsFor(image)).toBe(1);
+    await (await h.engine.queue.getJob(frozen.job.id!))!.retry('failed');
+    await waitFor(() => done.length === 1, 'the retried job ran', 10_000);
+    expect({ id: done[0]!.id, reason: done[0]!.result.reason, calls: h.executor.callsFor(image) }).toEqual({
+      id: frozen.job.id,
+      reason: 'superseded',
+      calls: 1,
+    });
+  } finally {
+    frozen.resume();
+    await close();
+  }
 }
 
 (onCluster ? describe.skip : describe)('C14: a frozen attempt that sends after BullMQ took its job', () => {
@@ -74,27 +104,20 @@ async function frozenAttempt(h: ReturnType<typeof harness>) {
     }
   }, 30_000);
 
-  it('C14: a job BullMQ failed as stalled before its frozen attempt sent is not superseded by that send (a finished job is not handed on): a retry by hand dispatches the stage', async () => {
+  it('C14: a job BullMQ failed as stalled before its frozen attempt sent is superseded by that send: a retry of it by hand sends nothing', async () => {
     const h = harness({ lockMs: 5000, inFlightRetryMs: 100 });
-    const frozen = await frozenAttempt(h);
     // the app's own Worker (not attached): its stalled check fails the job (maxStalledCount 0)
-    const { worker: own, done, failed } = stallFailingWorker(h);
-    try {
-      await waitFor(() => failed.length === 1, 'BullMQ failed the stalled job', 10_000);
-      frozen.resume();
-      expect(await frozen.late).toMatchObject({ dispatched: true });
-      expect(h.executor.callsFor(image)).toBe(1);
-      // the operator retries the failed job (Bull Board's Retry)
-      await (await h.engine.queue.getJob(frozen.job.id!))!.retry('failed');
-      await waitFor(() => done.length === 1, 'the retried job ran', 10_000);
-      expect({ id: done[0]!.id, reason: done[0]!.result.reason, calls: h.executor.callsFor(image) }).toEqual({
-        id: frozen.job.id,
-        reason: null,
-        calls: 2,
-      });
-    } finally {
-      frozen.resume();
-      await own.close();
-    }
+    await retriedAfterStalledFailure(h, () => {
+      const { worker, done, failed } = stallFailingWorker(h);
+      return { done, failed, close: () => worker.close() };
+    });
+  }, 30_000);
+
+  it("C14: the same with the engine's own Worker failing the stalled job (its failed-job record written before the send): a retry by hand sends nothing", async () => {
+    const h = harness({ lockMs: 5000, inFlightRetryMs: 100 });
+    await retriedAfterStalledFailure(h, () => {
+      const worker = h.engine.createWorker({ stalledInterval: 200, maxStalledCount: 0 });
+      return { ...watch(worker), close: async () => undefined };
+    });
   }, 30_000);
 });
