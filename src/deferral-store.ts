@@ -179,12 +179,12 @@ export class DeferralStore {
     ownJobId: string,
     token: string,
     mode: 'end' | 'success' | 'hold' | 'plain',
-    run: string | undefined = undefined,
+    stalled: number | undefined = undefined,
     gate: { resource: string; wake?: number | string } = { resource: '' },
   ): Promise<Release> {
     const flag = RELEASE_FLAG[mode];
     const wake = gate.wake === undefined ? '' : gate.wake;
-    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, run ?? '', gate.resource, wake])) as [
+    const r = (await this.batch.run(['r', sid, ownJobId, token, flag, stalled ?? '', gate.resource, wake])) as [
       number,
       ...(string | number)[],
     ];

@@ -53,11 +53,11 @@ export interface JobContext {
   /** The worker's BullMQ lock token of the job: a worker that no longer holds the job begins nothing. */
   bullToken?: string;
   /**
-   * The job's run as BullMQ handed it over, `<timestamp>:<stalled count>`: a
-   * success's release tells by it whether BullMQ has since handed the job on
-   * (see `handedOn` in the scripts). None without those fields.
+   * BullMQ's stalled count of the job as it handed this run over: a success's
+   * release tells by it whether BullMQ has since handed the job on (see
+   * `handedOn` in `batch.lua`). None from a BullMQ without it.
    */
-  run?: string;
+  stalled?: number;
   /**
    * Whether a real failure, the `spent`-th of the job's chain, ends the job for
    * good (its budget, an unrecoverable error, BullMQ's `maxStartedAttempts`):
@@ -463,7 +463,7 @@ export class Dispatcher<P> {
         // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
         const mode = running.heldNothing ? 'success' : 'end';
-        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.run, gate);
+        const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.stalled, gate);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
         mayHaveRun ||= !isReplyError(error);
@@ -645,7 +645,7 @@ export class Dispatcher<P> {
       const closes =
         gate?.mode === 'close' ? { resource: encodeResource(gate.resource), wake: this.closeFor(windowMs) } : undefined;
       const mode = cls === 'idempotent' ? 'end' : 'plain';
-      const released = await store.release(sid, own, token, mode, job?.run, closes);
+      const released = await store.release(sid, own, token, mode, job?.stalled, closes);
       // an attempt whose lock expired meanwhile ends nothing: it tries again, like any lost attempt
       if (released.lost)
         return { ...base, kind: 'lost', result: { ...result, reason: 'dispatch_lock_lost', retryable: true } };

@@ -197,8 +197,7 @@ export function createProcessor<P>(
     // BullMQ's token '0' means "no lock" (its scripts then check none)
     if (token && token !== '0') ctx.bullToken = token;
     // (a BullMQ without the stalled count gives none: the release then never marks a job handed on)
-    if (typeof job.stalledCounter === 'number' && typeof job.timestamp === 'number')
-      ctx.run = `${job.timestamp}:${job.stalledCounter}`;
+    if (typeof job.stalledCounter === 'number') ctx.stalled = job.stalledCounter;
     let attempt;
     try {
       // Stryker disable next-line ConditionalExpression: equivalent: a new `{ buildId: undefined, force: false }` says what JOB_CALL says (the shared object only saves an allocation)

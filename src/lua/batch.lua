@@ -15,7 +15,7 @@
            the stage's resource (encoded, '' for none: no gate is read)
       'r', stageId, own job id, token, mode ('1' chain ended, 'e' a success of a stage that
            held nothing, 'h' a job's real failure: it holds the licence, '' otherwise), the
-           job's run ('<timestamp>:<stalled count>', '' for none; see handedOn), the stage's
+           job's stalled count as the attempt's run got it ('' for none; see handedOn), the stage's
            resource (encoded, '' for none), and for a success of a stage with a resource how many
            stages of its line to wake ('' for none; 'r<count>' round robin across books;
            'c<window ms>:<kept ms>' for a success that saw no slot left, or a capacity answer
@@ -238,24 +238,22 @@ end
 -- for this attempt and would run again and send the stage again, or BullMQ failed it as stalled
 -- meanwhile, and a retry of it by hand would. It is marked superseded.
 -- 't': the attempt's token ('<job id>\n<fence>\n<BullMQ token>' when tied to the job);
--- 'run': '<timestamp>:<stalled count>' of the job as the attempt's run got it ('' for none).
--- Handed on means: the same job (its timestamp: not one re-added under its id), no longer under
--- this run's lock, and either finished (failed by BullMQ's stalled check), or BullMQ's stalled
--- check moved it since this run began (its stalled count grew) or will (its lock is gone while
--- it is still in the active list). A job retried by hand meanwhile is none of these (its count is
--- kept, and it waits or runs under a lock of its own): it is left alone
-local function handedOn(t, run)
-  if run == '' then return end
+-- 'stalled': BullMQ's stalled count of the job as the attempt's run got it ('' for none).
+-- Handed on means: no longer under this run's lock, and either finished (failed by BullMQ's
+-- stalled check), or BullMQ's stalled check moved it since this run began (its stalled count
+-- grew) or will (its lock is gone while it is still in the active list). A job retried by hand
+-- meanwhile is none of these (its count is kept, and it waits or runs under a lock of its own):
+-- it is left alone
+local function handedOn(t, stalled)
+  if stalled == '' then return end
   local id, bull = tiedTo(t)
   if not id then return end
   -- (BullMQ's lock first: still this run's, the common case, is one read)
   local lock = redis.call('GET', BASE .. id .. ':lock')
   if lock == bull then return end
-  local c = string.find(run, ':', 1, true)
-  local h = redis.call('HMGET', BASE .. id, 'timestamp', 'finishedOn', 'stc')
-  if h[1] ~= string.sub(run, 1, c - 1) then return end
-  local moved = (tonumber(h[3]) or 0) > (tonumber(string.sub(run, c + 1)) or 0)
-  if h[2] or moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
+  local h = redis.call('HMGET', BASE .. id, 'finishedOn', 'stc')
+  local moved = (tonumber(h[2]) or 0) > tonumber(stalled)
+  if h[1] or moved or (not lock and redis.call('LPOS', BASE .. 'active', id)) then redis.call('HSET', BASE .. id, 'sds', 1) end
 end
 
 -- release: end an attempt that did not defer. mode '1': the chain ended (a success, a
@@ -296,13 +294,13 @@ local function prepend(x, list)
   return list
 end
 
-local function release(L, sid, own, token, mode, run, res, wake)
+local function release(L, sid, own, token, mode, stalled, res, wake)
   local l = redis.call('GET', L)
   if l ~= token and l ~= '\n' .. token then return {2} end
   redis.call('DEL', L)
   local cancelled = 0
   if l ~= token then cancelled = 1 end
-  if mode == '1' or mode == 'e' then handedOn(token, run) end
+  if mode == '1' or mode == 'e' then handedOn(token, stalled) end
   -- a success of a stage with a resource: its gate opens and its line wakes (appended after '':
   -- 1 when a gate was deleted, then the woken pairs). One that saw no slot left (capacityLeft 0,
   -- sent as 'c<window ms>:<kept ms>') closes the gate as a capacity answer would (2 when it was

@@ -151,7 +151,7 @@ describe('C12: an attempt records only while its lock is its own', () => {
       const r = await begin(store, id, 'bull-1');
       if (r.kind !== 'locked') throw new Error(r.kind);
       await h.redis.del(store.keys.job(id));
-      expect(await store.release(sid, id, r.token, 'hold', '0.0.1')).toEqual({
+      expect(await store.release(sid, id, r.token, 'hold')).toEqual({
         cancelled: false,
         lost: false,
         revoked: [],
