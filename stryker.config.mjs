@@ -153,6 +153,13 @@ export const gateSuites = [
   'contract/C31-resource-gates/named-by-answer',
   'contract/C31-resource-gates/bad-input',
   'contract/C31-resource-gates/line-past-ended-chains',
+  // store/listing.ts and store/reader.ts: listDeferred's rows and page bounds, a removed wake-up, the CLI's queue check
+  'contract/C28-views/list-deferred-rows',
+  'contract/C28-views/list-paging',
+  'contract/C28-views/removed-wake-up-views',
+  'cli/dispatch-queue-guard',
+  // store/wake.ts: a clear's batches of 500 (a later batch's failure counts the earlier ones)
+  'contract/C10-clear/clear-batch-fails',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
