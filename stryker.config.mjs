@@ -160,6 +160,8 @@ export const gateSuites = [
   'cli/dispatch-queue-guard',
   // store/wake.ts: a clear's batches of 500 (a later batch's failure counts the earlier ones)
   'contract/C10-clear/clear-batch-fails',
+  // store/wake.ts: gateOpened only from the wake that opened a closed gate
+  'contract/C31-resource-gates/gate-opened-once',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
