@@ -162,6 +162,10 @@ export const gateSuites = [
   'contract/C10-clear/clear-batch-fails',
   // store/wake.ts: gateOpened only from the wake that opened a closed gate
   'contract/C31-resource-gates/gate-opened-once',
+  // store/replica-wait.ts and store/transaction.ts: group commit, the skip window, the connection check, a refused
+  // WAIT (a private replica redis-server), a write refused inside its MULTI sends no WAIT (about 2 s together)
+  'contract/C21-replicas/replica-wait-confirm',
+  'contract/C21-replicas/failed-write-waits-for-nothing',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
