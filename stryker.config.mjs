@@ -163,9 +163,11 @@ export const gateSuites = [
   // store/wake.ts: gateOpened only from the wake that opened a closed gate
   'contract/C31-resource-gates/gate-opened-once',
   // store/replica-wait.ts and store/transaction.ts: group commit, the skip window, the connection check, a refused
-  // WAIT (a private replica redis-server), a write refused inside its MULTI sends no WAIT (about 2 s together)
+  // WAIT (a private replica redis-server), a write refused inside its MULTI sends no WAIT, its CLIENT INFO refused at
+  // EXEC (a private redis-server behind a proxy) (about 3 s together)
   'contract/C21-replicas/replica-wait-confirm',
   'contract/C21-replicas/failed-write-waits-for-nothing',
+  'contract/C21-replicas/connection-read-refused',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
