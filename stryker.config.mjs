@@ -153,6 +153,21 @@ export const gateSuites = [
   'contract/C31-resource-gates/named-by-answer',
   'contract/C31-resource-gates/bad-input',
   'contract/C31-resource-gates/line-past-ended-chains',
+  // store/listing.ts and store/reader.ts: listDeferred's rows and page bounds, a removed wake-up, the CLI's queue check
+  'contract/C28-views/list-deferred-rows',
+  'contract/C28-views/list-paging',
+  'contract/C28-views/removed-wake-up-views',
+  'cli/dispatch-queue-guard',
+  // store/wake.ts: a clear's batches of 500 (a later batch's failure counts the earlier ones)
+  'contract/C10-clear/clear-batch-fails',
+  // store/wake.ts: gateOpened only from the wake that opened a closed gate
+  'contract/C31-resource-gates/gate-opened-once',
+  // store/replica-wait.ts and store/transaction.ts: group commit, the skip window, the connection check, a refused
+  // WAIT (a private replica redis-server), a write refused inside its MULTI sends no WAIT, its CLIENT INFO refused at
+  // EXEC (a private redis-server behind a proxy) (about 3 s together)
+  'contract/C21-replicas/replica-wait-confirm',
+  'contract/C21-replicas/failed-write-waits-for-nothing',
+  'contract/C21-replicas/connection-read-refused',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

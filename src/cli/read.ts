@@ -60,7 +60,7 @@ export async function readStage(reader: Reader, keys: QueueKeys, sid: string, no
     ]);
     return {
       state: 'deferred',
-      deferred: deferredStage(marker, pttl, fields ?? { exists: false, dispatch: false }, now),
+      deferred: deferredStage(marker, pttl, fields ?? {}, now),
       log,
     };
   }

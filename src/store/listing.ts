@@ -125,9 +125,7 @@ export async function listStages(
       reader,
       rows.map((r) => keys.job(r.id)),
     );
-    rows.forEach((r, j) =>
-      stages.push(deferredStage(r.id, r.pttl, fields[j] ?? { exists: false, dispatch: false }, now)),
-    );
+    rows.forEach((r, j) => stages.push(deferredStage(r.id, r.pttl, fields[j] ?? {}, now)));
     if (exhausted) return { stages, nextCursor: null };
     if (end) return { stages, nextCursor: last! };
     min = `(${last!}`;

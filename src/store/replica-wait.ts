@@ -51,6 +51,7 @@ export class ReplicaWait {
 
   /** Whether writes should be confirmed now: not in the skip window after a shortfall. */
   get active(): boolean {
+    // Stryker disable next-line EqualityOperator: equivalent: at the very millisecond the window ends either answer keeps the promise (no WAIT for 10 × timeoutMs)
     return Date.now() >= this.skipUntil;
   }
 
@@ -59,25 +60,29 @@ export class ReplicaWait {
     const w = this.opts;
     let batch = this.pending;
     if (!batch) {
-      const opened = { op, writes: 0, done: Promise.resolve('') };
-      opened.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-        this.pending = undefined;
-        const p = await this.pipeline();
-        const replies = (await p.persist!(this.routeKey).client!('INFO').wait!(w.replicas, w.timeoutMs).exec()) ?? [];
-        // the route key never exists: during a slot migration its PERSIST answers ASK (MOVED once the
-        // slot has moved on) while CLIENT INFO and WAIT still ran where ioredis sent the pipeline.
-        // That redirection says nothing about the write: the connection check below decides.
-        replies.forEach(([err], i) => {
-          if (err && !(i === 0 && REDIRECTION.test(err.message))) throw err;
-        });
-        const acked = Number(replies[2]?.[1]);
-        if (acked < w.replicas) {
-          const skipMs = 10 * w.timeoutMs;
-          this.skipUntil = Date.now() + skipMs;
-          w.onLag({ op: opened.op, writes: opened.writes, acked, wanted: w.replicas, skipMs });
-        }
-        return connectionOf(replies[1]?.[1]);
-      });
+      const opened: { op: ReplicatedOp; writes: number; done: Promise<string> } = {
+        op,
+        writes: 0,
+        // (runs a turn later: by then `opened` holds every write of this turn)
+        done: new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+          this.pending = undefined;
+          const p = await this.pipeline();
+          const replies = (await p.persist!(this.routeKey).client!('INFO').wait!(w.replicas, w.timeoutMs).exec()) ?? [];
+          // the route key never exists: during a slot migration its PERSIST answers ASK (MOVED once the
+          // slot has moved on) while CLIENT INFO and WAIT still ran where ioredis sent the pipeline.
+          // That redirection says nothing about the write: the connection check below decides.
+          replies.forEach(([err], i) => {
+            if (err && !(i === 0 && REDIRECTION.test(err.message))) throw err;
+          });
+          const acked = Number(replies[2]?.[1]);
+          if (acked < w.replicas) {
+            const skipMs = 10 * w.timeoutMs;
+            this.skipUntil = Date.now() + skipMs;
+            w.onLag({ op: opened.op, writes: opened.writes, acked, wanted: w.replicas, skipMs });
+          }
+          return connectionOf(replies[1]?.[1]);
+        }),
+      };
       this.pending = batch = opened;
     }
     batch.writes++;

@@ -95,9 +95,9 @@ export async function promoteUnlessDeferred(s: StoreParts, sid: string, jobId: s
   if ((await c.get!(s.keys.marker(sid))) !== jobId) await promote(s.queue, jobId).catch(() => undefined);
 }
 
-/** A script's `stage id, wake-up id` pairs (WAKE's reply, a release's woken line), in order. */
+/** A script's `stage id, wake-up id` pairs (WAKE's reply, a release's woken line: an even number of items), in order. */
 export function wokenPairs(r: readonly unknown[]): { sid: string; wakeUpJobId: string }[] {
   const woken: { sid: string; wakeUpJobId: string }[] = [];
-  for (let i = 0; i + 1 < r.length; i += 2) woken.push({ sid: String(r[i]), wakeUpJobId: String(r[i + 1]) });
+  for (let i = 0; i < r.length; i += 2) woken.push({ sid: String(r[i]), wakeUpJobId: String(r[i + 1]) });
   return woken;
 }
