@@ -25,40 +25,28 @@ const MAX_RETRY_MS = 2000;
 
 interface MaybeCluster {
   isCluster?: boolean;
-  refreshSlotsCache?(callback?: (err?: Error) => void): void;
-}
-
-type Replies = [Error | null, unknown][];
-
-/** Whether any reply of `replies` (or `error`) is a cluster redirection. */
-function redirected(replies: Replies | undefined, error?: unknown): boolean {
-  if (error !== undefined) return REDIRECTION.test(String((error as Error)?.message ?? error));
-  return (replies ?? []).some(([err]) => err !== null && REDIRECTION.test(err.message));
+  refreshSlotsCache?(): void;
 }
 
 /**
- * Runs `send` (a pipeline or MULTI), and on a Cluster sends it again after a
- * redirection (slot map refreshed, a short pause), up to 16 times and for at
- * most 2 s (then the redirection is thrown): as ioredis does for a single
- * command. Elsewhere it runs `send` once.
+ * Runs `send` (a pipeline or MULTI that rejects when a reply is an error: a
+ * MULTI refused for a redirection rejects with EXECABORT, the probe's
+ * pipeline throws its first error), and on a Cluster sends it again after a
+ * redirection (a slot map refresh begun, a 100 ms pause), up to 16 times and
+ * for at most 2 s (then the redirection is thrown): as ioredis does for a
+ * single command. Elsewhere it runs `send` once.
  */
-export async function withRedirects<T extends Replies>(client: MaybeCluster, send: () => Promise<T>): Promise<T> {
+export async function withRedirects<T>(client: MaybeCluster, send: () => Promise<T>): Promise<T> {
   if (!client.isCluster) return send();
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
-    let replies: T | undefined;
-    let error: unknown;
     try {
-      replies = await send();
-    } catch (e) {
-      error = e;
+      return await send();
+    } catch (error) {
+      const redirected = REDIRECTION.test((error as Error).message);
+      if (!redirected || attempt >= MAX_REDIRECTS || Date.now() - started >= MAX_RETRY_MS) throw error;
     }
-    const again = error !== undefined ? redirected(undefined, error) : redirected(replies);
-    if (!again || attempt >= MAX_REDIRECTS || Date.now() - started >= MAX_RETRY_MS) {
-      if (error !== undefined) throw error;
-      return replies as T;
-    }
-    await new Promise<void>((resolve) => client.refreshSlotsCache?.(() => resolve()) ?? resolve());
+    client.refreshSlotsCache?.();
     await sleep(RETRY_DELAY_MS);
   }
 }

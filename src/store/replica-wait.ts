@@ -51,7 +51,7 @@ export class ReplicaWait {
 
   /** Whether writes should be confirmed now: not in the skip window after a shortfall. */
   get active(): boolean {
-    // Stryker disable next-line EqualityOperator: equivalent: at the very millisecond the window ends either answer keeps the promise (no WAIT for 10 × timeoutMs)
+    // Stryker disable next-line EqualityOperator: equivalent: `>` differs only in the one millisecond skipUntil names
     return Date.now() >= this.skipUntil;
   }
 
@@ -70,10 +70,9 @@ export class ReplicaWait {
           const replies = (await p.persist!(this.routeKey).client!('INFO').wait!(w.replicas, w.timeoutMs).exec()) ?? [];
           // the route key never exists: during a slot migration its PERSIST answers ASK (MOVED once the
           // slot has moved on) while CLIENT INFO and WAIT still ran where ioredis sent the pipeline.
-          // That redirection says nothing about the write: the connection check below decides.
-          replies.forEach(([err], i) => {
-            if (err && !(i === 0 && REDIRECTION.test(err.message))) throw err;
-          });
+          // That redirection says nothing about the write: the connection check below decides. (Only
+          // PERSIST can be redirected: Redis checks the slot of a command with keys only.)
+          for (const [err] of replies) if (err && !REDIRECTION.test(err.message)) throw err;
           const acked = Number(replies[2]?.[1]);
           if (acked < w.replicas) {
             const skipMs = 10 * w.timeoutMs;
@@ -97,6 +96,6 @@ export class ReplicaWait {
 /** One connection, from a `CLIENT INFO` reply: its id and both ends of its socket. */
 export function connectionOf(info: unknown): string {
   const text = String(info);
-  const field = (name: string) => new RegExp(`(?:^| )${name}=(\\S*)`).exec(text)?.[1] ?? '';
+  const field = (name: string) => new RegExp(`(?:^| )${name}=(\\S*)`).exec(text)?.[1];
   return `${field('id')} ${field('addr')} ${field('laddr')}`;
 }

@@ -10,6 +10,7 @@ import {
 } from '../../src';
 import { DeferralStore } from '../../src/deferral-store';
 import { StoreKeys } from '../../src/store/keys';
+import { withRedirects } from '../../src/store/redirects';
 import { dropClusterPrefix, RedisClusterHarness } from './harness';
 import { describeWithRedisServer, NO_WORKER, taggedIsolated } from './support';
 
@@ -64,6 +65,7 @@ describeWithRedisServer('C21: cluster operations under faults (failover, reshard
   }, 90_000);
 
   afterEach(async () => {
+    jest.useRealTimers(); // a test that froze Date.now()
     for (const m of open.splice(0)) await harness.revertMigration(m.slot, m.from, m.to).catch(() => undefined);
     await Promise.all(engines.splice(0).map((e) => e.close()));
   });
@@ -335,6 +337,83 @@ describeWithRedisServer('C21: cluster operations under faults (failover, reshard
     expect(await engine.isStageDeferred(next)).toBe(true);
     expect(await engine.clearDeferrals(['book'])).toBe(2);
     expect(await states(engine, [b!])).toEqual(['woken']);
+  });
+
+  /**
+   * The engine's pipelines and MULTIs on a Cluster (`withRedirects`): a probe-like pipeline
+   * (`CLIENT INFO`, which ioredis does not redirect, beside a keyed command) that throws its
+   * first error, sent while the queue's slot is MIGRATING: its key is absent, so the source
+   * answers ASK every time. `sends` counts the attempts; past 20 it stops the loop (a plain error).
+   */
+  async function redirectedPipeline(on: 'cluster' | 'source node' = 'cluster') {
+    const [source, target] = await harness.masters();
+    const client = on === 'cluster' ? cluster : harness.node(source!);
+    const q = await queueOn(source!);
+    await migrating(q.slot, source!, target!);
+    const probe = { sends: 0, revertBefore: 0 };
+    const send = async () => {
+      if (++probe.sends > 20) throw new Error('sent more than 20 times');
+      if (probe.sends === probe.revertBefore) {
+        await harness.revertMigration(q.slot, source!, target!);
+        ended(q.slot);
+      }
+      const out = (await (client as Cluster).pipeline().client('INFO').persist(`${q.prefix}:absent`).exec()) ?? [];
+      for (const [err] of out) if (err) throw err;
+      return out;
+    };
+    return { probe, send, client };
+  }
+  /** Date.now() frozen at `now` (timers, ioredis and the pause run on real time) until the test ends. */
+  function freezeDate(now: number): void {
+    const timers = ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate'] as const;
+    const more = ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] as const;
+    jest.useFakeTimers({ doNotFake: [...timers, ...more], now });
+  }
+
+  it('a pipeline refused with a redirection is sent again until it is not: its replies then come back', async () => {
+    const { probe, send } = await redirectedPipeline();
+    probe.revertBefore = 3; // the slot is STABLE again before the third attempt
+    const replies = await withRedirects(cluster, send);
+    expect(probe.sends).toBe(3);
+    expect(replies.map(([err, value]) => [err, typeof value])).toEqual([
+      [null, 'string'],
+      [null, 'number'],
+    ]);
+  });
+
+  it('a pipeline redirected every time is sent 16 times in all (however fast), then the redirection is thrown', async () => {
+    const { probe, send } = await redirectedPipeline();
+    freezeDate(Date.now()); // the 2 s bound never ends it
+    await expect(withRedirects(cluster, send)).rejects.toThrow(/^ASK /);
+    expect(probe.sends).toBe(16);
+  });
+
+  it('a pipeline redirected every time is not sent again once 2 s have passed since the first attempt', async () => {
+    const { probe, send } = await redirectedPipeline();
+    const t0 = Date.now();
+    freezeDate(t0);
+    const timed = async () => {
+      // Date.now() after attempt 2 says 1999 ms, after attempt 3 2000 ms
+      if (probe.sends === 1) jest.setSystemTime(t0 + 1999);
+      if (probe.sends === 2) jest.setSystemTime(t0 + 2000);
+      return send();
+    };
+    await expect(withRedirects(cluster, timed)).rejects.toThrow(/^ASK /);
+    expect(probe.sends).toBe(3);
+  });
+
+  it('an error that is no redirection is thrown at once, and on a client that is no Cluster a redirection too', async () => {
+    let sends = 0;
+    const unknown = withRedirects(cluster, async () => {
+      sends++;
+      return cluster.call('NO-SUCH-COMMAND');
+    });
+    await expect(unknown).rejects.toThrow(/unknown command/i);
+    expect(sends).toBe(1);
+
+    const { probe, send, client } = await redirectedPipeline('source node');
+    await expect(withRedirects(client, send)).rejects.toThrow(/^ASK /);
+    expect(probe.sends).toBe(1);
   });
 
   // last: it kills a master, so the cluster has one master without a replica afterwards

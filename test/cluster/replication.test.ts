@@ -1,3 +1,4 @@
+import { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import {
   createDispatchEngine,
@@ -119,6 +120,37 @@ describeWithRedisServer('C21: waitForReplicas on a Redis Cluster', () => {
     const elsewhere = here!.replace(/^\d+/, (id) => String(Number(id) + 1));
     await expect(store.replicated('defer', elsewhere)).rejects.toBeInstanceOf(ReplicationUnconfirmedError);
     expect(lags).toEqual([]);
+  });
+
+  it('writes acknowledged in one turn share one WAIT; a write whose connection was not read sends none', async () => {
+    const { engine, master } = await setup();
+    const store = new DeferralStore(engine.queue, { replicas: 1, timeoutMs: 60_000, onLag: () => undefined });
+    const { connection: here } = await store.probe('book/ch-8/image');
+    const before = await waitCalls(harness, master);
+    await Promise.all([store.replicated('defer', here), store.replicated('cancel', here)]);
+    expect(await waitCalls(harness, master)).toBe(before + 1);
+    // a write made while no connection was read (e.g. its probe ran in the skip window) is not awaited
+    await expect(store.replicated('defer', undefined)).resolves.toBeUndefined();
+    expect(await waitCalls(harness, master)).toBe(before + 1);
+  });
+
+  it('a WAIT that cannot be sent confirms nothing: the call rejects with ReplicationUnconfirmedError, the failure its cause', async () => {
+    const { engine } = await setup();
+    const own = harness.connect();
+    const queue = new Queue(engine.queue.name, { connection: own, prefix: engine.queue.opts.prefix });
+    try {
+      const store = new DeferralStore(queue, { replicas: 1, timeoutMs: 1000, onLag: () => undefined });
+      const { connection: here } = await store.probe('book/ch-7/image');
+      own.disconnect();
+      const error = await store.replicated('defer', here).then(
+        () => 'confirmed',
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ReplicationUnconfirmedError);
+      expect((error as ReplicationUnconfirmedError).cause).toBeInstanceOf(Error);
+    } finally {
+      await queue.close();
+    }
   });
 
   it('on by default on a Cluster: deferral, cancel, clear and an added job each send one WAIT to the master; `false` sends none', async () => {
