@@ -243,7 +243,7 @@ end
 -- stalled check), or BullMQ's stalled check moved it since this run began (its stalled count
 -- grew) or will (its lock is gone while it is still in the active list). A job retried by hand
 -- meanwhile is none of these (its count is kept, and it waits or runs under a lock of its own):
--- it is left alone
+-- it is left alone, as is a job removed and re-added under its id (a fresh count, unfinished)
 local function handedOn(t, stalled)
   if stalled == '' then return end
   local id, bull = tiedTo(t)
