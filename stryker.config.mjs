@@ -216,6 +216,8 @@ const config = {
   // a mutant's run is stopped after 1.5 x its tests' time in the dry run + 10 s, and counted as detected
   timeoutMS: 10_000,
   timeoutFactor: 1.5,
+  // the dry run (every gate suite, ~2 min alone) took over Stryker's default 5 min beside another run
+  dryRunTimeoutMinutes: 20,
   incremental: true,
   incrementalFile: 'reports/stryker-incremental.json',
   reporters: ['clear-text', 'progress', 'html', 'json'],
