@@ -171,6 +171,7 @@ export const gateSuites = [
   // dispatch.ts survivors: a success that saw capacityLeft: 0, the gate at the bound, a gated answer, the deferred
   // event's resource, the idempotent bound's release, BullMQ's rate limit, a thrown CapacityError of any reason
   'contract/C31-resource-gates/success-closes-gate',
+  'contract/C31-resource-gates/line-fresh-chain',
   'contract/C23-observability/deferred-event-resource',
   'contract/C7-deferral-limits/idempotent-bound-direct',
   'contract/C5-outcomes/rate-limit',
