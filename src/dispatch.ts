@@ -272,7 +272,7 @@ export class Dispatcher<P> {
       if (this.closing) {
         // close() began while the begin was under way (and may no longer wait for this attempt):
         // nothing is sent now; the lock goes at once (a job is delayed, no attempt spent)
-        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
+        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing); every mode but 'end' and 'hold' is the plain release
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
         throw new EngineClosedError();
       }
