@@ -168,6 +168,19 @@ export const gateSuites = [
   'contract/C21-replicas/replica-wait-confirm',
   'contract/C21-replicas/failed-write-waits-for-nothing',
   'contract/C21-replicas/connection-read-refused',
+  // dispatch.ts survivors: a success that saw capacityLeft: 0, the gate at the bound, a gated answer, the deferred
+  // event's resource, the idempotent bound's release, BullMQ's rate limit, a thrown CapacityError of any reason
+  'contract/C31-resource-gates/success-closes-gate',
+  'contract/C31-resource-gates/line-fresh-chain',
+  'contract/C23-observability/deferred-event-resource',
+  'contract/C7-deferral-limits/idempotent-bound-direct',
+  'contract/C5-outcomes/rate-limit',
+  'contract/C5-outcomes/reasons-in-your-words',
+  // close(): an executor slower than the 2 s Redis wait (3 s), a begin landing after close() gave up on it and a
+  // release Redis never answers (private redis-servers, about 6 s each)
+  'contract/C24-close/close-waits-slow-executor',
+  'contract/C24-close/close-begin-lands-late',
+  'contract/C24-close/close-hangs-on-release',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

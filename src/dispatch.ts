@@ -40,6 +40,8 @@ export interface Attempt {
   error?: unknown;
   /** For `early`: ms until the wake-up's window ends by Redis' clock. */
   waitMs?: number;
+  /** For `failed`: the real failures of the chain, this one included (what the job's budget has spent). */
+  spent?: number;
 }
 
 /** The job being processed, when the attempt comes from the worker. */
@@ -119,9 +121,9 @@ class Running {
     /** Real failures the running job has spent in its chain. */
     readonly ownFailures: number,
     /** The stage had no licence and no failed-job record when the attempt began. */
-    readonly heldNothing = false,
+    readonly heldNothing: boolean,
     /** The resource the stage needs (`resourceOf`, or its wake-up's data), if any. */
-    readonly resource: string | undefined = undefined,
+    readonly resource: string | undefined,
   ) {}
 
   private controller: AbortController | undefined;
@@ -213,7 +215,8 @@ export class Dispatcher<P> {
       // (polled while an executor runs, so the 2 s count from when the last one ended)
       let settled = false;
       while (!settled && this.executing()) settled = await settlesWithin(idle, EXECUTING_POLL_MS);
-      if (!settled) await settlesWithin(idle, BEGIN_WAIT_MS);
+      // (at once when the loop saw it settle)
+      await settlesWithin(idle, BEGIN_WAIT_MS);
     }
     clearInterval(this.ticker);
   }
@@ -269,6 +272,7 @@ export class Dispatcher<P> {
       if (this.closing) {
         // close() began while the begin was under way (and may no longer wait for this attempt):
         // nothing is sent now; the lock goes at once (a job is delayed, no attempt spent)
+        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing); every mode but 'end' and 'hold' is the plain release
         await store.release(sid, job?.id ?? '', begun.token, 'plain').catch(() => undefined);
         throw new EngineClosedError();
       }
@@ -460,9 +464,9 @@ export class Dispatcher<P> {
     let mayHaveRun = false;
     for (let i = 0; ; i++) {
       try {
-        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const { sid, job, token } = running;
         const mode = running.heldNothing ? 'success' : 'end';
+        // Stryker disable next-line StringLiteral: equivalent: `own` only names a job to the release, which ignores a job id that does not exist (and a direct call's release revokes nothing)
         const released = await this.store.release(sid, job?.id ?? '', token, mode, job?.stalled, gate);
         return mayHaveRun ? { ...released, lost: false } : released;
       } catch (error) {
@@ -524,7 +528,7 @@ export class Dispatcher<P> {
     if (error !== undefined && reason === 'rollback_error')
       this.events.emit('hookFailed', { ref, hook: 'rollback', error });
     this.events.emit('failed', { ref, reason, ...withError, executorMs });
-    return { ...base, ...withError, kind: 'failed', result };
+    return { ...base, ...withError, kind: 'failed', result, spent };
   }
 
   /** The executor sent nothing: the rollback, then the outcome's deferral (or a failure). */
@@ -562,7 +566,8 @@ export class Dispatcher<P> {
     // a capacity answer closes the gate of the resource it names, else of the stage's own
     const resource = cls === 'capacity' ? (raw.resource ?? running.resource) : undefined;
     const gate = resource === undefined ? undefined : { resource, mode: 'close' as const };
-    return this.defer(running, payload, call, cls, reason, raw, executorMs, carry, gate);
+    // (only a gated deferral, park's, answers undefined)
+    return (await this.defer(running, payload, call, cls, reason, raw, executorMs, carry, gate))!;
   }
 
   /**
@@ -575,10 +580,7 @@ export class Dispatcher<P> {
     const raw: ExecutorResult<string> = { dispatched: false, jobs: 0, reason: 'gate_closed' };
     const carry = this.carryOf(running, begun);
     const gate = { resource: running.resource!, mode: 'gated' as const, atLeastMs: begun.gatedMs! };
-    const parked = await this.defer(running, payload, call, 'capacity', 'gate_closed', raw, 0, carry, gate);
-    if (parked.kind === 'lost' && parked.result.reason === 'gate_opened') return undefined;
-    running.shut();
-    return parked;
+    return this.defer(running, payload, call, 'capacity', 'gate_closed', raw, 0, carry, gate);
   }
 
   /** What a deferral carries on: a direct call goes on with the budget of the job whose chain it continues. */
@@ -626,7 +628,7 @@ export class Dispatcher<P> {
     carry: Carry,
     /** The resource: its gate closes (`close`), or the stage waits behind it (`gated`: at least `atLeastMs`). */
     gate?: { resource: string; mode: 'close' | 'gated'; atLeastMs?: number },
-  ): Promise<Attempt> {
+  ): Promise<Attempt | undefined> {
     const { store, opts } = this;
     const { ref, sid, token, job, chain, ownFailures } = running;
     const base = { chain, ownFailures };
@@ -709,9 +711,8 @@ export class Dispatcher<P> {
     };
     let recorded = await record(windowMs, hinted ? '' : carry.wakeSeq);
     // a gated stage whose gate opened (or whose line woke) since its begin: it is not parked
-    if (recorded.woken && gate?.mode === 'gated') {
-      return { ...base, kind: 'lost', result: { dispatched: false, reason: 'gate_opened', retryable: true } };
-    }
+    // (undefined: the attempt, still holding its lock, goes on to its executor)
+    if (recorded.woken && gate?.mode === 'gated') return undefined;
     // capacity returned (wakeDeferred) while this attempt was in flight: not a full window, a short
     // one (never a longer one: a window already shorter than inFlightRetryMs stays)
     if (recorded.woken) recorded = await record(Math.min(opts.inFlightRetryMs, windowMs), '');

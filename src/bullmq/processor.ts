@@ -241,9 +241,8 @@ export function createProcessor<P>(
             ? attempt.error
             : // Stryker disable next-line StringLiteral: equivalent: a real failure without an error always carries its outcome's reason
               new DispatchFailedError(ref, attempt.result.reason ?? 'unknown', dispatcher.outcomes.describe());
-        const spent = attempt.chain.failures + attempt.ownFailures + 1;
-        // (the attempt's release used the same rule: a last failure took no licence)
-        if (ctx.failsForGood(spent, error)) return failForGood(store, job, sid, ctx, error);
+        // (the attempt's release used the same rule, on the same count: a last failure took no licence)
+        if (ctx.failsForGood(attempt.spent!, error)) return failForGood(store, job, sid, ctx, error);
         // it waits out its backoff as the stage's licence holder (taken with the release): BullMQ
         // retries it, by its own attempts and backoff (a custom type by the Worker's strategy)
         throw error;

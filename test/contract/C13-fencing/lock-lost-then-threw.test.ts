@@ -32,3 +32,22 @@ describe('C13: a job whose lock was lost while the executor ran, and that then t
     expect(seen).toHaveLength(2);
   });
 });
+
+describe('C13: a direct call whose lock was lost while the executor ran, and that then threw', () => {
+  it('rejects with what the executor threw and records no failure (no failed event): another attempt may have held the stage', async () => {
+    let lost = false;
+    const { h } = recording(async () => {
+      if (lost) return SENT;
+      lost = true;
+      const store = new DeferralStore(h.engine.queue);
+      await h.redis.del(store.keys.lock(stageId(image)));
+      throw new Error('the executor failed');
+    });
+    const failed: unknown[] = [];
+    h.engine.on('failed', (e) => failed.push(e));
+    await expect(h.engine.dispatchStage(image, {})).rejects.toThrow('the executor failed');
+    expect(failed).toEqual([]);
+    // nothing held the stage: the next call runs it
+    expect(await h.engine.dispatchStage(image, {})).toMatchObject({ dispatched: true });
+  });
+});

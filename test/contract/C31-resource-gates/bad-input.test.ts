@@ -6,7 +6,7 @@ const a: StageRef = { scope: ['book-b', 'sc-1'], stage: 'image' };
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('C31: bad resource input is a typed error before anything is written', () => {
-  // the message says what was expected and what came (a long name cut at 60 characters)
+  // the message names resourceOf and says what was expected and what came (a long name cut at 60 characters)
   it.each([
     ['', 'a non-empty string, got ""'],
     [42, 'a string, got 42'],
@@ -18,7 +18,7 @@ describe('C31: bad resource input is a typed error before anything is written', 
     const before = await snapshot(h.redis, h.prefix);
     await expect(h.engine.dispatchStage(a, {})).rejects.toMatchObject({
       code: 'INVALID_RESOURCE',
-      message: expect.stringMatching(new RegExp(`expected \`resource\` to be ${escape(says)}$`)),
+      message: expect.stringMatching(new RegExp(`^resourceOf: expected \`resource\` to be ${escape(says)}$`)),
     });
     expect(h.executor.calls).toHaveLength(0);
     expect(await snapshot(h.redis, h.prefix)).toEqual(before);
