@@ -26,7 +26,8 @@ describe('C24: close() waits for a slow executor', () => {
     held.release();
     expect(await dispatched).toMatchObject({ dispatched: true, reason: null });
     await closing;
-    // (not the 2 s more a close() that lost track of its attempts would wait)
-    expect(closedAt - releasedAt).toBeLessThan(1500);
+    // (a close() that lost track of its attempts starts its 2 s wait only after the release: it
+    // resolves 2 s or more after it, however fast the machine)
+    expect(closedAt - releasedAt).toBeLessThan(2000);
   }, 15_000);
 });
