@@ -20,8 +20,15 @@ export function completions(
   return { done, failed };
 }
 
-export async function failedForGood() {
-  const h = harness({ windows: { capacitySeconds: 0.05, jitter: 0 }, limits: { maxCapacityDeferrals: 1 } });
+/**
+ * A stage whose job failed for good (its one capacity deferral spent). A later deferral of it may ask for a
+ * window up to `capacityMaxSeconds` with `retryAfterMs` (its own base window is 50 ms).
+ */
+export async function failedForGood(capacityMaxSeconds?: number) {
+  const h = harness({
+    windows: { capacitySeconds: 0.05, capacityMaxSeconds, jitter: 0 },
+    limits: { maxCapacityDeferrals: 1 },
+  });
   h.executor.fallback = notSent('no_worker_available');
   await h.engine.enqueue(image, {});
   const worker = h.engine.createWorker();
