@@ -9,11 +9,12 @@ import { waitFor } from '../../helpers/redis';
  * has not begun, as BullMQ's deduplication `replace` does.
  */
 const image: StageRef = { scope: ['book-1', 'ch-2', 'sc-7'], stage: 'image' };
-const short = { windows: { capacitySeconds: 0.3, jitter: 0 } };
 
 describe('C18: enqueue of a stage that is deferred or pending, with and without replace', () => {
   it('while deferred: without replace the payload is not taken; with replace the wake-up runs the newest payload and buildId', async () => {
-    const h = harness(short);
+    // (a window of 10 min: the stage is still deferred at both enqueues, however slow the machine;
+    // wakeDeferred then ends it, instead of waiting for it)
+    const h = harness({ windows: { capacitySeconds: 600, jitter: 0 } });
     h.executor.script(image, notSent('no_worker_available'), SENT);
     await h.engine.dispatchStage(image, { v: 1 }, { buildId: 'b-1' });
     expect(await h.engine.enqueue(image, { v: 2 })).toMatchObject({
@@ -26,6 +27,7 @@ describe('C18: enqueue of a stage that is deferred or pending, with and without 
       reason: 'deferred',
       payloadTaken: true,
     });
+    expect((await h.engine.wakeDeferred()).woken).toEqual([image]);
     h.engine.createWorker();
     await waitFor(() => h.executor.callsFor(image) === 2, 'the wake-up ran');
     expect(h.executor.callsOf(image)[1]).toMatchObject({ payload: { v: 3 }, buildId: 'b-3' });

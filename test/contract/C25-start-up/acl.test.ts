@@ -44,7 +44,8 @@ describe.each([
           ? { dispatched: false, jobs: 0, reason: 'no_worker_available' }
           : { dispatched: true, jobs: 1, reason: null };
       },
-      windows: { capacitySeconds: 0.1, jitter: 0 },
+      // (1 s: long enough for the test to see a deferral listed, however slow the machine)
+      windows: { capacitySeconds: 1, jitter: 0 },
       ...(waitForReplicas ? { waitForReplicas } : {}),
     });
     let lags = 0;

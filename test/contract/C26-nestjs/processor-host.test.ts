@@ -75,7 +75,9 @@ async function renderApp(extra: { windows?: { capacitySeconds: number; jitter: n
 
 describe('C26: NestJS on @nestjs/bullmq', () => {
   it("a capacity answer of the @Processor's execute defers the stage; its wake-up runs on the same Worker and dispatches", async () => {
-    const { farm, scenes } = await renderApp();
+    // (a window of 10 min: the stage is still deferred when the test reads it, however slow the
+    // machine; wakeDeferred then ends it, instead of waiting for it)
+    const { farm, scenes } = await renderApp({ windows: { capacitySeconds: 600, jitter: 0 } });
     const deferred = new Promise((resolve) => scenes.engine.once('deferred', resolve));
     expect(await scenes.render(image, 's3://7')).toMatchObject({ added: true });
     expect(await deferred).toMatchObject({ ref: image, reason: 'farm_full', class: 'capacity' });
@@ -83,6 +85,7 @@ describe('C26: NestJS on @nestjs/bullmq', () => {
     expect(await scenes.render(image, 's3://7')).toMatchObject({ added: false, reason: 'deferred' });
 
     farm.free = 1;
+    expect((await scenes.engine.wakeDeferred()).woken).toEqual([image]);
     await waitFor(() => farm.sent.length === 1, 'the wake-up dispatched the stage');
     expect(farm.sent).toEqual(['s3://7']);
     // one Worker on the queue: the one @nestjs/bullmq made for the @Processor

@@ -9,7 +9,9 @@ const gateKey = (h: Harness, res: string) => `${h.prefix}:${h.queueName}:sd:gate
 
 describe('C27: a resource line holds only stages that wait in it', () => {
   it('C27: a line whose stages were all cancelled keeps nothing once its gate lapsed', async () => {
-    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 0.2, capacityMaxSeconds: 1, jitter: 0 } });
+    // (windows of 2 s: the stages are still deferred when cancelled, however slow the machine; the
+    // gate and the line lapse 2 s after that)
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 2, capacityMaxSeconds: 2, jitter: 0 } });
     h.executor.script(stage(0), noCapacity());
     await h.engine.dispatchStage(stage(0), {});
     await h.engine.dispatchStage(stage(1), {});
@@ -17,9 +19,9 @@ describe('C27: a resource line holds only stages that wait in it', () => {
     expect(await h.redis.zcard(lineKey(h, 'gpu'))).toBe(3);
     for (const n of [0, 1, 2]) expect(await h.engine.cancelStage(stage(n))).toMatchObject({ hadDeferral: true });
     // nothing is deferred, in flight or held; the gate lapses by itself and nothing reads the line again
-    await waitFor(async () => (await h.redis.exists(gateKey(h, 'gpu'))) === 0, 'the gate to lapse', 5_000);
+    await waitFor(async () => (await h.redis.exists(gateKey(h, 'gpu'))) === 0, 'the gate to lapse', 10_000);
     expect(await h.engine.listDeferred(['book-l'])).toEqual([]);
-    await waitFor(async () => (await h.redis.exists(lineKey(h, 'gpu'))) === 0, 'the line to lapse', 5_000);
+    await waitFor(async () => (await h.redis.exists(lineKey(h, 'gpu'))) === 0, 'the line to lapse', 10_000);
   });
 
   it('C27: a stage whose resource changed is gone from the old line once no deferral lives in it', async () => {
@@ -29,16 +31,19 @@ describe('C27: a resource line holds only stages that wait in it', () => {
       windows: { capacitySeconds: 0.5, capacityMaxSeconds: 1, jitter: 0 },
     });
     h.executor.script(stage(1), noCapacity());
+    // the wake-up's id from the event, not from listDeferred: the 500 ms window may be over by the time we look
+    const wakeUps: string[] = [];
+    h.engine.on('deferred', (e) => wakeUps.push(e.wakeUpJobId));
     await h.engine.dispatchStage(stage(1), {});
     expect(await h.redis.zrange(lineKey(h, 'gpu-a'), '0', '-1')).toEqual(['book-l/sc-1/image']);
     // the pool is renamed; the stage's wake-up runs (an operator's Promote) and is sent
     resource = 'gpu-b';
     const sent: StageRef[] = [];
     h.engine.on('dispatched', (e) => sent.push(e.ref));
+    // promoted before a worker runs: still delayed, however slow the machine
+    await (await h.engine.queue.getJob(wakeUps[0]!))!.promote();
     const worker = h.engine.createWorker();
     try {
-      const [d] = await h.engine.listDeferred(['book-l']);
-      await (await h.engine.queue.getJob(d!.wakeUpJobId))!.promote();
       await waitFor(() => sent.length === 1, 'the stage to be sent');
     } finally {
       await worker.close();

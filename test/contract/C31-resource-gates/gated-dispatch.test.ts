@@ -102,11 +102,12 @@ describe('C31: while a resource gate is closed', () => {
 
 describe('C31: one probe per window', () => {
   it('when the window ends, one dispatch probes; the others, begun with it, stay gated', async () => {
-    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 0.3, jitter: 0 } });
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 0.3, capacityMaxSeconds: 600, jitter: 0 } });
     h.executor.script(stage(0), noCapacity());
     await h.engine.dispatchStage(stage(0), {});
     await gateWindowEnds(h);
-    h.executor.fallback = noCapacity();
+    // (the probe's answer asks for 10 min: the gate it closes stays closed for the dispatches after it, however slow the machine)
+    h.executor.fallback = noCapacity({ retryAfterMs: 600_000 });
     const results = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((n) => h.engine.dispatchStage(stage(n), {})));
     expect(h.executor.calls.length).toBe(2);
     expect(results.filter((r) => r.reason === 'gate_closed')).toHaveLength(7);
@@ -117,15 +118,17 @@ describe('C31: one probe per window', () => {
   });
 
   it('a probe that never answers gives its turn up after lockMs: the next dispatch probes', async () => {
-    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 0.2, jitter: 0 } });
+    // (the gate key outlives its 200 ms window by capacityMaxSeconds, 10 min, and the lease lasts 2 s: both
+    // still there at the next dispatch, however slow the machine)
+    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 0.2, capacityMaxSeconds: 600, jitter: 0 } });
     h.executor.script(stage(0), noCapacity());
     await h.engine.dispatchStage(stage(0), {});
     await gateWindowEnds(h);
     // a probe taken by a worker that died: its lease (lockMs) runs out
     const now = await redisNow(h);
-    await h.redis.set(gateKey(h), `p${now + 300}`, 'KEEPTTL');
+    await h.redis.set(gateKey(h), `p${now + 2000}`, 'KEEPTTL');
     expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ reason: 'gate_closed' });
-    await waitFor(async () => (await redisNow(h)) > now + 300, 'the lease to end');
+    await waitFor(async () => (await redisNow(h)) > now + 2000, 'the lease to end');
     expect(await h.engine.dispatchStage(stage(2), {})).toMatchObject({ dispatched: true });
     expect(h.executor.callsFor(stage(1))).toBe(0);
   });
@@ -133,11 +136,12 @@ describe('C31: one probe per window', () => {
 
 describe('C31: a success opens the gate and wakes the line, oldest first, within capacity', () => {
   /**
-   * Stage 0 closes the gate for 300 ms (its downstream's hint: it waits out of the line); stages
-   * 1..n wait in the line (oldest first) for a window of their own (60 s); then the gate's window ends.
+   * Stage 0 closes the gate for 2 s (its downstream's hint: it waits out of the line; long enough
+   * for the n dispatches after it, however slow the machine); stages 1..n wait in the line (oldest
+   * first) for a window of their own (60 s); then the gate's window ends.
    */
   async function line(h: Harness, n: number): Promise<void> {
-    h.executor.script(stage(0), noCapacity({ retryAfterMs: 300 }));
+    h.executor.script(stage(0), noCapacity({ retryAfterMs: 2000 }));
     await h.engine.dispatchStage(stage(0), {});
     for (let i = 1; i <= n; i++) await h.engine.dispatchStage(stage(i), {});
     await gateWindowEnds(h);
@@ -156,7 +160,7 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect(opened).toEqual([{ resource: 'gpu', woken: 3 }]);
     expect(await h.redis.exists(gateKey(h))).toBe(0);
     const still = (await h.engine.listDeferred(['book-g'])).map((d) => d.ref.scope[1]);
-    // (stage 0's hinted window of 300 ms has ended: it is due, no longer deferred)
+    // (stage 0's hinted window of 2 s has ended: it is due, no longer deferred)
     expect(still).toEqual(['sc-4', 'sc-5']);
   });
 

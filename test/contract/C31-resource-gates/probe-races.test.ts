@@ -12,8 +12,9 @@ describe('C31: no wake-up is lost when a gate changes while an attempt is in fli
       resourceOf: (ref) => (ref.scope[1] === 'sc-8' ? undefined : 'gpu'),
       windows: { capacitySeconds: 60, jitter: 0 },
     });
-    // the gate closes for 300 ms; stage 1 waits in its line for 60 s
-    h.executor.script(stage(0), noCapacity({ retryAfterMs: 300 }));
+    // the gate closes for 2 s (stage 1's dispatch comes within it, however slow the machine); stage 1
+    // waits in its line for 60 s
+    h.executor.script(stage(0), noCapacity({ retryAfterMs: 2000 }));
     await h.engine.dispatchStage(stage(0), {});
     await h.engine.dispatchStage(stage(1), {});
     await waitFor(async () => {

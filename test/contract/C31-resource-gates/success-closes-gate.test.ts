@@ -59,12 +59,13 @@ describe('C31: a capacity answer at the deferral bound closes its gate all the s
   it('C31: the limit failure emits gateClosed with an until in the future, and the gate holds the next stage', async () => {
     const h = harness({
       resourceOf: () => 'gpu',
-      windows: { capacitySeconds: 0.3, jitter: 0 },
+      windows: { capacitySeconds: 0.3, capacityMaxSeconds: 600, jitter: 0 },
       limits: { maxCapacityDeferrals: 1 },
     });
     const closed: { until: number; reason: string }[] = [];
     h.engine.on('gateClosed', (e) => closed.push(e));
-    h.executor.script(stage(0), noCapacity(), noCapacity());
+    // (the answer at the bound asks for 10 min: its gate is still closed when the test reads it, however slow the machine)
+    h.executor.script(stage(0), noCapacity(), noCapacity({ retryAfterMs: 600_000 }));
     const first = await h.engine.dispatchStage(stage(0), {});
     expect(first).toMatchObject({ reason: 'no_capacity' });
     // the window (and the gate's) ends: the next dispatch is the probe, and its answer is past the bound
