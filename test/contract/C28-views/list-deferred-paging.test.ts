@@ -68,7 +68,7 @@ describe('C28: listDeferred pages', () => {
     const rest = await h.engine.listDeferred(undefined, { limit: 5, cursor: first.nextCursor });
     expect(rest.stages.map((s) => s.ref)).toEqual([last]);
     expect(rest.nextCursor).toBeNull();
-   }, 60_000);
+  }, 60_000);
 
   it.each([
     ['limit 0', { limit: 0 }],
