@@ -2,6 +2,7 @@ import { noCapacity, type StageRef } from '../../../src';
 import { stageId } from '../../../src/stage-ref';
 import { harness, SENT, type Harness } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
+import { redisNow } from '../../helpers/observe';
 
 /**
  * Paths around a closed gate that the other C31 files do not walk: a wake that is not the
@@ -10,12 +11,6 @@ import { waitFor } from '../../helpers/redis';
  */
 const stage = (n: number): StageRef => ({ scope: ['book-e', `sc-${n}`], stage: 'image' });
 const gateKey = (h: Harness) => `${h.prefix}:${h.queueName}:sd:gate:gpu`;
-
-/** Redis' time now, ms. */
-async function redisNow(h: Harness): Promise<number> {
-  const [s, us] = await h.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
 
 describe('C31: a wake that does not open the gate leaves a gated attempt gated', () => {
   it.each([
@@ -35,7 +30,7 @@ describe('C31: a wake that does not open the gate leaves a gated attempt gated',
           once = false;
           await wake(h);
           closedUntil = Number(await h.redis.get(gateKey(h)));
-          wokenAt = await redisNow(h);
+          wokenAt = await redisNow(h.redis);
         }
       },
     });
@@ -57,7 +52,7 @@ describe('C31: one probe per window, while the probe runs', () => {
     await h.engine.dispatchStage(stage(0), {});
     await waitFor(async () => {
       const g = await h.redis.get(gateKey(h));
-      return g !== null && Number(g) <= (await redisNow(h));
+      return g !== null && Number(g) <= (await redisNow(h.redis));
     }, 'the gate window to end');
     let answer!: () => void;
     h.executor.script(stage(1), () => new Promise((resolve) => (answer = () => resolve(SENT))));

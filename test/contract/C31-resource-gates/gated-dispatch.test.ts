@@ -1,6 +1,7 @@
 import { dispatched, noCapacity, type StageRef } from '../../../src';
 import { harness, notSent, SENT, type Harness } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
+import { redisNow } from '../../helpers/observe';
 
 /**
  * A stage that needs a resource whose gate a capacity answer closed defers at once: no executor
@@ -10,17 +11,11 @@ const stage = (n: number): StageRef => ({ scope: ['book-g', `sc-${n}`], stage: '
 const gpu = () => 'gpu';
 const gateKey = (h: Harness) => `${h.prefix}:${h.queueName}:sd:gate:gpu`;
 
-/** Redis' time now, ms. */
-async function redisNow(h: Harness): Promise<number> {
-  const [s, us] = await h.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-
 /** Waits until the gate's window (its value, on Redis' clock) has ended. */
 async function gateWindowEnds(h: Harness): Promise<void> {
   await waitFor(async () => {
     const g = await h.redis.get(gateKey(h));
-    return g !== null && Number(g) <= (await redisNow(h));
+    return g !== null && Number(g) <= (await redisNow(h.redis));
   }, 'the gate window to end');
 }
 
@@ -58,7 +53,7 @@ describe('C31: while a resource gate is closed', () => {
     h.executor.script(stage(1), noCapacity({ resource: 'gpu', retryAfterMs: 60_000 }));
     await h.engine.dispatchStage(stage(1), {});
     const g = Number(await h.redis.get(gateKey(h)));
-    expect(g - (await redisNow(h))).toBeGreaterThan(50_000);
+    expect(g - (await redisNow(h.redis))).toBeGreaterThan(50_000);
     expect(await h.engine.dispatchStage(stage(2), {})).toMatchObject({ reason: 'gate_closed' });
     expect(h.executor.callsFor(stage(2))).toBe(0);
   });
@@ -66,7 +61,7 @@ describe('C31: while a resource gate is closed', () => {
   it('the answer that closes the gate defers its stage for the full window when nothing woke the line', async () => {
     const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 60, jitter: 0 } });
     h.executor.script(stage(1), noCapacity());
-    const before = await redisNow(h);
+    const before = await redisNow(h.redis);
     expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ dispatched: false, reason: 'no_capacity' });
     const [d] = await h.engine.listDeferred(['book-g']);
     expect(d!.until - before).toBeGreaterThan(50_000);
@@ -125,10 +120,10 @@ describe('C31: one probe per window', () => {
     await h.engine.dispatchStage(stage(0), {});
     await gateWindowEnds(h);
     // a probe taken by a worker that died: its lease (lockMs) runs out
-    const now = await redisNow(h);
+    const now = await redisNow(h.redis);
     await h.redis.set(gateKey(h), `p${now + 2000}`, 'KEEPTTL');
     expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ reason: 'gate_closed' });
-    await waitFor(async () => (await redisNow(h)) > now + 2000, 'the lease to end');
+    await waitFor(async () => (await redisNow(h.redis)) > now + 2000, 'the lease to end');
     expect(await h.engine.dispatchStage(stage(2), {})).toMatchObject({ dispatched: true });
     expect(h.executor.callsFor(stage(1))).toBe(0);
   });

@@ -1,5 +1,6 @@
 import { CapacityError, noCapacity, type StageRef } from '../../../src';
 import { harness, type Harness } from '../../helpers/engine';
+import { redisNow } from '../../helpers/observe';
 
 /**
  * A capacity answer may name the resource of a stage whose engine has no `resourceOf` for it: the
@@ -8,18 +9,12 @@ import { harness, type Harness } from '../../helpers/engine';
 const stage: StageRef = { scope: ['book-n', 'sc-1'], stage: 'image' };
 const gateKey = (h: Harness) => `${h.prefix}:${h.queueName}:sd:gate:gpu`;
 
-/** Redis' time now, ms. */
-async function redisNow(h: Harness): Promise<number> {
-  const [s, us] = await h.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-
 describe('C31: a capacity answer naming a resource the stage was not known to need', () => {
   it('closes the gate for the answer’s window, and the stage waits that window', async () => {
     const h = harness({ windows: { capacitySeconds: 60, jitter: 0 }, inFlightRetryMs: 100 });
     h.executor.script(stage, noCapacity({ resource: 'gpu' }));
     const r = await h.engine.dispatchStage(stage, {});
-    const now = await redisNow(h);
+    const now = await redisNow(h.redis);
     expect(r).toMatchObject({ dispatched: false, reason: 'no_capacity' });
     // the window is the capacity window (60 s), not the short one of an attempt a wake overtook
     const gateUntil = Number(await h.redis.get(gateKey(h)));
@@ -52,7 +47,7 @@ describe('C31: a capacity answer naming another resource than the stage’s reso
       await h.engine.wakeDeferred({ resource: woken });
       h.executor.script(stage, noCapacity({ resource: 'tpu' }));
       const r = await h.engine.dispatchStage(stage, {});
-      const now = await redisNow(h);
+      const now = await redisNow(h.redis);
       expect(r).toMatchObject({ dispatched: false, reason: 'no_capacity' });
       const tpuUntil = Number(await h.redis.get(`${h.prefix}:${h.queueName}:sd:gate:tpu`));
       expect({ stageWaits: r.until! - now > 50_000, gateClosed: tpuUntil - now > 50_000 }).toEqual({

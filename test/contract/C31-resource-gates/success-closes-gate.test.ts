@@ -1,6 +1,7 @@
 import { noCapacity, type StageRef } from '../../../src';
-import { harness, SENT, type Harness } from '../../helpers/engine';
+import { harness, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
+import { redisNow } from '../../helpers/observe';
 
 /**
  * A success that saw `capacityLeft: 0` closes its resource's gate for the capacity window
@@ -10,12 +11,6 @@ import { waitFor } from '../../helpers/redis';
  */
 const stage = (n: number): StageRef => ({ scope: ['book-g', `sc-${n}`], stage: 'image' });
 
-/** Redis' time now, ms. */
-async function redisNow(h: Harness): Promise<number> {
-  const [s, us] = await h.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-
 describe('C31: a success that saw capacityLeft: 0 closes the gate for the capacity window', () => {
   it('C31: emits gateClosed (no_capacity_left, until = now + the capacity window), no gateOpened, and the next stage is gated', async () => {
     const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 30, jitter: 0 } });
@@ -24,9 +19,9 @@ describe('C31: a success that saw capacityLeft: 0 closes the gate for the capaci
     h.engine.on('gateClosed', (e) => closed.push(e));
     h.engine.on('gateOpened', (e) => opened.push(e));
     h.executor.script(stage(0), { ...SENT, capacityLeft: 0 });
-    const before = await redisNow(h);
+    const before = await redisNow(h.redis);
     const sent = await h.engine.dispatchStage(stage(0), {});
-    const after = await redisNow(h);
+    const after = await redisNow(h.redis);
     expect(sent).toMatchObject({ dispatched: true });
     expect(closed).toHaveLength(1);
     expect(closed[0]).toMatchObject({ resource: 'gpu', reason: 'no_capacity_left' });
@@ -35,7 +30,7 @@ describe('C31: a success that saw capacityLeft: 0 closes the gate for the capaci
     // nothing opened: the gate was open, and the success closed it
     expect(opened).toHaveLength(0);
     // well into the window (a few hundred ms of Redis' time), another stage of the resource is gated
-    await waitFor(async () => (await redisNow(h)) > after + 300, 'Redis time to move on 300 ms');
+    await waitFor(async () => (await redisNow(h.redis)) > after + 300, 'Redis time to move on 300 ms');
     const r = await h.engine.dispatchStage(stage(1), {});
     expect(h.executor.callsFor(stage(1))).toBe(0);
     expect(r).toMatchObject({ dispatched: false, reason: 'gate_closed' });
@@ -50,7 +45,7 @@ describe('C31: a gated dispatch answers a capacity deferral that names no execut
     const r = await h.engine.dispatchStage(stage(1), {});
     expect(h.executor.callsFor(stage(1))).toBe(0);
     expect(r).toMatchObject({ dispatched: false, reason: 'gate_closed', retryable: true });
-    expect(r.until).toBeGreaterThan(await redisNow(h));
+    expect(r.until).toBeGreaterThan(await redisNow(h.redis));
     expect(r.result).toMatchObject({ dispatched: false, reason: 'gate_closed' });
   });
 });
@@ -69,11 +64,11 @@ describe('C31: a capacity answer at the deferral bound closes its gate all the s
     const first = await h.engine.dispatchStage(stage(0), {});
     expect(first).toMatchObject({ reason: 'no_capacity' });
     // the window (and the gate's) ends: the next dispatch is the probe, and its answer is past the bound
-    await waitFor(async () => (await redisNow(h)) > first.until! + 50, 'the window to end');
+    await waitFor(async () => (await redisNow(h.redis)) > first.until! + 50, 'the window to end');
     const limited = await h.engine.dispatchStage(stage(0), {});
     expect(limited).toMatchObject({ dispatched: false, limitReached: true });
     expect(closed).toHaveLength(2);
-    expect(closed[1]?.until).toBeGreaterThan(await redisNow(h));
+    expect(closed[1]?.until).toBeGreaterThan(await redisNow(h.redis));
     const r = await h.engine.dispatchStage(stage(1), {});
     expect(h.executor.callsFor(stage(1))).toBe(0);
     expect(r).toMatchObject({ reason: 'gate_closed' });
