@@ -8,6 +8,9 @@ import {
 } from '../../src';
 import { client, closeClients, connect, dropPrefix, isolated, keysUnder, onCluster, redisOptions } from './redis';
 
+/** Windows of 10 min, no jitter: a deferral the test reads is still open then, however slow the machine. */
+export const LONG_WINDOWS = { capacitySeconds: 600, jitter: 0 };
+
 export const SENT: ExecutorResult<string> = { dispatched: true, jobs: 1, reason: null };
 export const notSent = (reason: string, extra: Partial<ExecutorResult<string>> = {}): ExecutorResult<string> => ({
   dispatched: false,

@@ -1,4 +1,4 @@
-import { harness, notSent, SENT } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 
 const ref = (book: string, ch: string, sc: string, stage = 'image') => ({ scope: [book, ch, sc], stage });
@@ -33,7 +33,7 @@ describe('C10: clearDeferrals(scope)', () => {
 
   it('clears a scope larger than one batch (1,201 stages, batches of 500): every deferral ends, every wake-up is promoted, one count', async () => {
     // (windows of 10 min: no deferral of the test ends by itself, however slow the machine)
-    const h = harness({ windows: { capacitySeconds: 600, jitter: 0 } });
+    const h = harness({ windows: LONG_WINDOWS });
     const many = Array.from({ length: 1201 }, (_, i) => ref('big', `c${i % 7}`, `s${i}`));
     await deferAll(h, [...many, ref('other', 'c', 's')]);
     expect(await h.engine.queue.getDelayedCount()).toBe(1202);

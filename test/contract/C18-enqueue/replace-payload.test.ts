@@ -1,5 +1,5 @@
 import { InvalidOptionsError, type StageRef } from '../../../src';
-import { harness, notSent, SENT } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent, SENT } from '../../helpers/engine';
 import { latch } from '../../helpers/jobs';
 import { waitFor } from '../../helpers/redis';
 
@@ -14,7 +14,7 @@ describe('C18: enqueue of a stage that is deferred or pending, with and without 
   it('while deferred: without replace the payload is not taken; with replace the wake-up runs the newest payload and buildId', async () => {
     // (a window of 10 min: the stage is still deferred at both enqueues, however slow the machine;
     // wakeDeferred then ends it, instead of waiting for it)
-    const h = harness({ windows: { capacitySeconds: 600, jitter: 0 } });
+    const h = harness({ windows: LONG_WINDOWS });
     h.executor.script(image, notSent('no_worker_available'), SENT);
     await h.engine.dispatchStage(image, { v: 1 }, { buildId: 'b-1' });
     expect(await h.engine.enqueue(image, { v: 2 })).toMatchObject({

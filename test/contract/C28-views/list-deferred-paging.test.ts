@@ -1,12 +1,12 @@
 import { InvalidOptionsError, stageId, type DeferredPage, type StageRef } from '../../../src';
-import { harness, notSent } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent } from '../../helpers/engine';
 
 /** the views scale with the work: `listDeferred(scope?, { limit, cursor })` pages. */
 const ref = (book: string, i: number): StageRef => ({
   scope: [book, `s-${String(i).padStart(4, '0')}`],
   stage: 'image',
 });
-const long = { windows: { capacitySeconds: 600, jitter: 0 } };
+const long = { windows: LONG_WINDOWS };
 
 async function deferMany(h: ReturnType<typeof harness>, book: string, n: number): Promise<StageRef[]> {
   h.executor.fallback = notSent('no_worker_available');

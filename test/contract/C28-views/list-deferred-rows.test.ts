@@ -1,9 +1,9 @@
 import { stageId, type DeferredPage, type StageRef } from '../../../src';
 import { failedForGood } from '../../helpers/attempts';
-import { harness, notSent } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent } from '../../helpers/engine';
 
 /** What a `listDeferred` page holds: each deferred stage once, at most `limit` of them, as many as its work bound allows. */
-const long = { windows: { capacitySeconds: 600, jitter: 0 } };
+const long = { windows: LONG_WINDOWS };
 const ref = (book: string, i: number): StageRef => ({
   scope: [book, `s-${String(i).padStart(4, '0')}`],
   stage: 'image',

@@ -2,10 +2,10 @@ import { stageId, type DeferredPage, type StageRef } from '../../../src';
 import { listStages } from '../../../src/store/listing';
 import { StoreKeys } from '../../../src/store/keys';
 import { ioReader, type Cmd, type Reader } from '../../../src/store/reader';
-import { harness, notSent } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent } from '../../helpers/engine';
 
 /** Check of 's listDeferred pages. */
-const long = { windows: { capacitySeconds: 600, jitter: 0 } };
+const long = { windows: LONG_WINDOWS };
 const NO = notSent('no_worker_available');
 
 /** A Reader that counts its round trips (one `run` with at least one command is one pipeline sent). */
@@ -50,7 +50,7 @@ describe('C28: listDeferred pages', () => {
   });
 
   it('a stage listed on one page and re-deferred before the next page is not listed a second time', async () => {
-    const h = harness({ windows: { capacitySeconds: 600, jitter: 0 } });
+    const h = harness({ windows: LONG_WINDOWS });
     h.executor.fallback = NO;
     const a: StageRef = { scope: ['p', 'a'], stage: 'image' };
     const b: StageRef = { scope: ['p', 'b'], stage: 'image' };

@@ -1,5 +1,5 @@
 import { dispatched, noCapacity, type StageRef } from '../../../src';
-import { harness } from '../../helpers/engine';
+import { harness, LONG_WINDOWS } from '../../helpers/engine';
 
 /**
  * The bound of one wake of a resource's line: 10,000 stages, whatever `capacityLeft` says. Its own
@@ -10,7 +10,7 @@ const gpu = () => 'gpu';
 describe('C31: a success opens the gate and wakes the line, within capacity', () => {
   it('a `capacityLeft` past 10,000 wakes 10,000, the bound of one wake', async () => {
     // (windows of 10 min: the gate and the deferrals outlast the 10,001 dispatches, however slow the machine)
-    const h = harness({ resourceOf: gpu, windows: { capacitySeconds: 600, jitter: 0 } });
+    const h = harness({ resourceOf: gpu, windows: LONG_WINDOWS });
     const big = (n: number): StageRef => ({ scope: ['book-big', `sc-${n}`], stage: 'image' });
     h.executor.script(big(0), noCapacity());
     await h.engine.dispatchStage(big(0), {});

@@ -1,11 +1,11 @@
 import type { StageRef } from '../../../src';
-import { harness, notSent, SENT } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent, SENT } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import { inWaitIndex, setChainStart } from '../../helpers/observe';
 
 /** Check of the capacity wait index, one sorted set per stage kind (`sd:wq:<kind>`, kinds in `sd:wqk`). */
 const NO = notSent('no_worker_available');
-const long = { windows: { capacitySeconds: 600, jitter: 0 } };
+const long = { windows: LONG_WINDOWS };
 
 function waitKey(h: { prefix: string; queueName: string }, kind: string) {
   return `${h.prefix}:${h.queueName}:sd:wq:${kind}`;
