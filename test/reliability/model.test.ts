@@ -7,6 +7,7 @@ import { isWakeUpId, jobIdOfLicence } from '../../src/job-data';
 import { stageIdOfJobId } from '../../src/stage-ref';
 import type { ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
+import { redisNow } from '../helpers/observe';
 import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, LONG_MS } from './harness';
 
 /**
@@ -666,8 +667,7 @@ class WakeGpu implements Cmd {
 class GateWindowEnds implements Cmd {
   check = (m: Readonly<Model>) => m.gate === 'closed' || m.gate === 'probing';
   async run(m: Model, r: Real) {
-    const [s, us] = await r.redis.time();
-    const past = Number(s) * 1000 + Math.floor(Number(us) / 1000) - 1;
+    const past = (await redisNow(r.redis)) - 1;
     await r.redis.set(gateKey(r), `${m.gate === 'probing' ? 'p' : ''}${past}`, 'KEEPTTL');
     tally(`gate-ends:${m.gate}`);
     m.gate = 'ended';

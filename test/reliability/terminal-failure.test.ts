@@ -1,11 +1,11 @@
-import { harness } from '../helpers/engine';
+import { LONG_WINDOWS, harness } from '../helpers/engine';
 import { retriedAfterCancel, stageJobs } from '../helpers/observe';
 import { ManualWorker, answer } from './harness';
 
 describe('C14: when a wake-up fails for good (retry budget spent)', () => {
   it('the stage can be enqueued again, and a cancel still reaches the failed wake-up', async () => {
     const h = harness({
-      windows: { capacitySeconds: 600, jitter: 0 },
+      windows: LONG_WINDOWS,
       retry: { attempts: 2, backoff: { type: 'fixed', delay: 0 } },
     });
     const { engine, prefix, queueName } = h;

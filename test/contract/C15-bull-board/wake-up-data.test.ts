@@ -1,5 +1,6 @@
 import { stageId, type StageRef } from '../../../src';
 import { harness, notSent, SENT } from '../../helpers/engine';
+import { redisNow } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 
 /** The slimmer wake-up: no `wakeUp`/`until` in its data, no `timestamp` in its options. */
@@ -26,10 +27,9 @@ describe('C15: the slimmer wake-up', () => {
     const score = Number(await h.redis.zscore(`${h.prefix}:${h.queueName}:delayed`, job.id!));
     expect(Math.floor(score / 0x1000)).toBe(until);
     // the timestamp is Redis' clock (to the engine's measured offset), not far from the marker's end
-    const [sec, usec] = await h.redis.time();
-    const redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const now = await redisNow(h.redis);
     const pttl = await h.redis.pttl(h.engine.deferredStageKey(ref));
-    expect(Math.abs(redisNow + pttl - until)).toBeLessThan(100);
+    expect(Math.abs(now + pttl - until)).toBeLessThan(100);
   });
 
   it("a wake-up written by an earlier version (data with wakeUp and until) still runs as its stage's wake-up", async () => {

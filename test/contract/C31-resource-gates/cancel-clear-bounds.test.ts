@@ -1,5 +1,6 @@
 import { DeferralLimitError, noCapacity, type StageRef } from '../../../src';
 import { harness } from '../../helpers/engine';
+import { redisNow } from '../../helpers/observe';
 import { waitFor } from '../../helpers/redis';
 
 const stage = (n: number): StageRef => ({ scope: ['book-c', `sc-${n}`], stage: 'image' });
@@ -115,22 +116,18 @@ describe('C31: a probe whose capacity answer reaches the capacity bound', () => 
       limits: { maxCapacityDeferrals: 1, maxIdempotentDeferrals: 3 },
     });
     const gate = `${h.prefix}:${h.queueName}:sd:gate:gpu`;
-    const redisNow = async () => {
-      const [s, us] = await h.redis.time();
-      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-    };
     // stage 0 closes the gate for 300 ms (its hint), its one capacity deferral
     h.executor.script(stage(0), noCapacity({ retryAfterMs: 300 }), noCapacity());
     await h.engine.dispatchStage(stage(0), {});
-    await waitFor(async () => Number(await h.redis.get(gate)) <= (await redisNow()), 'the window to end');
+    await waitFor(async () => Number(await h.redis.get(gate)) <= (await redisNow(h.redis)), 'the window to end');
     // its next dispatch probes: no capacity, and past its bound
-    const probedAt = await redisNow();
+    const probedAt = await redisNow(h.redis);
     const closed: unknown[] = [];
     h.engine.on('gateClosed', (e) => closed.push(e));
     expect(await h.engine.dispatchStage(stage(0), {})).toMatchObject({ reason: 'no_capacity', limitReached: true });
     expect(closed).toEqual([expect.objectContaining({ resource: 'gpu', ref: stage(0), reason: 'no_capacity' })]);
     // the probe's lease (lockMs) is over; the answer's window (60 s) is not
-    await waitFor(async () => (await redisNow()) > probedAt + 1000, 'the lease to end');
+    await waitFor(async () => (await redisNow(h.redis)) > probedAt + 1000, 'the lease to end');
     expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ reason: 'gate_closed' });
     expect(h.executor.callsFor(stage(1))).toBe(0);
   });
