@@ -202,6 +202,9 @@ const config = {
     // the Redis store behind the contract (the hot path's begin and batch, cancel, clear, wake, the probe's reply)
     'src/deferral-store.ts',
     'src/store/**/*.ts',
+    // start-up and its connections: stryker.startup.config.mjs (here each survivor re-runs every suite)
+    '!src/store/client.ts',
+    '!src/store/connections.ts',
   ],
   testRunner: 'jest',
   jest: {
