@@ -1,9 +1,9 @@
 import { Worker } from 'bullmq';
-import { harness } from '../../helpers/engine';
+import { harness, SENT } from '../../helpers/engine';
 import { fetchBy, watch } from '../../helpers/jobs';
-import { client, waitFor } from '../../helpers/redis';
+import { client, closeClients, dropPrefix, isolated, waitFor } from '../../helpers/redis';
 import { keptFor } from '../../helpers/visible';
-import type { StageRef } from '../../../src';
+import { createDispatchEngine, type StageRef } from '../../../src';
 
 /**
  * README "Register it in an existing BullMQ setup": `new Worker(queueName, engine.processor, …)`
@@ -75,13 +75,43 @@ describe("C14: the user's own Worker and a job BullMQ fails by itself", () => {
       autorun: false,
     });
     try {
-      expect(() => h.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      // the refusal names the Worker's queue and prefix and the engine's
+      expect(() => h.engine.attachWorker(other)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_OPTIONS',
+          message: expect.stringContaining(
+            `runs queue "${h.queueName}-other" with prefix "${h.prefix}", the engine's queue is "${h.queueName}" with prefix "${h.prefix}"`,
+          ),
+        }),
+      );
       expect(() => h.engine.attachWorker(prefixed)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
       const producer = harness({ executor: undefined });
       expect(() => producer.engine.attachWorker(other)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     } finally {
       await other.close();
       await prefixed.close();
+    }
+  });
+
+  it("attachWorker takes a Worker with BullMQ's default prefix on an engine with the default prefix", async () => {
+    const { queueName } = isolated();
+    const redis = client();
+    const engine = createDispatchEngine<unknown, string>({
+      connection: client(),
+      queueName,
+      executor: async () => SENT,
+    });
+    const worker = new Worker(queueName, engine.processor, {
+      connection: client({ maxRetriesPerRequest: null }),
+      autorun: false,
+    });
+    try {
+      expect(engine.attachWorker(worker)).toBe(worker);
+    } finally {
+      await worker.close();
+      await engine.close();
+      await dropPrefix(redis, `bull:${queueName}`);
+      await closeClients();
     }
   });
 });

@@ -52,9 +52,12 @@ describe('C31: bad resource input is a typed error before anything is written', 
 
   it('wakeDeferred refuses an empty resource, and a resource with a scope or stage', async () => {
     const h = harness();
-    await expect(h.engine.wakeDeferred({ resource: '' })).rejects.toMatchObject({ code: 'INVALID_RESOURCE' });
-    await expect(h.engine.wakeDeferred({ resource: 'gpu', stage: 'image' })).rejects.toMatchObject({
-      code: 'INVALID_OPTIONS',
+    await expect(h.engine.wakeDeferred({ resource: '' })).rejects.toMatchObject({
+      code: 'INVALID_RESOURCE',
+      message: expect.stringContaining('wakeDeferred: expected `resource`'),
     });
+    const alone = { code: 'INVALID_OPTIONS', message: expect.stringContaining('`resource` alone') };
+    await expect(h.engine.wakeDeferred({ resource: 'gpu', stage: 'image' })).rejects.toMatchObject(alone);
+    await expect(h.engine.wakeDeferred({ resource: 'gpu', scope: ['book-1'] })).rejects.toMatchObject(alone);
   });
 });

@@ -1,5 +1,5 @@
 import { dispatched, noCapacity, type StageRef } from '../../../src';
-import { harness, notSent, SENT, type Harness } from '../../helpers/engine';
+import { harness, LONG_WINDOWS, notSent, SENT, type Harness } from '../../helpers/engine';
 import { waitFor } from '../../helpers/redis';
 import { redisNow } from '../../helpers/observe';
 
@@ -209,5 +209,17 @@ describe('C31: a success opens the gate and wakes the line, oldest first, within
     expect((await h.engine.wakeDeferred({ limit: 10 })).woken).toEqual([]);
     // the gate is open: a dispatch calls the executor
     expect(await h.engine.dispatchStage(stage(7), {})).toMatchObject({ dispatched: true });
+  });
+
+  it('`wakeDeferred({ resource })` wakes its line only: a stage deferred without a resource, waiting longer, sleeps on', async () => {
+    const plain: StageRef = { scope: ['book-p'], stage: 'image' };
+    const h = harness({ resourceOf: (ref) => (ref.scope[0] === 'book-p' ? undefined : 'gpu'), windows: LONG_WINDOWS });
+    h.executor.script(plain, noCapacity());
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(plain, {});
+    await h.engine.dispatchStage(stage(0), {});
+    await h.engine.dispatchStage(stage(1), {});
+    expect((await h.engine.wakeDeferred({ resource: 'gpu', limit: 3 })).woken).toEqual([stage(0), stage(1)]);
+    expect(await h.engine.isStageDeferred(plain)).toBe(true);
   });
 });

@@ -2,10 +2,9 @@ import type { StageRef } from '../../../src';
 import { harness, notSent } from '../../helpers/engine';
 
 /**
- * `wakeDeferred`'s filter is destructured without a check of its keys
- * (src/engine.ts `wakeDeferred`): a misspelt filter (`{ kind: 'image' }`, `{ stages: … }`,
- * `{ scopes: […] }`) is no filter at all and wakes the longest-waiting stage of ANY kind
- * and scope. The engine's options are `.strict()` (zod) for the same reason.
+ * A misspelt filter (`{ kind: 'image' }`, `{ stages: … }`, `{ scopes: […] }`) would be no filter at
+ * all and wake the longest-waiting stage of ANY kind and scope: `wakeDeferred` refuses a key it does
+ * not know, as the engine's options (`.strict()`) do.
  */
 const video: StageRef = { scope: ['book-1'], stage: 'video' };
 
@@ -26,4 +25,12 @@ describe('C8: a misspelt wakeDeferred filter', () => {
       });
     },
   );
+
+  it('the refusal names every unknown key and the keys a filter takes', async () => {
+    const h = harness();
+    await expect(h.engine.wakeDeferred({ kind: 'image', stages: 'video' } as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringContaining('"kind", "stages": expected { limit?, scope?, stage?, resource? }'),
+    });
+  });
 });
