@@ -98,10 +98,12 @@ const KEYS_DENIED = '~';
  * key'), or `null` for another error.
  */
 function deniedCommand(error: unknown): string | null {
-  const text = String((error as Error)?.message ?? error);
+  // (a ReplyError reads 'ReplyError: NOPERM ...')
+  const text = String(error);
   if (!text.includes('NOPERM')) return null;
   const command = /'([^']+)' command/.exec(text)?.[1];
   if (command) return command.toLowerCase();
+  // Stryker disable next-line StringLiteral: unreachable: every NOPERM Redis answers a script's or a transaction's command names the command or a key (a channel's names no command the engine runs); the name only stands in for a message of a later Redis
   return /access (one of the keys|a key)/i.test(text) ? KEYS_DENIED : 'unknown';
 }
 
@@ -126,8 +128,8 @@ export async function checkPermissions(c: Client, keys: StoreKeys, replicas: boo
   };
   const probe = () => c[CMD.sdPermissions]!(`${keys.base}sd:probe`, keys.fence) as Promise<string[]>;
   // twice: the first call may load the script with EVAL, the second runs it with EVALSHA
-  for (let i = 0; i < 2; i++) {
-    for (const name of ((await attempt(probe)) as string[] | undefined) ?? []) {
+  for (const run of [probe, probe]) {
+    for (const name of ((await attempt(run)) as string[] | undefined) ?? []) {
       if (name === '!readonly') {
         throw new InvalidOptionsError(
           'The connection reaches a read-only replica (READONLY): the engine writes, give it the master',
@@ -160,5 +162,6 @@ export async function loadScripts(c: Client, route: string, only?: readonly stri
     only ?? Object.values((c as { scriptsSet?: Record<string, { lua: string }> }).scriptsSet ?? {}).map((s) => s.lua);
   const p = c.pipeline().persist!(route);
   for (const lua of scripts) p.script!('LOAD', lua);
-  for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+  // (only a transaction's EXEC answers null: one that WATCH discarded)
+  for (const [err] of (await p.exec())!) if (err) throw err;
 }

@@ -1,6 +1,5 @@
 import type { Queue } from 'bullmq';
 import { redisClient } from '../bullmq/adapter';
-import { MissingPermissionError } from '../errors';
 import { checkPermissions, defineCommands, quitOrDrop, type Client } from './client';
 import type { RedisClock } from './clock';
 import type { StoreKeys } from './keys';
@@ -24,9 +23,10 @@ export class StoreConnections {
 
   /**
    * The queue's client, with the engine's scripts defined on it. The first
-   * call checks, once, that the connection's Redis user may run every command
-   * the engine needs (`MissingPermissionError` naming those it may not):
-   * refused at start-up, not half-way through a deferral.
+   * call checks that the connection's Redis user may run every command the
+   * engine needs (`MissingPermissionError` naming those it may not): refused
+   * at start-up, not half-way through a deferral. A refusal is not kept: the
+   * next call checks again (and is ready once the user was granted them).
    */
   client(): Promise<Client> {
     this.clientPromise ??= (async () => {
@@ -38,8 +38,8 @@ export class StoreConnections {
       this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
       return c;
     })().catch((error: unknown) => {
-      // a missing permission stays refused; anything else (Redis not up yet) is tried again next time
-      if (!(error instanceof MissingPermissionError)) this.clientPromise = undefined;
+      // tried again at the next call: a permission granted meanwhile, a replica promoted, Redis up
+      this.clientPromise = undefined;
       throw error;
     });
     return this.clientPromise;
@@ -66,8 +66,8 @@ export class StoreConnections {
   async close(): Promise<void> {
     const p = this.renewPromise;
     this.renewPromise = undefined;
-    if (!p) return;
-    const c = await p.catch(() => undefined);
-    if (c?.quit && c.disconnect) await quitOrDrop(c as { quit(): Promise<unknown>; disconnect(): void });
+    // (an ioredis client, which has both; it does not fail: only a held lock is renewed, and a lock
+    // is taken on the queue's client, opened already)
+    if (p) await quitOrDrop((await p) as { quit(): Promise<unknown>; disconnect(): void });
   }
 }

@@ -1,5 +1,7 @@
 import IORedis from 'ioredis';
-import { harness } from '../../helpers/engine';
+import { DeferralStore } from '../../../src/deferral-store';
+import { stageId, type StageRef } from '../../../src';
+import { harness, SENT } from '../../helpers/engine';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /** A client the user passes in; the duplicates the engine makes of it are recorded (and `patch`ed). */
@@ -46,6 +48,67 @@ describe('C24: close() and the connections the engine made for its workers', () 
       await h.engine.createWorker().waitUntilReady();
       await h.engine.close();
       await waitFor(() => made[0]!.status === 'end', 'the duplicate disconnected');
+    } finally {
+      own.disconnect();
+    }
+  });
+});
+
+const image: StageRef = { scope: ['book-1'], stage: 'image' };
+
+/** An executor that holds until `release()` (the test's `finally` calls it: teardown would wait for it). */
+function heldExecutor() {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  return { release, executor: async () => (await held, SENT) };
+}
+
+/**
+ * One dispatch of `image` on `h`, whose executor holds until the stage's lock was renewed twice
+ * (its PTTL grew twice, read by the test's own client) and is then released: sent.
+ */
+async function dispatchThroughRenewals(h: ReturnType<typeof harness>, release: () => void) {
+  const lock = new DeferralStore(h.engine.queue).keys.lock(stageId(image));
+  const pttls: number[] = [];
+  const running = h.engine.dispatchStage(image, {});
+  try {
+    await waitFor(async () => {
+      pttls.push(await h.redis.pttl(lock));
+      return pttls.filter((p, i) => i > 0 && p > pttls[i - 1]!).length >= 2;
+    }, 'two lock renewals');
+  } finally {
+    release();
+  }
+  expect(await running).toMatchObject({ dispatched: true });
+}
+
+describe("C24: the lock renewals' connection", () => {
+  it("with waitForReplicas, renewals run on a connection of their own, duplicated from the engine's, and close() quits it", async () => {
+    const { own, made } = userClient();
+    try {
+      const { release, executor } = heldExecutor();
+      const h = harness({ connection: own, lockMs: 1000, waitForReplicas: { replicas: 1, timeoutMs: 100 }, executor });
+      await dispatchThroughRenewals(h, release);
+      expect(made).toHaveLength(1);
+      const renewals = made[0]!;
+      expect(renewals.status).toBe('ready');
+      await h.engine.close();
+      await waitFor(() => renewals.status === 'end', 'the renewal connection closed');
+      // the user's client is the user's to close
+      expect(own.status).toBe('ready');
+    } finally {
+      own.disconnect();
+    }
+  });
+
+  it("without waitForReplicas, renewals run on the engine's connection: none is duplicated", async () => {
+    const { own, made } = userClient();
+    try {
+      const { release, executor } = heldExecutor();
+      const h = harness({ connection: own, lockMs: 1000, executor });
+      await dispatchThroughRenewals(h, release);
+      await h.engine.close();
+      expect(made).toHaveLength(0);
     } finally {
       own.disconnect();
     }

@@ -19,6 +19,7 @@ const image = { scope: ['book-1'], stage: 'image' };
 const engines: DispatchEngine[] = [];
 const prefixes: string[] = [];
 const servers: PrivateRedis[] = [];
+const clients: IORedis[] = [];
 let admin: IORedis;
 
 beforeAll(() => {
@@ -28,6 +29,7 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close().catch(() => undefined)));
   await dropAclUsers(admin);
   for (const p of prefixes.splice(0)) await dropPrefix(admin, p);
+  for (const c of clients.splice(0)) c.disconnect();
   for (const s of servers.splice(0)) await s.stop();
 });
 afterAll(closeClients);
@@ -166,17 +168,64 @@ describe('C25: the start-up permission probe', () => {
     const replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
     servers.push(replica);
     const r = new IORedis({ port: replica.port });
+    clients.push(r);
     for (let i = 0; i < 100 && !/master_link_status:up/.test(await r.info('replication')); i++) await sleep(50);
-    r.disconnect();
     const engine = engineOn({ host: '127.0.0.1', port: replica.port }, 'rv2', 'q');
-    let ready: unknown = 'resolved';
-    await engine.waitUntilReady().catch((e: unknown) => (ready = e));
+    const refused = await engine.waitUntilReady().then(
+      () => 'resolved',
+      (e: { code?: string; message?: string }) => ({ code: e.code, message: e.message }),
+    );
     let enqueued: unknown;
     await engine.enqueue(image, {}).then(
       (x) => (enqueued = x),
-      (e: Error) => (enqueued = e.message),
+      (e: { code?: string }) => (enqueued = e.code),
     );
-    // ready, yet the first write fails: READONLY
-    expect({ ready, enqueued }).not.toMatchObject({ ready: 'resolved' });
+    // not ready (a write would fail: READONLY), and said why
+    expect({ refused, enqueued }).toEqual({
+      refused: { code: 'INVALID_OPTIONS', message: expect.stringContaining('read-only replica') },
+      enqueued: 'INVALID_OPTIONS',
+    });
+    // the refusal is not kept: promoted to a master, the same engine is ready
+    await r.replicaof('NO', 'ONE');
+    await engine.waitUntilReady();
+    expect(await engine.enqueue(image, {})).toMatchObject({ added: true });
+  });
+
+  it('a user granted the missing permission after a refusal: the next waitUntilReady is ready, no restart', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    const conn = await aclUser(admin, 'rv2', prefix, ['-zadd']);
+    const engine = engineOn(conn, prefix, queueName);
+    await expect(engine.waitUntilReady()).rejects.toMatchObject({ code: 'MISSING_PERMISSION', commands: ['zadd'] });
+    await admin.call('ACL', 'SETUSER', conn.username, '+zadd');
+    await engine.waitUntilReady();
+    expect((await engine.dispatchStage(image, {})).reason).toBe('no_worker_available');
+  });
+
+  it('a user without several commands is refused naming them all, sorted', async () => {
+    const { prefix, queueName } = isolated();
+    prefixes.push(prefix);
+    // (the probe meets them as time, persist, set, get)
+    const engine = engineOn(
+      await aclUser(admin, 'rv2', prefix, ['-time', '-persist', '-set', '-get']),
+      prefix,
+      queueName,
+    );
+    await expect(engine.waitUntilReady()).rejects.toMatchObject({
+      code: 'MISSING_PERMISSION',
+      commands: ['get', 'persist', 'set', 'time'],
+    });
+  });
+
+  it("a command Redis refuses for another reason than the ACL fails start-up with Redis' own error, not MISSING_PERMISSION", async () => {
+    // SCRIPT renamed away (as some hosted Redis do): SCRIPT LOAD answers "unknown command"
+    const server = await startPrivateRedis(['--rename-command', 'SCRIPT', '']);
+    servers.push(server);
+    const engine = engineOn({ host: '127.0.0.1', port: server.port }, 'rv2', 'q');
+    const refused = await engine.waitUntilReady().then(
+      () => 'resolved',
+      (e: { code?: string; message?: string }) => ({ code: e.code, message: e.message }),
+    );
+    expect(refused).toEqual({ code: undefined, message: expect.stringContaining("unknown command 'script'") });
   });
 });

@@ -1,5 +1,6 @@
 import { harness } from '../../helpers/engine';
-import { waitFor } from '../../helpers/redis';
+import { client, waitFor } from '../../helpers/redis';
+import { redisNow } from '../../helpers/observe';
 import type { EngineEvents, StageRef } from '../../../src';
 
 /**
@@ -27,6 +28,13 @@ function skewsOf(h: ReturnType<typeof harness>): EngineEvents['clockSkew'][] {
 
 describe("C4: a Worker host whose clock leads Redis' by more than maxClockSkewMs is reported", () => {
   it('at start-up: one clockSkew event with the measured lead and the limit; later readings past it add none', async () => {
+    // started early in one of Redis' seconds (its ms 200-600): a start-up reading that lost or
+    // mis-scaled the ms of Redis' time would be off by more than the 200 ms the lead is read to
+    const redis = client();
+    await waitFor(async () => {
+      const ms = (await redisNow(redis)) % 1000;
+      return ms >= 200 && ms < 600;
+    }, "Redis' ms 200-600");
     ahead(4000);
     const h = harness();
     const skews = skewsOf(h);
