@@ -181,6 +181,10 @@ export const gateSuites = [
   'contract/C24-close/close-waits-slow-executor',
   'contract/C24-close/close-begin-lands-late',
   'contract/C24-close/close-hangs-on-release',
+  // engine.ts: wakeDeferred's filter checks, attachWorker's queue check, a call close() cut off
+  'contract/C8-wake-deferred/wake-filter',
+  'contract/C14-crash-recovery/own-worker-stalled',
+  'contract/C24-close/close-unreachable',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
