@@ -36,6 +36,7 @@ describe('C14: a deferral transaction replayed after its reply was lost', () => 
           cls: 'capacity',
           first: true,
           wakeSeq: '',
+          seenLine: '',
         },
       );
 

@@ -126,7 +126,12 @@ async function deferBy(h: ReturnType<typeof harness>, store: DeferralStore, toke
   const id = wakeUpJobId(sid, 'capacity', { ...FRESH_CHAIN, capacity: 1 }, until);
   const data = { v: 1, scope: image.scope, stage: image.stage, payload: {}, wakeUp: true };
   const wakeUp = new Job(h.engine.queue, image.stage, data, { delay: 60_000 }, id);
-  return store.defer(sid, token, wakeUp, until, '', ownJobId, { cls: 'capacity', first: true, wakeSeq: '' });
+  return store.defer(sid, token, wakeUp, until, '', ownJobId, {
+    cls: 'capacity',
+    first: true,
+    wakeSeq: '',
+    seenLine: '',
+  });
 }
 
 describe('C12: an attempt records only while its lock is its own', () => {

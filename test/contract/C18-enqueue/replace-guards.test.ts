@@ -60,6 +60,19 @@ describe('C18: replace leaves alone a job that began, or is not the stage’s to
     }
   });
 
+  it('C18: the stage’s pending job whose data is not JSON: not replaced (payloadTaken: false)', async () => {
+    const h = harness();
+    const { jobId } = await h.engine.enqueue(image, { v: 1 });
+    // (data written by hand, as a broken producer would)
+    await h.redis.hset(`${h.prefix}:${h.queueName}:${jobId}`, 'data', 'not json');
+    expect(await h.engine.enqueue(image, { v: 2 }, { replace: true })).toMatchObject({
+      added: false,
+      jobId,
+      payloadTaken: false,
+    });
+    expect(await h.redis.hget(`${h.prefix}:${h.queueName}:${jobId}`, 'data')).toBe('not json');
+  });
+
   it('C18: the stage’s pending job in another wire format version: not replaced', async () => {
     const h = harness();
     // (added as a producer of another version would: BullMQ's deduplicating add under the stage id)
@@ -100,6 +113,30 @@ describe('C18: replace writes the newest payload and buildId together, confirmed
     h.engine.createWorker();
     await waitFor(() => h.executor.callsFor(image) === 1, 'the job ran');
     expect(h.executor.callsOf(image)[0]!.payload).toEqual({ v: 2 });
+  });
+
+  it('C18: a replace overtaken by another replace on each of its 10 reads gives up: payloadTaken false, the last write stands', async () => {
+    const h = harness();
+    const { jobId } = await h.engine.enqueue(image, { v: 1 });
+    const key = `${h.prefix}:${h.queueName}:${jobId}`;
+    let overtaken = 0;
+    // another host's replace lands between each read and its write, 9 times: every write of the 10 reads
+    await wrapBatch(
+      h.engine,
+      (send) =>
+        async (...args) => {
+          if (overtaken < 9 && args.some((x) => typeof x === 'string' && x.includes('"payload":{"v":2}'))) {
+            overtaken++;
+            const data = JSON.parse((await h.redis.hget(key, 'data'))!) as object;
+            await h.redis.hset(key, 'data', JSON.stringify({ ...data, payload: { v: 100 + overtaken } }));
+          }
+          return send(...args);
+        },
+      CMD.sdReplace,
+    );
+    expect(await h.engine.enqueue(image, { v: 2 }, { replace: true })).toMatchObject({ payloadTaken: false });
+    expect(overtaken).toBe(9);
+    expect((await h.engine.queue.getJob(jobId!))!.data.payload).toEqual({ v: 109 });
   });
 
   it('C18: a replace without buildId drops the buildId the job had', async () => {
