@@ -185,6 +185,8 @@ export const gateSuites = [
   'contract/C8-wake-deferred/wake-filter',
   'contract/C14-crash-recovery/own-worker-stalled',
   'contract/C24-close/close-unreachable',
+  // deferral-store.ts: a hinted chain's flag (enqueue's replace overtaken or given data that is not JSON: replace-guards)
+  'contract/C8-wake-deferred/wake-skips-hinted',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
