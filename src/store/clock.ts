@@ -13,7 +13,6 @@ export class RedisClock {
   private lo = -Infinity;
   private hi = Infinity;
   private offsetMs = 0;
-  private read_ = false;
   /** `watchLead`'s limit and report; `leading`: the last reading was past the limit. */
   private limitMs = Infinity;
   private onLead: ((leadMs: number) => void) | undefined;
@@ -32,20 +31,19 @@ export class RedisClock {
       this.hi = Math.min(this.hi, hi);
     }
     this.offsetMs = (this.lo + this.hi) / 2;
-    this.read_ = true;
     this.checkLead();
   }
 
   /**
    * Reports (`onLead`) this host's lead over Redis' clock when it is more than `limitMs`: at once
    * if the last reading says so, then whenever a reading crosses the limit (not at every reading
-   * past it). Once: a later call changes nothing.
+   * past it). Once: a later call changes nothing. `limitMs` >= 0: before any reading the lead is 0, never past it.
    */
   watchLead(limitMs: number, onLead: (leadMs: number) => void): void {
     if (this.onLead) return;
     this.limitMs = limitMs;
     this.onLead = onLead;
-    if (this.read_) this.checkLead();
+    this.checkLead();
   }
 
   private checkLead(): void {

@@ -57,4 +57,44 @@ describe("C4: Redis' clock as this host reads it (RedisClock)", () => {
     expect(now - before).toBeGreaterThanOrEqual(1234 - 1);
     expect(now - Date.now()).toBeLessThanOrEqual(1234 + 1);
   });
+
+  it("a reading whose bounds only touch the estimate's (one point in common) narrows it to that point", () => {
+    const clock = new RedisClock();
+    // bounds [900, 1000]
+    clock.read(1000, 0, 100);
+    expect(clock.leadMs).toBe(-950);
+    // bounds [800, 900]: they agree at 900 only
+    clock.read(900, 0, 100);
+    expect(clock.leadMs).toBe(-900);
+  });
+});
+
+describe("C4: this host's lead over Redis' clock is reported (RedisClock.watchLead)", () => {
+  it('at once when the last reading is past the limit', () => {
+    const clock = new RedisClock();
+    // this host runs 5 s ahead of Redis
+    clock.read(1_000_000 - 5000 + 1, 1_000_000, 1_000_002);
+    const leads: number[] = [];
+    clock.watchLead(1000, (lead) => leads.push(lead));
+    expect(leads).toEqual([5000]);
+  });
+
+  it('not before any reading, even at the limit 0', () => {
+    const clock = new RedisClock();
+    const leads: number[] = [];
+    clock.watchLead(0, (lead) => leads.push(lead));
+    expect(leads).toEqual([]);
+  });
+
+  it('once: a later call changes neither the limit nor who hears it', () => {
+    const clock = new RedisClock();
+    const first: number[] = [];
+    const second: number[] = [];
+    clock.watchLead(10_000, (lead) => first.push(lead));
+    clock.watchLead(1000, (lead) => second.push(lead));
+    clock.read(1_000_000 - 5000 + 1, 1_000_000, 1_000_002);
+    expect({ first, second }).toEqual({ first: [], second: [] });
+    clock.read(1_000_100 - 20_000 + 1, 1_000_100, 1_000_102);
+    expect({ first, second }).toEqual({ first: [20_000], second: [] });
+  });
 });
