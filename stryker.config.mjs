@@ -187,6 +187,12 @@ export const gateSuites = [
   'contract/C24-close/close-unreachable',
   // deferral-store.ts: a hinted chain's flag (enqueue's replace overtaken or given data that is not JSON: replace-guards)
   'contract/C8-wake-deferred/wake-skips-hinted',
+  // store/cancel.ts, job-marks.ts, keys.ts: a cancel beside failed-job records, the own Worker's removeOnFail,
+  // the replica wait's route key under an ACL, the CLI's queue check in process
+  'contract/C9-cancel/cancel-failed-record-states',
+  'contract/C27-costs/own-worker-remove-on-fail',
+  'contract/C25-start-up/acl',
+  'cli/session-queue-exists',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
