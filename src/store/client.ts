@@ -69,10 +69,10 @@ const SCRIPTS = {
 } as const;
 
 /**
- * The command each script is defined as: its name and a digest of its source. A name the client
- * already has is not defined again, so two copies of the library of different versions sharing
- * one ioredis client (an app and a module each with its own copy) each run their own scripts,
- * not whichever were defined first.
+ * The command each script is defined as: its name and a digest of its source, so two copies of the
+ * library of different versions sharing one ioredis client (an app and a module each with its own
+ * copy) each run their own scripts, not whichever were defined last. Defining a name again defines
+ * the same source.
  */
 export const CMD = Object.fromEntries(
   Object.entries(SCRIPTS).map(([name, def]) => [
@@ -84,7 +84,7 @@ export const CMD = Object.fromEntries(
 export function defineCommands(client: Client): Client {
   for (const [name, def] of Object.entries(SCRIPTS)) {
     const command = CMD[name as keyof typeof SCRIPTS];
-    if (typeof client[command] !== 'function') client.defineCommand(command, { numberOfKeys: def.keys, lua: def.lua });
+    client.defineCommand(command, { numberOfKeys: def.keys, lua: def.lua });
   }
   return client;
 }
