@@ -185,6 +185,7 @@ export const gateSuites = [
   'contract/C8-wake-deferred/wake-filter',
   'contract/C14-crash-recovery/own-worker-stalled',
   'contract/C24-close/close-unreachable',
+  'contract/C24-close/close-own-connection-quit',
   // deferral-store.ts: a hinted chain's flag (enqueue's replace overtaken or given data that is not JSON: replace-guards)
   'contract/C8-wake-deferred/wake-skips-hinted',
   // store/cancel.ts, job-marks.ts, keys.ts: a cancel beside failed-job records, the own Worker's removeOnFail,

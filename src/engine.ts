@@ -2,7 +2,7 @@ import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptio
 import { DeferralStore } from './deferral-store';
 import { Dispatcher } from './dispatch';
 import { checkCall, checkPayload } from './payload';
-import { EngineClosedError, InvalidOptionsError, NoExecutorError } from './errors';
+import { EngineClosedError, InvalidOptionsError, isStageDeferralError, NoExecutorError } from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { keptWhenFinished } from './job-data';
 import { createProcessor } from './bullmq/processor';
@@ -365,8 +365,11 @@ export function createDispatchEngine<P = unknown, const R extends string = never
   for (const name of TRACKED) {
     const call = engine[name] as (...args: unknown[]) => Promise<unknown>;
     (engine as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
-      // a call the close cut off (before its connection closes under it) fails as the engine closed
-      const p = Promise.race([call.apply(engine, args), cut]);
+      // a call under way when close() began fails as the engine closed, whatever ended it (the cut, or
+      // a connection closed under it: the user's own, quit meanwhile; a Redis gone, with a retry limit)
+      const p = Promise.race([call.apply(engine, args), cut]).catch((error: unknown) => {
+        throw closed && !isStageDeferralError(error) ? new EngineClosedError(error) : error;
+      });
       calls.add(p);
       // Stryker disable next-line ArrowFunction: equivalent but for memory: a settled call left in the set is awaited at once by close()
       const settled = () => calls.delete(p);
