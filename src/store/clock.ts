@@ -20,8 +20,10 @@ export class RedisClock {
 
   /** A reading: Redis' time `redisMs` in the reply to a request sent at `sentAt`, read at `receivedAt` (this host's ms). */
   read(redisMs: number, sentAt: number, receivedAt = Date.now()): void {
-    const lo = redisMs - receivedAt;
-    const hi = redisMs - sentAt;
+    // each clock is read in whole ms: Redis' time lies in [redisMs, redisMs + 1), this host's at
+    // the moment Redis read it in [sentAt, receivedAt + 1)
+    const lo = redisMs - receivedAt - 1;
+    const hi = redisMs + 1 - sentAt;
     if (lo > this.hi || hi < this.lo) {
       // the bounds disagree: this host's clock moved (a step, or drift over a long time)
       this.lo = lo;
@@ -37,7 +39,7 @@ export class RedisClock {
   /**
    * Reports (`onLead`) this host's lead over Redis' clock when it is more than `limitMs`: at once
    * if the last reading says so, then whenever a reading crosses the limit (not at every reading
-   * past it). Once: a later call changes nothing. `limitMs` >= 0: before any reading the lead is 0, never past it.
+   * past it). Once: a later call changes nothing. Before any reading nothing is known, nothing reported.
    */
   watchLead(limitMs: number, onLead: (leadMs: number) => void): void {
     if (this.onLead) return;
@@ -47,7 +49,9 @@ export class RedisClock {
   }
 
   private checkLead(): void {
-    const over = this.leadMs > this.limitMs;
+    // past the limit only when every offset the readings allow is (the least lead they allow):
+    // a host in step with Redis is never reported, even at a limit of 0
+    const over = -this.hi > this.limitMs;
     if (over && !this.leading) this.onLead!(Math.round(this.leadMs));
     this.leading = over;
   }
