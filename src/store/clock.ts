@@ -66,3 +66,8 @@ export class RedisClock {
     return -this.offsetMs;
   }
 }
+
+/** Redis' `TIME` reply (seconds, microseconds) as ms since the epoch, whole ms. */
+export function timeMs([sec, usec]: readonly [string, string]): number {
+  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+}

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { redisClient } from '../bullmq/adapter';
 import { checkPermissions, defineCommands, quitOrDrop, type Client } from './client';
-import type { RedisClock } from './clock';
+import { timeMs, type RedisClock } from './clock';
 import type { StoreKeys } from './keys';
 
 /**
@@ -34,8 +34,7 @@ export class StoreConnections {
       await checkPermissions(c, this.keys, this.replicas);
       // this host's clock against Redis', before the first wake-up is judged by it
       const sentAt = Date.now();
-      const [sec, usec] = (await c.time!()) as [string, string];
-      this.clock.read(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), sentAt);
+      this.clock.read(timeMs((await c.time!()) as [string, string]), sentAt);
       return c;
     })().catch((error: unknown) => {
       // tried again at the next call: a permission granted meanwhile, a replica promoted, Redis up

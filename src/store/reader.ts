@@ -1,3 +1,5 @@
+import { timeMs } from './clock';
+
 /** One Redis command: its name, then its arguments. */
 export type Cmd = readonly [string, ...(string | number)[]];
 
@@ -19,8 +21,8 @@ interface Pipelines {
  * `until` is on Redis' clock; the machine a view runs on may keep another).
  */
 export async function redisTime(reader: Reader): Promise<number> {
-  const [[sec, usec]] = (await reader.run([['time']])) as [[string, string]];
-  return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+  const [time] = (await reader.run([['time']])) as [[string, string]];
+  return timeMs(time);
 }
 
 /** A Reader over an ioredis client or Cluster (all keys of a queue share its hash tag). */
