@@ -2,6 +2,7 @@ import IORedis from 'ioredis';
 import { DeferralStore } from '../../../src/deferral-store';
 import { stageId, type StageRef } from '../../../src';
 import { harness, SENT } from '../../helpers/engine';
+import { held } from '../../helpers/held';
 import { redisOptions, waitFor } from '../../helpers/redis';
 
 /** A client the user passes in; the duplicates the engine makes of it are recorded (and `patch`ed). */
@@ -56,13 +57,6 @@ describe('C24: close() and the connections the engine made for its workers', () 
 
 const image: StageRef = { scope: ['book-1'], stage: 'image' };
 
-/** An executor that holds until `release()` (the test's `finally` calls it: teardown would wait for it). */
-function heldExecutor() {
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  return { release, executor: async () => (await held, SENT) };
-}
-
 /**
  * One dispatch of `image` on `h`, whose executor holds until the stage's lock was renewed twice
  * (its PTTL grew twice, read by the test's own client) and is then released: sent.
@@ -86,8 +80,13 @@ describe("C24: the lock renewals' connection", () => {
   it("with waitForReplicas, renewals run on a connection of their own, duplicated from the engine's, and close() quits it", async () => {
     const { own, made } = userClient();
     try {
-      const { release, executor } = heldExecutor();
-      const h = harness({ connection: own, lockMs: 1000, waitForReplicas: { replicas: 1, timeoutMs: 100 }, executor });
+      const { release, answer } = held(SENT);
+      const h = harness({
+        connection: own,
+        lockMs: 1000,
+        waitForReplicas: { replicas: 1, timeoutMs: 100 },
+        executor: answer,
+      });
       await dispatchThroughRenewals(h, release);
       expect(made).toHaveLength(1);
       const renewals = made[0]!;
@@ -104,8 +103,8 @@ describe("C24: the lock renewals' connection", () => {
   it("without waitForReplicas, renewals run on the engine's connection: none is duplicated", async () => {
     const { own, made } = userClient();
     try {
-      const { release, executor } = heldExecutor();
-      const h = harness({ connection: own, lockMs: 1000, executor });
+      const { release, answer } = held(SENT);
+      const h = harness({ connection: own, lockMs: 1000, executor: answer });
       await dispatchThroughRenewals(h, release);
       await h.engine.close();
       expect(made).toHaveLength(0);
