@@ -35,7 +35,7 @@ const CUTS: Record<string, [from: string, to: string]> = {
     "c = {false, false, '0', '1', false}",
   ],
   "the begin's licence range": ['  local lic, failed = split(licences(IDX, sid))', '  local lic, failed = nil, {}'],
-  "the release's hand-on check": ["  if mode == '1' or mode == 'e' then handedOn(token, run) end", ''],
+  "the release's hand-on check": ["  if mode == '1' or mode == 'e' then handedOn(token, stalled) end", ''],
 };
 
 /** The same call to a script that does nothing (what the bench's `floor` sends): the call's own cost. */
