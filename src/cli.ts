@@ -21,13 +21,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isStageDeferralError } from './errors';
-import { checkResource } from './resource';
+import { checkResource, encodeResource } from './resource';
 import { encodeStageKind, scopePrefix, stageId } from './stage-ref';
 import { escapeControl } from './cli/escape';
 import { CliError, NothingMatchedError, UsageError } from './cli/errors';
 import { checkCancel } from './cli/guard';
 import { deferredJson, listTable, print, shellQuote, showText, stageJson } from './cli/output';
-import { gateJson, gatesTable, readGates, type Scannable } from './cli/gates';
+import { gateJson, gatesTable } from './cli/gates';
+import { readGates, type Scannable } from './store/gates';
 import { readStage } from './cli/read';
 import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { redisTime } from './store/reader';
@@ -271,9 +272,9 @@ export function buildProgram(): Command {
     .argument('[resource...]', 'resource names (all of them when none is given)')
     .action(async (names: string[]) => {
       const g = globals();
-      for (const n of names) checkResource(n, 'gates'); // before connecting
+      const named = names.map((n) => encodeResource(checkResource(n, 'gates'))); // before connecting
       const { rows, now } = await withSession(g, async (s) => ({
-        rows: await readGates(s.redis as unknown as Scannable, s.reader, s.keys, names),
+        rows: await readGates(s.redis as unknown as Scannable, s.reader, s.keys, named),
         now: await redisTime(s.reader),
       }));
       if (g.json)

@@ -2,7 +2,13 @@ import { Queue, Worker, type ConnectionOptions, type Processor, type WorkerOptio
 import { DeferralStore } from './deferral-store';
 import { Dispatcher } from './dispatch';
 import { checkCall, checkPayload } from './payload';
-import { EngineClosedError, InvalidOptionsError, isStageDeferralError, NoExecutorError } from './errors';
+import {
+  EngineClosedError,
+  InvalidOptionsError,
+  InvalidResourceError,
+  isStageDeferralError,
+  NoExecutorError,
+} from './errors';
 import { EngineEmitter, type EngineEventName, type EngineListener } from './events';
 import { keptWhenFinished } from './job-data';
 import { createProcessor } from './bullmq/processor';
@@ -14,8 +20,9 @@ import { isCursorOf, listStages, MAX_PAGE } from './store/listing';
 import { closeOrDrop, quitOrDrop } from './store/client';
 import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
+import { readGates, type Scannable } from './store/gates';
 import { checkResource, encodeResource, MAX_WAKE } from './resource';
-import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, StageRef } from './types';
+import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, GateState, StageRef } from './types';
 
 export interface CancelResult {
   /** The stage had an open deferral, now ended. */
@@ -58,6 +65,12 @@ export interface DispatchEngine<P = unknown> {
     scopePrefix: readonly string[] | undefined,
     page: { limit: number; cursor?: string | null },
   ): Promise<DeferredPage>;
+  /**
+   * Each resource's gate (open, closed until, probing) and how many stages wait in its line:
+   * of the named resources (one with neither a gate nor a line is left out), else of every
+   * resource that has either (found with `SCAN`). A bad name: `InvalidResourceError`, before any read.
+   */
+  listGates(resources?: readonly string[]): Promise<GateState[]>;
   /**
    * Capacity has returned downstream (a render slot freed, a GPU node joined):
    * ends the deferral of up to `limit` (default 1, 1..10,000) capacity-deferred
@@ -281,6 +294,15 @@ export function createDispatchEngine<P = unknown, const R extends string = never
       return listStages(reader, store.keys, prefix, { limit, ...(cursor === undefined ? {} : { cursor }) });
     }) as DispatchEngine<P>['listDeferred'],
 
+    async listGates(resources = []) {
+      open();
+      if (!Array.isArray(resources))
+        throw new InvalidResourceError('Expected `listGates` to get an array of resource names');
+      const named = resources.map((r: unknown) => encodeResource(checkResource(r, 'listGates')));
+      const c = await store.client();
+      return readGates(c as unknown as Scannable, ioReader(c as never), store.keys, named);
+    },
+
     wakeDeferred(filter = {}) {
       return wake(filter);
     },
@@ -413,6 +435,7 @@ const TRACKED = [
   'wakeDeferred',
   'isStageDeferred',
   'listDeferred',
+  'listGates',
 ] as const satisfies readonly (keyof DispatchEngine)[];
 
 /** The executor of a producer-only engine's dispatcher: never run (see createDispatchEngine). */

@@ -53,6 +53,7 @@ export type {
   DeferredPage,
   DeferredStage,
   EnqueueResult,
+  GateState,
   OutcomeClass,
 } from './types';
 export type { DispatchJobData } from './job-data';

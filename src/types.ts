@@ -143,6 +143,17 @@ export interface DeferredStage {
   resource?: string;
 }
 
+/** One resource's gate and line, as `listGates` (and the CLI's `gates`) read them. */
+export interface GateState {
+  resource: string;
+  /** `open` (no gate key), `closed` (until the window ends), `probing` (one probe in flight until its lease ends). */
+  gate: 'open' | 'closed' | 'probing';
+  /** Redis' time the window or the probe's lease ends, epoch ms; null when open. A `closed` gate past it is due: the next dispatch probes. */
+  until: number | null;
+  /** Stages in its line: waiting, or woken and not yet done (as the `resource.waiting` gauge counts them). */
+  waiting: number;
+}
+
 /** One page of `listDeferred(scope, { limit, cursor })`. */
 export interface DeferredPage {
   stages: DeferredStage[];

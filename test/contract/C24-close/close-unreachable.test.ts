@@ -1,6 +1,5 @@
-import { createServer } from 'node:net';
 import { createDispatchEngine } from '../../../src';
-import { isolated } from '../../helpers/redis';
+import { deadPort, isolated } from '../../helpers/redis';
 import { sleep } from '../../helpers/jobs';
 import type { StageRef } from '../../../src';
 
@@ -15,15 +14,6 @@ import type { StageRef } from '../../../src';
  * hook (SIGTERM) that awaits `engine.close()` hangs the process while Redis is unreachable.
  */
 const image: StageRef = { scope: ['book-1'], stage: 'image' };
-
-/** A TCP port nothing listens on (Redis down): a port taken, then freed. */
-async function deadPort(): Promise<number> {
-  const server = createServer(() => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('C24: close() while a call waits for a Redis that never answers', () => {
   it('close() resolves (after a bounded wait) while an enqueue waits for a connection that never comes; the enqueue ends ENGINE_CLOSED', async () => {

@@ -51,6 +51,7 @@ describe('C25: connections', () => {
       ['clearDeferrals', () => engine.clearDeferrals(['b'])],
       ['listDeferred', () => engine.listDeferred()],
       ['listDeferred (a page)', () => engine.listDeferred(['b'], { limit: 1 })],
+      ['listGates', () => engine.listGates()],
       ['wakeDeferred', () => engine.wakeDeferred({ stage: 's' })],
       ['waitUntilReady', () => engine.waitUntilReady()],
       ['createWorker', async () => engine.createWorker()],

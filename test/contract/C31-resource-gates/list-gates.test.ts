@@ -1,0 +1,69 @@
+import { createDispatchEngine, dispatched, InvalidResourceError, noCapacity, type StageRef } from '../../../src';
+import { harness } from '../../helpers/engine';
+import { redisNow } from '../../helpers/observe';
+import { deadPort, isolated } from '../../helpers/redis';
+
+/** `listGates`: each resource's gate (open, closed until, probing) and how many stages wait in its line. */
+const stage = (n: number): StageRef => ({ scope: ['book-l', `sc-${n}`], stage: 'image' });
+
+describe('C31: listGates reads each resource gate and its line', () => {
+  it('a closed gate with its window end and its line; a probe in flight; an open gate while its line holds a woken stage; none once that is done', async () => {
+    const h = harness({
+      resourceOf: (ref) => (ref.scope[1] === 'sc-9' ? 'farm' : 'gpu pool'),
+      windows: { capacitySeconds: 30, capacityMaxSeconds: 600, jitter: 0 },
+    });
+    expect(await h.engine.listGates()).toEqual([]);
+    h.executor.script(stage(1), noCapacity());
+    await h.engine.dispatchStage(stage(1), {});
+    await h.engine.dispatchStage(stage(2), {});
+    const now = await redisNow(h.redis);
+    const [gpu] = await h.engine.listGates();
+    expect(gpu).toEqual({ resource: 'gpu pool', gate: 'closed', until: expect.any(Number), waiting: 2 });
+    // the capacity window, on Redis' clock
+    expect(gpu!.until! - now).toBeGreaterThan(25_000);
+    expect(gpu!.until! - now).toBeLessThanOrEqual(30_000);
+
+    // 'farm': a probe in flight (its lease set as a begin sets it), nothing waiting
+    const farmGate = `${h.prefix}:${h.queueName}:sd:gate:farm`;
+    await h.redis.set(farmGate, `p${now + 60_000}`);
+    expect(await h.engine.listGates(['farm', 'gpu pool', 'tpu'])).toEqual([
+      { resource: 'farm', gate: 'probing', until: now + 60_000, waiting: 0 },
+      { resource: 'gpu pool', gate: 'closed', until: gpu!.until, waiting: 2 },
+    ]);
+
+    // while it probes, another stage that needs the farm waits in its line
+    expect(await h.engine.dispatchStage(stage(9), {})).toMatchObject({ reason: 'gate_closed' });
+    expect(await h.engine.listGates(['farm'])).toEqual([
+      { resource: 'farm', gate: 'probing', until: now + 60_000, waiting: 1 },
+    ]);
+    // a wake opens the gate; the woken stage stays in the line until it is done
+    await h.engine.wakeDeferred({ resource: 'farm', limit: 1 });
+    expect(await h.engine.listGates(['farm'])).toEqual([{ resource: 'farm', gate: 'open', until: null, waiting: 1 }]);
+    h.executor.script(stage(9), dispatched(1));
+    expect(await h.engine.dispatchStage(stage(9), {})).toMatchObject({ dispatched: true });
+    expect(await h.redis.exists(farmGate)).toBe(0);
+    expect(await h.engine.listGates(['farm'])).toEqual([]);
+    expect(await h.engine.listGates()).toEqual([
+      { resource: 'gpu pool', gate: 'closed', until: gpu!.until, waiting: 2 },
+    ]);
+  });
+
+  it.each([
+    ['an empty name', ['gpu', '']],
+    ['a name that is no string', [7]],
+    ['no array', 'gpu'],
+  ])('%s is InvalidResourceError, before any read (here: of a Redis that never answers)', async (_name, names) => {
+    const engine = createDispatchEngine({ connection: { host: '127.0.0.1', port: await deadPort() }, ...isolated() });
+    engine.queue.on('error', () => undefined); // ECONNREFUSED, each reconnect
+    try {
+      // a read first would wait for the connection that never comes
+      const error = await engine.listGates(names as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidResourceError);
+      expect((error as Error).message).toMatch(/listGates/);
+    } finally {
+      type Inner = { backend: { connection: { _client?: { disconnect(): void } } } };
+      (engine.queue as unknown as Inner).backend.connection._client?.disconnect();
+      await engine.close();
+    }
+  });
+});
