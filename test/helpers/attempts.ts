@@ -99,17 +99,24 @@ export function dropsAfterFirstDeferral(backoffMs: number) {
 }
 
 /**
- * A wake-up of `ref` fails for good (kept: the failed-job record), then the host cancels the stage
- * ('book withdrawn'): the executor was called twice (the capacity answer, the wake-up's failure).
+ * A wake-up of `ref` fails for good (kept: the failed-job record): the executor was called twice
+ * (the capacity answer, the wake-up's failure); `worker` runs on.
  */
-export async function failedWakeUpCancelled(ref: StageRef) {
+export async function failedWakeUp(ref: StageRef) {
   const h = harness({ retry: { attempts: 1, backoff: fast }, windows: { capacitySeconds: 0.05, jitter: 0 } });
   h.executor.script(ref, notSent('no_worker_available'), new Error('down'), SENT);
   await h.engine.enqueue(ref, {});
-  const { done, failed } = watch(h.engine.createWorker());
+  const worker = h.engine.createWorker();
+  const { done, failed } = watch(worker);
   await waitFor(() => failed.length === 1, 'the wake-up failed for good');
   const wakeUp = (await h.engine.queue.getJobs(['failed']))[0]!;
   expect(wakeUp.data).toMatchObject({ class: 'capacity', reason: 'no_worker_available' });
-  await h.engine.cancelActiveDispatch(ref, 'book withdrawn');
-  return { h, wakeUp, done, failed };
+  return { h, worker, wakeUp, done, failed };
+}
+
+/** `failedWakeUp`, then the host cancels the stage ('book withdrawn'). */
+export async function failedWakeUpCancelled(ref: StageRef) {
+  const failedOne = await failedWakeUp(ref);
+  await failedOne.h.engine.cancelActiveDispatch(ref, 'book withdrawn');
+  return failedOne;
 }

@@ -4,7 +4,8 @@
  * ones its header promises, and nothing else of the stage is kept.
  */
 import * as lua from '../../../src/lua/generated';
-import { scriptSuite } from '../../helpers/redis';
+import { client, keysUnder, scriptSuite } from '../../helpers/redis';
+import { aclUser, dropAclUsers } from '../../helpers/acl';
 
 const suite = scriptSuite();
 const { redis } = suite;
@@ -213,5 +214,35 @@ describe('C27: BATCH called directly', () => {
     expect([await redis.exists(k.L()), await redis.exists(k.WQ())]).toEqual([0, 0]);
     expect(await members()).toEqual([]);
     expect(await redis.hget(k.J(wake), 'sds')).toBe('1');
+  });
+});
+
+describe('C27: PERMISSIONS called directly', () => {
+  const probeKeys = () => [`${suite.B}sd:probe`, k.F()];
+  const prefix = () => suite.B.replace(/:q:$/, '');
+  const queueKeys = () => keysUnder(redis, prefix());
+  /** A client of a Redis user with the documented ACL on the suite's prefix, less `denied`. */
+  const userWithout = async (...denied: string[]) => {
+    const rules = denied.map((command) => `-${command}`);
+    return client(await aclUser(redis, 'perm', prefix(), rules));
+  };
+  afterEach(() => dropAclUsers(redis));
+
+  it('answers no command missing for a user that may run them all, and leaves no key behind', async () => {
+    expect(await run(lua.PERMISSIONS, probeKeys(), [])).toEqual([]);
+    expect(await queueKeys()).toEqual([]);
+  });
+
+  it('names each command the user may not run, and leaves no key behind', async () => {
+    const user = await userWithout('zadd', 'srem', 'time');
+    const reply = (await user.eval(lua.PERMISSIONS, 2, ...probeKeys())) as string[];
+    expect([...reply].sort()).toEqual(['srem', 'time', 'zadd']);
+    expect(await queueKeys()).toEqual([]);
+  });
+
+  it('a user without DEL: answers del alone and writes nothing (a probe key it could not delete again)', async () => {
+    const user = await userWithout('del');
+    expect(await user.eval(lua.PERMISSIONS, 2, ...probeKeys())).toEqual(['del']);
+    expect(await queueKeys()).toEqual([]);
   });
 });
