@@ -15,7 +15,8 @@ import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, 
  * Model-based test of the contract: random sequences of user and worker
  * actions run against the real engine (real Redis, real BullMQ, the real
  * processor) and a small in-memory model; after every step the Redis state
- * must match the model.
+ * must match the model, and each stage's state, read from Redis in the words
+ * of docs/design.md, may have moved only along that page's transition rows.
  */
 
 const ATTEMPTS = 2;
