@@ -8,13 +8,15 @@ import { stageIdOfJobId } from '../../src/stage-ref';
 import type { ExecutorResult, StageRef } from '../../src/types';
 import { client, closeClients, dropPrefix, isolated, waitFor } from '../helpers/redis';
 import { redisNow } from '../helpers/observe';
+import { readStageModel } from '../helpers/transitions';
 import { ManualWorker, answer, engineFor, envInt, seedFor, sidOf, type Outcome, LONG_MS } from './harness';
 
 /**
  * Model-based test of the contract: random sequences of user and worker
  * actions run against the real engine (real Redis, real BullMQ, the real
  * processor) and a small in-memory model; after every step the Redis state
- * must match the model.
+ * must match the model, and each stage's state, read from Redis in the words
+ * of docs/design.md, may have moved only along that page's transition rows.
  */
 
 const ATTEMPTS = 2;
@@ -104,6 +106,10 @@ interface Real {
   hold?: { started: () => void };
   /** A one-off answer for one stage (a direct dispatch). */
   answerOnce?: { sid: string; outcome: Outcome };
+  /** The command running (for messages); each stage's real state last seen; the events the step involved per stage. */
+  action: string;
+  seen: Map<string, { state: string; liveAt: number }>;
+  involved: Map<string, Set<Event>>;
 }
 type Processed = { job: Job; result?: unknown; error?: Error };
 
@@ -249,6 +255,135 @@ async function licencesOf(r: Real, sid: string): Promise<string[]> {
   return r.redis.zrangebylex(`${base(r)}sd:licences`, `[${sid}@`, `[${sid}@\xff`);
 }
 
+/**
+ * The model of docs/design.md (its transition tables): every stage's real state, read from Redis
+ * after every step, may change only along the table's rows of the events the step may involve.
+ * Each row's event, by its leading words; a row that names none, or two, fails the test.
+ */
+const EVENTS = {
+  enqueue: /^`enqueue`/,
+  begin: /^begin of its job/,
+  'begin-deferred': /^begin of anything but its own wake-up/,
+  'begin-in-flight': /^begin of another/,
+  success: /^success, or the idempotent bound/,
+  defer: /^capacity or idempotent answer/,
+  retry: /^real failure, retries left/,
+  fail: /^last failure/,
+  close: /^`engine\.close\(\)` interrupts/,
+  'lock-expiry': /^lock's TTL ran out/,
+  window: /^the window ends/,
+  wake: /^`wakeDeferred`/,
+  clear: /^a clear/,
+  cancel: /^`cancelStage`/,
+  'retry-by-hand': /^retry by hand/,
+  removed: /^a removed job/,
+  'begin-gated': /^begin, the gate closed/,
+  gated: /^the `gated` answer/,
+  'begin-probe': /^begin, the gate's window ended/,
+  'capacity-resource': /^capacity answer with a resource/,
+  'success-resource': /^success with a resource/,
+  'line-wake': /^woken by a success with its resource/,
+  'wake-resource': /^`wakeDeferred\(\{ resource \}\)`/,
+} as const;
+type Event = keyof typeof EVENTS;
+/** Rows no step of this model takes, and why. */
+const UNREACHED: Partial<Record<Event, string>> = {
+  removed:
+    'the model removes no job by hand (its licence would outlive it until met: the invariants would need to know)',
+};
+const TABLE = readStageModel().moves.map((mv) => {
+  const events = (Object.keys(EVENTS) as Event[]).filter((e) => EVENTS[e].test(mv.event));
+  if (events.length !== 1)
+    throw new Error(`docs/design.md: a transition row of ${events.length} known events: ${mv.row}`);
+  return { ...mv, key: events[0]! };
+});
+/** How often each row (by index in TABLE) was taken. */
+const taken = TABLE.map(() => 0);
+
+/** A path from `a` to `b` (a != b) along rows of `events`, shortest first; the rows' indexes, or undefined. */
+function pathOf(a: string, b: string, events: Set<Event>): number[] | undefined {
+  const via = new Map<string, number[]>([[a, []]]);
+  for (const queue = [a]; queue.length > 0;) {
+    const at = queue.shift()!;
+    for (const [k, mv] of TABLE.entries()) {
+      if (!events.has(mv.key) || !mv.from.includes(at)) continue;
+      for (const to of mv.to)
+        if (!via.has(to)) {
+          via.set(to, [...via.get(at)!, k]);
+          if (to === b) return via.get(to);
+          queue.push(to);
+        }
+    }
+  }
+  return undefined;
+}
+
+/** The events a step may involve for a stage (its real state checked at the next observation). */
+function involve(r: Real, sid: string, ...events: Event[]) {
+  const set = r.involved.get(sid) ?? new Set<Event>();
+  for (const e of events) set.add(e);
+  r.involved.set(sid, set);
+}
+/** A begin of a stage's attempt: behind a closed gate, the probe of one whose window ended, or plain. */
+const beginOf = (m: Model, s: MStage): Event =>
+  gated(m, s) ? 'begin-gated' : s.gpu && m.gate === 'ended' ? 'begin-probe' : 'begin';
+
+/**
+ * A stage's state in the table's words, read from Redis: the lock, the marker and the wake-up it
+ * names, the licence's job (its `failedReason`: it waits out a backoff), a job retried by hand
+ * (its `?` record, its job queued), an enqueued job (`de:`), a record of a job that failed since
+ * the stage was last seen live (`liveAt`: one failed before its last chain leaves the stage idle).
+ */
+async function realState(r: Real, sid: string, liveAt: number): Promise<string> {
+  if ((await liveLock(r, sid)) === 1) return 'in flight';
+  const stateOf = (id: string) => r.engine.queue.getJobState(id);
+  const marker = await r.redis.get(`${base(r)}sd:deferred:${sid}`);
+  if (marker !== null) {
+    const st = await stateOf(marker);
+    if (st === 'delayed') return 'deferred';
+    if (QUEUED.has(st)) return 'due';
+  }
+  const members = await licencesOf(r, sid);
+  for (const l of members.filter((x) => !x.endsWith('?'))) {
+    const id = jobIdOfLicence(l);
+    if (!QUEUED.has(await stateOf(id))) continue;
+    if ((await r.redis.hget(`${base(r)}${id}`, 'failedReason')) !== null) return 'retrying';
+    return isWakeUpId(sid, id) ? 'due' : 'pending';
+  }
+  const records = members.filter((x) => x.endsWith('?')).map(jobIdOfLicence);
+  for (const id of records) if (QUEUED.has(await stateOf(id))) return 'pending';
+  const enqueued = await r.redis.get(`${base(r)}de:${sid}`);
+  if (enqueued !== null && QUEUED.has(await stateOf(enqueued))) return 'pending';
+  for (const id of records)
+    if ((await stateOf(id)) === 'failed' && Number(await r.redis.hget(`${base(r)}${id}`, 'finishedOn')) >= liveAt)
+      return 'failed';
+  return 'idle';
+}
+
+/**
+ * Reads every stage's real state and checks its change since the last observation against the
+ * table, along the rows of the events the step involved for it (none: it may not change); counts
+ * the rows taken (a stage that stayed put takes the rows from its state to itself, if any).
+ */
+async function observe(m: Model, r: Real) {
+  const now = Date.now();
+  for (const s of m.stages) {
+    const before = r.seen.get(s.sid) ?? { state: 'idle', liveAt: 0 };
+    const state = await realState(r, s.sid, before.liveAt);
+    const events = r.involved.get(s.sid) ?? new Set<Event>();
+    let rows: number[] | undefined = [];
+    if (state !== before.state) rows = pathOf(before.state, state, events);
+    else
+      for (const [k, mv] of TABLE.entries())
+        if (events.has(mv.key) && mv.from.includes(state) && mv.to.includes(state)) rows.push(k);
+    const step = { step: r.action, stage: s.sid, from: before.state, to: state, events: [...events].sort() };
+    expect({ ...step, inTable: rows !== undefined }).toEqual({ ...step, inTable: true });
+    for (const k of rows ?? []) taken[k]! += 1;
+    r.seen.set(s.sid, { state, liveAt: state === 'idle' || state === 'failed' ? before.liveAt : now });
+  }
+  r.involved.clear();
+}
+
 /** The invariants, checked after every command. */
 async function checkInvariants(m: Model, r: Real) {
   executed.checked += 1;
@@ -315,6 +450,7 @@ async function checkInvariants(m: Model, r: Real) {
         st: s.queued === 'waiting' ? 'waiting' : expect.stringMatching(/^(delayed|waiting)$/),
       });
   }
+  await observe(m, r);
 }
 
 /** What the runs covered, printed at the end (and quoted in docs/reliability.md). */
@@ -347,6 +483,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
   const id = out.job.id as string;
   if (m.strays.has(id)) {
     m.strays.delete(id);
+    involve(r, stageIdOfJobId(id), 'begin-deferred');
     const res = (out.result ?? {}) as { cancelled?: boolean; deferred?: boolean };
     // cancelled; or suppressed when its stage is deferred again by now (the marker is read first)
     const outcome = res.cancelled === true ? 'cancelled' : res.deferred === true ? 'suppressed' : JSON.stringify(res);
@@ -366,6 +503,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
   });
   // behind a closed gate the attempt defers at once; once its window ended, the first attempt probes
   const parked = gated(m, s);
+  involve(r, s.sid, beginOf(m, s));
   if (s.gpu && m.gate === 'ended') m.gate = 'probing';
   const next = parked ? 'gated' : s.next;
   // a success of a stage that held anything ends its chain (and its line entry)
@@ -397,6 +535,8 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
       if (s.gpu) m.gate = s.left === 0 ? 'closed' : 'open';
       if (s.gpu && heldBefore) delete s.line;
       if (s.gpu) tally(`line:woke:${woken.length}${s.left === undefined ? '' : `:left${s.left}`}`);
+      involve(r, s.sid, s.gpu ? 'success-resource' : 'success');
+      for (const w of woken) involve(r, w.sid, 'line-wake');
       s.state = 'ended';
       s.end = 'dispatched';
       // the release revokes the stage's licence; failed jobs' `?` records stay
@@ -409,6 +549,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
       const cap = next !== 'idempotent';
       const count = (cap ? s.cap : s.idem) + 1;
       if (count > (cap ? CAP_LIMIT : IDEM_LIMIT)) {
+        involve(r, s.sid, cap ? 'fail' : 'success');
         s.state = 'ended';
         // past the bound, a capacity answer for the gpu still closes its gate (a gated attempt leaves it)
         if (next === 'capacity' && (s.gpu || !!s.named)) m.gate = 'closed';
@@ -425,6 +566,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
         if (cap) s.cap = count;
         else s.idem = count;
         const gpu = s.gpu || (next === 'capacity' && !!s.named);
+        involve(r, s.sid, next === 'gated' ? 'gated' : cap && gpu ? 'capacity-resource' : 'defer');
         // a capacity answer for the gpu closes its gate; a gated deferral leaves it as it is
         if (next === 'capacity' && gpu) m.gate = 'closed';
         if (cap) capacityDeferred(s, count, gpu);
@@ -443,6 +585,7 @@ async function applyProcessed(m: Model, r: Real, out: Processed, callsBefore: nu
       // the job's own failures are BullMQ's attemptsMade (a retry by hand keeps them unless reset)
       const spent = s.failures + s.bull + 1;
       expect(out.error).toBeDefined();
+      involve(r, s.sid, spent >= ATTEMPTS ? 'fail' : 'retry');
       if (spent >= ATTEMPTS) {
         s.end = 'failed';
         failedForGood();
@@ -477,6 +620,7 @@ class Enqueue implements Cmd {
   check = () => true;
   async run(m: Model, r: Real) {
     const s = m.stages[this.i]!;
+    involve(r, s.sid, 'enqueue');
     const res = await r.engine.enqueue(s.ref, { i: this.i });
     tally(`enqueue:${s.state}${s.end ? `/${s.end}` : ''}`);
     if (s.marker) expect(res).toMatchObject({ added: false, reason: 'deferred' });
@@ -542,6 +686,7 @@ class Expire implements Cmd {
     // the stage's licence, not a failed job's `?` record beside it
     const lic = (await licencesOf(r, s.sid)).find((l) => !l.endsWith('?'));
     const job = await r.engine.queue.getJob(lic!.replace(/!$/, ''));
+    involve(r, s.sid, 'window');
     await job!.promote();
     if (this.dropMarker) {
       await r.redis.del(r.engine.deferredStageKey(s.ref));
@@ -561,6 +706,7 @@ class DirectDispatch implements Cmd {
     const s = m.stages[this.i]!;
     const events = await r.redis.xlen(`${base(r)}events`);
     const calls = r.calls.length;
+    involve(r, s.sid, 'begin-deferred');
     const res = await r.engine.dispatchStage(s.ref, { direct: true });
     expect(res).toMatchObject({ dispatched: false, deferred: true });
     expect(r.calls.length).toBe(calls);
@@ -575,6 +721,7 @@ class Cancel implements Cmd {
   check = () => true;
   async run(m: Model, r: Real) {
     const s = m.stages[this.i]!;
+    involve(r, s.sid, 'cancel');
     const res = await r.engine.cancelActiveDispatch(s.ref, 'user');
     tally(`cancel:${s.state}`);
     const open = live(s);
@@ -607,6 +754,7 @@ class Clear implements Cmd {
     expect(await r.engine.clearDeferrals(this.scope)).toBe(hit.length);
     tally(`clear:${hit.length}`);
     for (const s of hit) {
+      involve(r, s.sid, 'clear');
       s.marker = false;
       s.state = 'wakeable';
       s.queued = 'waiting';
@@ -639,6 +787,7 @@ class WakeDeferred implements Cmd {
     expect({ woken: res.woken }).toEqual({ woken: expected.map((s) => s.ref) });
     tally(`wake:${expected.length}`);
     for (const s of expected) {
+      involve(r, s.sid, 'wake');
       s.marker = false;
       if (s.state === 'deferred') s.queued = 'waiting';
       s.state = 'wakeable';
@@ -658,6 +807,7 @@ class WakeGpu implements Cmd {
     const res = await r.engine.wakeDeferred({ resource: GPU, limit: this.limit });
     expect({ woken: res.woken }).toEqual({ woken: expected.map((s) => s.ref) });
     tally(`wake-gpu:${expected.length}`);
+    for (const s of expected) involve(r, s.sid, 'wake-resource');
     await checkInvariants(m, r);
   }
   toString = () => `wakeDeferred(${this.limit}, resource ${GPU})`;
@@ -709,6 +859,7 @@ class RetryByHand implements Cmd {
     const id = s.failedJob!;
     const job = await r.engine.queue.getJob(id);
     expect({ job: id, state: await job?.getState() }).toEqual({ job: id, state: 'failed' });
+    involve(r, s.sid, 'retry-by-hand');
     await job!.retry('failed', { resetAttemptsMade: this.reset });
     delete s.failedJob;
     if (s.failedCancelled) {
@@ -784,6 +935,10 @@ class CloseMidFlight implements Cmd {
       ]);
       clearTimeout(timer);
       expect({ job: id, first }).toEqual({ job: id, first: 'executor' });
+      // in flight now: the begin's row, then the close's
+      involve(r, s.sid, beginOf(m, s));
+      await observe(m, r);
+      involve(r, s.sid, 'close');
       await r.engine.close();
       // close() waited for the interrupted attempt: its lock is released
       expect({ job: id, lock: await r.redis.exists(lockKey(r, s.sid)) }).toEqual({ job: id, lock: 0 });
@@ -835,6 +990,7 @@ class SkewedDeferral implements Cmd {
     // a video stage needs the gpu: behind its closed gate it defers at once (no executor), else it probes
     s.gpu = needsGpu(s.ref);
     const parked = gated(m, s);
+    involve(r, s.sid, beginOf(m, s), parked ? 'gated' : s.gpu ? 'capacity-resource' : 'defer');
     const spy = jest.spyOn(Date, 'now').mockImplementation(() => trueNow() + this.skewMs);
     let res;
     try {
@@ -914,6 +1070,8 @@ class Stall implements Cmd {
     });
     expect({ job: id, begun: frozen.kind }).toEqual({ job: id, begun: 'locked' });
     if (frozen.kind !== 'locked') return;
+    involve(r, s.sid, 'begin');
+    await observe(m, r);
     const lock = lockKey(r, s.sid);
     s.marker = false;
     if (s.retried) s.retried.mark = '!';
@@ -940,9 +1098,13 @@ class Stall implements Cmd {
       lock: frozen.token,
     });
     tally(`stall:in-flight:${s.state}${s.retried ? ':retried' : ''}`);
+    involve(r, s.sid, 'begin-in-flight');
+    await observe(m, r);
     // the frozen worker never returns: its lock runs out (as lockMs after its last renewal)
     await r.redis.pexpire(lock, 1);
     await waitFor(async () => (await r.redis.exists(lock)) === 0, 'the frozen lock to expire');
+    involve(r, s.sid, 'lock-expiry');
+    await observe(m, r);
     s.queued = 'delayed';
     // the job is due inFlightRetryMs after it was delayed; jobs queued before it run first
     const deadline = Date.now() + 10_000;
@@ -1149,12 +1311,24 @@ describe('C14: the deferral contract, model-based', () => {
             violations: [],
             running: new Set(),
             fences: new Map(),
+            action: 'start',
+            seen: new Map(),
+            involved: new Map(),
             redis,
             worker: newWorker({ prefix, queueName }),
           } as unknown as Real;
           real.engine = makeEngine(real);
           try {
-            await fc.asyncModelRun(() => ({ model, real }), cmds);
+            // each command names itself to the checks of the table
+            const named = [...cmds].map((c): Cmd => ({
+              check: (m) => c.check(m),
+              run: async (m, r) => {
+                r.action = String(c);
+                await c.run(m, r);
+              },
+              toString: () => String(c),
+            }));
+            await fc.asyncModelRun(() => ({ model, real }), named);
           } finally {
             jest.restoreAllMocks();
             await real.worker.close();
@@ -1195,6 +1369,12 @@ describe('C14: the deferral contract, model-based', () => {
         'wake-gpu:1',
       ])
         expect(reached(branch)).toEqual({ branch, reached: true });
+      // every row of docs/design.md's transition tables the model can take was taken; the others are named
+      const rows = TABLE.map((mv, k) => ({ row: mv.row, taken: taken[k]! }));
+      console.log(`[reliability] model: rows of docs/design.md taken: ${JSON.stringify(rows.map((x) => x.taken))}`);
+      expect(rows.filter((x, k) => x.taken === 0 && !UNREACHED[TABLE[k]!.key])).toEqual([]);
+      for (const key of Object.keys(UNREACHED) as Event[])
+        expect({ key, rows: TABLE.filter((mv) => mv.key === key).length }).toEqual({ key, rows: 1 });
     },
     LONG_MS,
   );
