@@ -45,7 +45,7 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
     await harness?.stop();
   }, 30_000);
 
-  it('3 worker processes x concurrency 10 dispatch every stage exactly once, never inside its window', async () => {
+  it('3 worker processes x concurrency 10 dispatch every stage exactly once, never inside its window, with gated deferrals (C31)', async () => {
     const queues = await queuesOnEveryMaster(harness, 'conc');
     prefixes.push(...queues.map((q) => q.prefix));
     const report = await runWorkload(harness, cluster, {
@@ -57,6 +57,8 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
       capacitySeconds: 0.4,
       jitter: 0.2,
       lockMs: 5000,
+      // one stage in 10 needs a resource whose name is percent-encoded in its gate's key (C31)
+      gated: { every: 10, resource: 'gpu pool' },
       timeoutMs: 60_000,
     });
     saveFigures('cluster-concurrency', report, {
@@ -67,10 +69,14 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
     });
     expectClean(report);
     expect(report.errors).toEqual([]);
-    // every capacity answer became exactly one deferral, and the workload did defer
+    // every capacity answer became exactly one deferral, and the workload did defer; a gated
+    // deferral (C31) is one more deferral with no executor call and no capacity answer behind it,
+    // so it is counted apart here
     expect(report.unrecordedDeferrals).toBe(0);
-    expect(report.deferrals).toBe(report.scriptedCapacity);
-    expect(report.calls).toBe(report.stages + report.deferrals);
+    expect(report.deferrals - report.gatedDeferrals).toBe(report.scriptedCapacity);
+    expect(report.calls).toBe(report.stages + report.deferrals - report.gatedDeferrals);
+    // the gates were exercised: dispatches at a closed gate deferred without calling the executor
+    expect(report.gatedDeferrals).toBeGreaterThan(0);
     // the work spread over every process
     expect(report.callsPerProcess).toHaveLength(3);
     for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
@@ -79,7 +85,7 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
   // Before `waitForReplicas`, one run in eleven lost a few stages here: deferrals acknowledged by
   // the master but not yet replicated, whose jobs' completions then landed on the promoted replica
   // (docs/scaling.md, "What the failover test found").
-  it('a master killed with SIGKILL mid-run: its replica takes over, no deferred stage is lost or run inside its window', async () => {
+  it('a master killed with SIGKILL mid-run: its replica takes over, no deferred stage is lost or run inside its window, gates included', async () => {
     const queues = await queuesOnEveryMaster(harness, 'fail');
     prefixes.push(...queues.map((q) => q.prefix));
     const victim = queues[0]!;
@@ -100,6 +106,8 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
         capacitySeconds: 0.5,
         jitter: 0.2,
         lockMs: 10_000,
+        // gates across the failover: the gate and the line of a queue live in its slot (C31)
+        gated: { every: 10, resource: 'gpu pool' },
         timeoutMs: 90_000,
         during: async (progress) => {
           // mid-run: some stages are done, and the victim's queue holds open deferrals
@@ -182,6 +190,7 @@ describeWithRedisServer('C21: scale-out on a Redis Cluster (3 masters + 3 replic
       expect(during.producer.afterUp).toBeGreaterThanOrEqual(20);
       expect(during.producer.beforeKill).toBeGreaterThanOrEqual(5);
       expectClean(report);
+      expect(report.gatedDeferrals).toBeGreaterThan(0);
       for (const n of report.callsPerProcess) expect(n).toBeGreaterThan(0);
     } finally {
       await observer.close();

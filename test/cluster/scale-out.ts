@@ -24,6 +24,12 @@ export interface Workload {
   capacitySeconds: number;
   jitter: number;
   lockMs: number;
+  /**
+   * Every `every`th stage needs `resource` (C31's gates): its capacity answers close the gate of
+   * the resource in its queue, its dispatches at a closed gate defer with no executor call, and
+   * its successes wake the line.
+   */
+  gated?: { every: number; resource: string };
   /** Runs while the workload runs (e.g. kills a master); its result lands in `Report.during`. */
   during?: (progress: () => { sent: number; calls: number }) => Promise<unknown>;
   timeoutMs: number;
@@ -33,7 +39,12 @@ export interface Report {
   stages: number;
   processes: number;
   calls: number;
+  /** Every deferral: capacity answers' and gated ones. */
   deferrals: number;
+  /** Deferrals made at a closed gate (reason `gate_closed`), with no executor call. */
+  gatedDeferrals: number;
+  /** Deferrals ended early by a success that woke its resource's line (`woken` events with `early`). */
+  wokenEarly: number;
   /** Stages never dispatched. */
   lost: string[];
   /** Stages dispatched more than once. */
@@ -44,7 +55,7 @@ export interface Report {
   insideWindow: string[];
   /** Capacity answers the stages were scripted to give, in all. */
   scriptedCapacity: number;
-  /** Capacity answers that did not become exactly one deferral (a retry after an error). */
+  /** Capacity answers that did not become exactly one (not gated) deferral (a retry after an error). */
   unrecordedDeferrals: number;
   /** How the stages that were duplicated went, for a failure message. */
   details: string[];
@@ -68,6 +79,8 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
   const calls: Call[] = [];
   const deferrals: Deferral[] = [];
   const errors: string[] = [];
+  /** When a success woke each wake-up early from its line (the wake-up's id, the earliest report). */
+  const wokenAt = new Map<string, number>();
   let replicaLags = 0;
   const engines: DispatchEngine<StagePayload>[] = w.queues.map((q) =>
     // by hand, not harness(): engines on the private cluster, in the parent of the worker processes
@@ -106,6 +119,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
         if (e.type === 'ready') ready++;
         else if (e.type === 'call') calls.push(e);
         else if (e.type === 'deferred') deferrals.push({ ...e, at: Date.now() });
+        else if (e.type === 'woken') wokenAt.set(e.jobId, Math.min(wokenAt.get(e.jobId) ?? Infinity, e.at));
         else if (e.type === 'lag') replicaLags++;
         else errors.push(e.message);
       });
@@ -115,7 +129,13 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
 
     // stages spread round-robin over the queues, each with its own number of capacity answers
     let scriptedCapacity = 0;
-    const stages: { engine: DispatchEngine<StagePayload>; queue: string; scope: string[]; stage: string }[] = [];
+    const stages: {
+      engine: DispatchEngine<StagePayload>;
+      queue: string;
+      scope: string[];
+      stage: string;
+      resource?: string;
+    }[] = [];
     for (let i = 0; i < w.stages; i++) {
       const q = w.queues[i % w.queues.length]!;
       stages.push({
@@ -123,13 +143,15 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
         queue: `${q.prefix}:${q.queueName}`,
         scope: [`book-${i % 7}`, `ch-${i}`],
         stage: i % 2 ? 'image' : 'video',
+        ...(w.gated && i % w.gated.every === 0 ? { resource: w.gated.resource } : {}),
       });
     }
     await Promise.all(
       stages.map(async (s) => {
         const capacityCalls = Math.floor(Math.random() * (w.maxCapacityCalls + 1));
         scriptedCapacity += capacityCalls;
-        const r = await s.engine.enqueue({ scope: s.scope, stage: s.stage }, { capacityCalls });
+        const payload = { capacityCalls, ...(s.resource ? { resource: s.resource } : {}) };
+        const r = await s.engine.enqueue({ scope: s.scope, stage: s.stage }, payload);
         if (!r.added) throw new Error(`stage ${s.scope.join('/')}/${s.stage} was not enqueued: ${r.reason}`);
       }),
     );
@@ -154,7 +176,7 @@ export async function runWorkload(harness: RedisClusterHarness, cluster: Cluster
       throw new Error(`${error.message}\n${await diagnose(cluster, engines, keys, sentKeys(), calls, errors)}`);
     });
 
-    const report = check(keys, calls, deferrals);
+    const report = check(keys, calls, deferrals, wokenAt);
     const callsPerProcess = children.map((c) => calls.filter((e) => e.pid === c.pid).length);
     return {
       ...report,
@@ -229,7 +251,7 @@ async function diagnose(
   return lines.join('\n');
 }
 
-function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
+function check(keys: string[], calls: Call[], deferrals: Deferral[], wokenAt: Map<string, number>) {
   const byStage = new Map<string, { calls: Call[]; deferrals: Deferral[] }>(
     keys.map((k) => [k, { calls: [], deferrals: [] }]),
   );
@@ -254,18 +276,25 @@ function check(keys: string[], calls: Call[], deferrals: Deferral[]) {
     for (let i = 1; i < cs.length; i++) if (cs[i]!.start < cs[i - 1]!.end) overlaps.push(`${key} @${cs[i]!.start}`);
     for (const d of s.deferrals) {
       // the capacity answer this deferral came from: the last one that ended before it was reported
+      // (a gated deferral's: the one before it, if any; no call comes between the two)
       const from = cs.filter((c) => !c.sent && c.end <= d.at).pop();
       const after = from?.end ?? 0;
+      // a success that woke this window from its line ended it: calls from then on are the wake's
+      const woken = wokenAt.get(d.wakeUpJobId) ?? Infinity;
       for (const c of cs) {
-        if (c.start > after && c.start < d.until - WINDOW_TOLERANCE_MS)
+        if (c.start > after && c.start < d.until - WINDOW_TOLERANCE_MS && c.start < woken)
           insideWindow.push(`${key} ran ${d.until - c.start} ms early`);
       }
     }
-    unrecordedDeferrals += Math.abs(cs.filter((c) => !c.sent).length - s.deferrals.length);
+    // a gated deferral has no executor call: only the others come from capacity answers
+    const answered = s.deferrals.filter((d) => d.reason !== 'gate_closed').length;
+    unrecordedDeferrals += Math.abs(cs.filter((c) => !c.sent).length - answered);
   }
   return {
     calls: calls.length,
     deferrals: deferrals.length,
+    gatedDeferrals: deferrals.filter((d) => d.reason === 'gate_closed').length,
+    wokenEarly: wokenAt.size,
     lost,
     duplicated,
     overlaps,

@@ -7,6 +7,8 @@
  * A stage answers `no_worker_available` to its first `capacityCalls` calls (in
  * the payload), then dispatches. Calls are counted in a standalone Redis (the
  * tests' usual one), outside the cluster, so a failover cannot lose the count.
+ * A stage whose payload names a `resource` needs it (the engine's `resourceOf`,
+ * C31's gates): its capacity answers close that resource's gate.
  */
 import IORedis, { Cluster } from 'ioredis';
 import { createDispatchEngine, type DispatchEngine, type StageRef } from '../../src';
@@ -28,12 +30,16 @@ export interface WorkerProcessConfig {
 
 export interface StagePayload {
   capacityCalls: number;
+  /** The resource the stage needs (`resourceOf`); none: it reads no gate. */
+  resource?: string;
 }
 
 export type WorkerEvent =
   | { type: 'ready'; pid: number }
   | { type: 'call'; pid: number; queue: string; key: string; start: number; end: number; sent: boolean }
-  | { type: 'deferred'; pid: number; queue: string; key: string; until: number; wakeUpJobId: string }
+  | { type: 'deferred'; pid: number; queue: string; key: string; until: number; wakeUpJobId: string; reason: string }
+  /** A success woke the deferral of wake-up `jobId` early from its resource's line, at `at` (before its promotion). */
+  | { type: 'woken'; pid: number; jobId: string; at: number }
   | { type: 'lag'; pid: number; queue: string; acked: number }
   | { type: 'error'; pid: number; message: string };
 
@@ -65,6 +71,7 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
     ...(config.waitForReplicas ? {} : { waitForReplicas: false as const }),
     limits: { maxCapacityDeferrals: 1000 },
     retry: { attempts: 50, backoff: { type: 'fixed', delay: 200 } },
+    resourceOf: (_ref, payload) => payload.resource,
     executor: async (ref, payload) => {
       const start = Date.now();
       // a little work, so attempts of different stages overlap
@@ -85,8 +92,12 @@ const engines: DispatchEngine<StagePayload>[] = config.queues.map(({ prefix, que
         key: keyOf(ref),
         until: event.until,
         wakeUpJobId: event.wakeUpJobId,
+        reason: event.reason,
       });
     },
+  });
+  engine.on('woken', (e) => {
+    if (e.early) send({ type: 'woken', pid: process.pid, jobId: e.jobId, at: Date.now() });
   });
   engine.on('replicaLag', (e) => send({ type: 'lag', pid: process.pid, queue, acked: e.acked }));
   const worker = engine.createWorker({
