@@ -1267,6 +1267,8 @@ const SCENARIOS: Cmd[][] = [
     new Expire(2, false),
     pn,
   ],
+  // a deferred stage's two rows no branch above asks for: a direct dispatch answers deferred, a clear makes it due
+  [new Script(0, 'capacity'), new Enqueue(0), pn, new DirectDispatch(0), new Clear(['b1', 'c1']), pn],
 ];
 
 describe('C14: the deferral contract, model-based', () => {
