@@ -298,7 +298,8 @@ export function createDispatchEngine<P = unknown, const R extends string = never
       open();
       if (!Array.isArray(resources))
         throw new InvalidResourceError('Expected `listGates` to get an array of resource names');
-      const named = resources.map((r: unknown) => encodeResource(checkResource(r, 'listGates')));
+      // (Array.from visits a hole as undefined, refused; map would skip it)
+      const named = Array.from(resources as unknown[], (r) => encodeResource(checkResource(r, 'listGates')));
       const c = await store.client();
       return readGates(c as unknown as Scannable, ioReader(c as never), store.keys, named);
     },

@@ -297,6 +297,10 @@ const TABLE = readStageModel().moves.map((mv) => {
     throw new Error(`docs/design.md: a transition row of ${events.length} known events: ${mv.row}`);
   return { ...mv, key: events[0]! };
 });
+// every event has its row: a row lost (a table the parser skipped, a row deleted) fails here, not
+// only where a step needs it (a row whose stage stays put, "writes nothing", no step would miss)
+for (const e of Object.keys(EVENTS) as Event[])
+  if (!TABLE.some((mv) => mv.key === e)) throw new Error(`docs/design.md: no transition row for the event ${e}`);
 /** How often each row (by index in TABLE) was taken. */
 const taken = TABLE.map(() => 0);
 
@@ -1263,6 +1267,8 @@ const SCENARIOS: Cmd[][] = [
     new Expire(2, false),
     pn,
   ],
+  // a deferred stage's two rows no branch above asks for: a direct dispatch answers deferred, a clear makes it due
+  [new Script(0, 'capacity'), new Enqueue(0), pn, new DirectDispatch(0), new Clear(['b1', 'c1']), pn],
 ];
 
 describe('C14: the deferral contract, model-based', () => {

@@ -48,6 +48,16 @@ describe('C31: listGates reads each resource gate and its line', () => {
     ]);
   });
 
+  it('an array with a hole is InvalidResourceError (a hole is no name, not skipped), and so is one of holes alone', async () => {
+    const h = harness();
+    await h.redis.set(`${h.prefix}:${h.queueName}:sd:gate:gpu`, '1');
+    const hole = Object.assign(new Array<string>(2), { 1: 'gpu' });
+    await expect(h.engine.listGates(hole)).rejects.toBeInstanceOf(InvalidResourceError);
+    await expect(h.engine.listGates(new Array<string>(3))).rejects.toBeInstanceOf(InvalidResourceError);
+    // the same names, dense: read
+    expect(await h.engine.listGates(['gpu'])).toEqual([{ resource: 'gpu', gate: 'closed', until: 1, waiting: 0 }]);
+  });
+
   it.each([
     ['an empty name', ['gpu', '']],
     ['a name that is no string', [7]],
