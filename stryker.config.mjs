@@ -153,6 +153,7 @@ export const gateSuites = [
   'contract/C31-resource-gates/named-by-answer',
   'contract/C31-resource-gates/bad-input',
   'contract/C31-resource-gates/line-past-ended-chains',
+  'contract/C31-resource-gates/list-gates',
   // store/listing.ts and store/reader.ts: listDeferred's rows and page bounds, a removed wake-up, the CLI's queue check
   'contract/C28-views/list-deferred-rows',
   'contract/C28-views/list-paging',

@@ -37,10 +37,22 @@ async function scanResources(redis: Scannable, keys: Pick<StoreKeys, 'base'>): P
   return [...found].sort();
 }
 
+/** A gate's time as the begin reads it (`tonumber(…) or 0`): a value set by hand that is no number has ended. */
+const timeOf = (text: string) => Number(text) || 0;
+
+/** A resource's name from its key; a key made by hand that is no percent-encoding shows as it is. */
+function nameOf(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
 /**
- * The gates of the named resources (encoded: the caller checked them before connecting), else
- * of every resource found. A named resource with neither a gate nor a line is left out (its
- * gate is open and nothing waits).
+ * The gates of the named resources (encoded: the caller checked them before connecting; each
+ * once), else of every resource found. A named resource with neither a gate nor a line is left
+ * out (its gate is open and nothing waits).
  */
 export async function readGates(
   redis: Scannable,
@@ -48,7 +60,7 @@ export async function readGates(
   keys: Pick<StoreKeys, 'base'>,
   named: readonly string[],
 ): Promise<GateState[]> {
-  const encoded = named.length > 0 ? named : await scanResources(redis, keys);
+  const encoded = named.length > 0 ? [...new Set(named)] : await scanResources(redis, keys);
   const replies = await reader.run(
     encoded.flatMap((r) => [
       ['get', `${keys.base}sd:gate:${r}`],
@@ -60,10 +72,10 @@ export async function readGates(
     const g = replies[2 * i] as string | null;
     const waiting = replies[2 * i + 1] as number;
     if (g === null && waiting === 0) return;
-    const resource = decodeURIComponent(r);
+    const resource = nameOf(r);
     if (g === null) rows.push({ resource, gate: 'open', until: null, waiting });
-    else if (g.startsWith('p')) rows.push({ resource, gate: 'probing', until: Number(g.slice(1)), waiting });
-    else rows.push({ resource, gate: 'closed', until: Number(g), waiting });
+    else if (g.startsWith('p')) rows.push({ resource, gate: 'probing', until: timeOf(g.slice(1)), waiting });
+    else rows.push({ resource, gate: 'closed', until: timeOf(g), waiting });
   });
   return rows;
 }

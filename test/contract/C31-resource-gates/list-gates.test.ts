@@ -58,6 +58,22 @@ describe('C31: listGates reads each resource gate and its line', () => {
     expect(await h.engine.listGates(['gpu'])).toEqual([{ resource: 'gpu', gate: 'closed', until: 1, waiting: 0 }]);
   });
 
+  it('keys set by hand: a gate value that is no time has ended (as a begin reads it), an odd key name shows as it is; a name given twice, one row', async () => {
+    const h = harness();
+    const base = `${h.prefix}:${h.queueName}:`;
+    await h.redis.set(`${base}sd:gate:gpu`, 'garbage');
+    await h.redis.set(`${base}sd:gate:tpu`, 'pxyz');
+    await h.redis.set(`${base}sd:gate:%E0%A4%A`, '5');
+    expect(await h.engine.listGates()).toEqual([
+      { resource: '%E0%A4%A', gate: 'closed', until: 5, waiting: 0 },
+      { resource: 'gpu', gate: 'closed', until: 0, waiting: 0 },
+      { resource: 'tpu', gate: 'probing', until: 0, waiting: 0 },
+    ]);
+    expect(await h.engine.listGates(['gpu', 'gpu'])).toEqual([
+      { resource: 'gpu', gate: 'closed', until: 0, waiting: 0 },
+    ]);
+  });
+
   it.each([
     ['an empty name', ['gpu', '']],
     ['a name that is no string', [7]],
