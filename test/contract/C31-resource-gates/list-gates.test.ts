@@ -74,6 +74,25 @@ describe('C31: listGates reads each resource gate and its line', () => {
     ]);
   });
 
+  it('with no names: every resource SCAN finds among many keys, in name order, of this queue only (its name read as text, not a pattern)', async () => {
+    const { prefix, queueName } = isolated();
+    // a queue whose name, read as a glob, matches not its own keys but the other queue's
+    const h = harness({}, { prefix, queueName: `a[b]${queueName}` });
+    const other = harness({}, { prefix, queueName: `ab${queueName}` });
+    const base = `${prefix}:a[b]${queueName}:`;
+    const fill = h.redis.pipeline();
+    // more keys than one SCAN call reads, so every call of the walk counts
+    for (let i = 0; i < 5000; i++) fill.set(`${base}filler:${i}`, '1');
+    const names = Array.from({ length: 20 }, (_, i) => `r-${String(i).padStart(2, '0')}`);
+    for (const n of names) fill.set(`${base}sd:gate:${n}`, '7');
+    // one resource with a line and no gate
+    fill.zadd(`${base}sd:wq:@line-only`, 1, 'book/s/image');
+    fill.set(`${prefix}:ab${queueName}:sd:gate:elsewhere`, '7');
+    await fill.exec();
+    expect((await h.engine.listGates()).map((g) => g.resource)).toEqual(['line-only', ...names]);
+    expect((await other.engine.listGates()).map((g) => g.resource)).toEqual(['elsewhere']);
+  });
+
   it.each([
     ['an empty name', ['gpu', '']],
     ['a name that is no string', [7]],
