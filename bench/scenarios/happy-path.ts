@@ -24,11 +24,21 @@ const IO_VARIANTS: readonly Variant[] = ['raw', 'eval', 'floor', 'plugin'];
 const TARGET = 0.9;
 const IO_TARGET = 0.95;
 
+/** `BATCH`'s record of a lock taken (see `locked` in src/store/begin.ts): fence 1, tied to the job, no licence, record or gate. */
+const PLAIN_LOCK = '1,0,0,0:0,1,0,0,';
+
 /** Makes every begin answer at once (no request): a lock taken, tied to the job, nothing else on the stage. */
 function stubBegin(): () => void {
   const real = DeferralStore.prototype.begin;
+  const read = readBegin(
+    PLAIN_LOCK,
+    beginOp({ sid: 's', ownJobId: 'j', lockMs: 1, wakeUp: false, skewToleranceMs: 0, bullToken: 't' }),
+  );
+  // a record that no longer reads as a plain lock would send every job round a loop of delays: refuse it
+  if (read.kind !== 'locked' || !read.heldNothing || read.gatedMs !== undefined || !read.token.endsWith('\nt'))
+    throw new Error(`the nobegin stub's record no longer reads as a plain lock: ${JSON.stringify(read)}`);
   DeferralStore.prototype.begin = function (req: BeginRequest) {
-    return Promise.resolve(readBegin('1,0,0,0,0:0,,1,0,1', beginOp(req)));
+    return Promise.resolve(readBegin(PLAIN_LOCK, beginOp(req)));
   };
   return () => {
     DeferralStore.prototype.begin = real;
