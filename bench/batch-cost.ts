@@ -20,7 +20,7 @@ const PER = 17;
 const CALLS = 300;
 
 /** One part of the script cut out: the text it removes, and what stands in its place. */
-const CUTS: Record<string, [from: string, to: string]> = {
+export const CUTS: Record<string, [from: string, to: string]> = {
   // the success's release past its GET (its DEL, the hand-on check)
   'the release after its GET': [
     "  redis.call('DEL', L)\n  local cancelled = 0",
@@ -41,7 +41,7 @@ const CUTS: Record<string, [from: string, to: string]> = {
 /** The same call to a script that does nothing (what the bench's `floor` sends): the call's own cost. */
 const NOOP = 'return {#ARGV}';
 
-function cut(from: string, to: string): string {
+export function cut(from: string, to: string): string {
   if (!BATCH.includes(from)) throw new Error(`BATCH no longer holds the text this cut removes: ${from}`);
   return BATCH.split(from).join(to);
 }
@@ -109,4 +109,5 @@ async function main(): Promise<void> {
   await closeClients();
 }
 
-void main();
+// run as a script, not when a test imports its cuts
+if (require.main === module) void main();

@@ -28,7 +28,7 @@ const IO_TARGET = 0.95;
 const PLAIN_LOCK = '1,0,0,0:0,1,0,0,';
 
 /** Makes every begin answer at once (no request): a lock taken, tied to the job, nothing else on the stage. */
-function stubBegin(): () => void {
+export function stubBegin(): () => void {
   const real = DeferralStore.prototype.begin;
   const read = readBegin(
     PLAIN_LOCK,
