@@ -106,9 +106,11 @@ elseif ARGV[8] == 'capacity' then
     redis.call('SADD', ARGV[7] .. 'sd:wqk', kindOf(ARGV[1]))
   else
     -- a line lives while a deferral in it does: a stage whose chain ended elsewhere (a cancel, a
-    -- renamed resource) is dropped by the next wake of the line, or with the line itself
+    -- renamed resource) is dropped by the next wake of the line, or with the line itself. Its TTL
+    -- is set with as much again to spare, so the deferrals that follow within it write nothing
+    -- more (a gated deferral writes no more than a plain one)
     local ttl = math.max(1, tonumber(ARGV[4]) - nowMs() + tonumber(ARGV[13]))
-    if redis.call('PTTL', line) < ttl then redis.call('PEXPIRE', line, ttl) end
+    if redis.call('PTTL', line) < ttl then redis.call('PEXPIRE', line, 2 * ttl) end
   end
 end
 local own = ARGV[6]
