@@ -1,6 +1,7 @@
 import { noCapacity, type StageRef } from '../../../src';
 import { harness, type Harness } from '../../helpers/engine';
 import { keysUnder, waitFor } from '../../helpers/redis';
+import { redisNow } from '../../helpers/observe';
 
 /** A resource's line keeps nothing for a stage whose chain ended, even when that line never wakes again. */
 const stage = (n: number): StageRef => ({ scope: ['book-l', `sc-${n}`], stage: 'image' });
@@ -73,5 +74,23 @@ describe('C27: a resource line holds only stages that wait in it', () => {
     const ttls = await Promise.all(left.map((k) => h.redis.ttl(k)));
     // each resource's wake count (for attempts in flight) goes a day after its last wake
     expect(ttls.every((t) => t > 0 && t <= 86_400)).toBe(true);
+  });
+});
+
+describe('C27: a gated deferral writes no more than a plain one', () => {
+  it("C27: the line's TTL is set with as much again to spare, so the deferrals that follow within it leave it alone", async () => {
+    const h = harness({ resourceOf: () => 'gpu', windows: { capacitySeconds: 30, capacityMaxSeconds: 60, jitter: 0 } });
+    h.executor.script(stage(0), noCapacity());
+    await h.engine.dispatchStage(stage(0), {});
+    // the window (30 s) and the capacity maximum (60 s), twice: up to 180 s
+    const first = await h.redis.pttl(lineKey(h, 'gpu'));
+    expect(first).toBeGreaterThan(150_000);
+    expect(first).toBeLessThanOrEqual(180_000);
+    const now = await redisNow(h.redis);
+    await waitFor(async () => (await redisNow(h.redis)) > now + 20, 'Redis time to move on 20 ms');
+    // a gated deferral: its window ends with the gate's, within the TTL already set
+    expect(await h.engine.dispatchStage(stage(1), {})).toMatchObject({ reason: 'gate_closed' });
+    expect(await h.redis.zcard(lineKey(h, 'gpu'))).toBe(2);
+    expect(await h.redis.pttl(lineKey(h, 'gpu'))).toBeLessThanOrEqual(first - 20);
   });
 });
