@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isStageDeferralError } from './errors';
-import { checkResource, encodeResource } from './resource';
+import { encodeResources } from './resource';
 import { encodeStageKind, scopePrefix, stageId } from './stage-ref';
 import { escapeControl } from './cli/escape';
 import { CliError, NothingMatchedError, UsageError } from './cli/errors';
@@ -272,7 +272,7 @@ export function buildProgram(): Command {
     .argument('[resource...]', 'resource names (all of them when none is given)')
     .action(async (names: string[]) => {
       const g = globals();
-      const named = names.map((n) => encodeResource(checkResource(n, 'gates'))); // before connecting
+      const named = encodeResources(names, 'gates'); // before connecting
       const { rows, now } = await withSession(g, async (s) => ({
         rows: await readGates(s.redis as unknown as Scannable, s.reader, s.keys, named),
         now: await redisTime(s.reader),

@@ -21,7 +21,7 @@ import { closeOrDrop, quitOrDrop } from './store/client';
 import { settlesWithin } from './store/within';
 import { ioReader } from './store/reader';
 import { readGates, type Scannable } from './store/gates';
-import { checkResource, encodeResource, MAX_WAKE } from './resource';
+import { checkResource, encodeResource, encodeResources, MAX_WAKE } from './resource';
 import type { DeferredPage, DeferredStage, DispatchResult, EnqueueResult, GateState, StageRef } from './types';
 
 export interface CancelResult {
@@ -298,8 +298,7 @@ export function createDispatchEngine<P = unknown, const R extends string = never
       open();
       if (!Array.isArray(resources))
         throw new InvalidResourceError('Expected `listGates` to get an array of resource names');
-      // (Array.from visits a hole as undefined, refused; map would skip it)
-      const named = Array.from(resources as unknown[], (r) => encodeResource(checkResource(r, 'listGates')));
+      const named = encodeResources(resources, 'listGates');
       const c = await store.client();
       return readGates(c as unknown as Scannable, ioReader(c as never), store.keys, named);
     },

@@ -45,6 +45,14 @@ export function checkResource(name: unknown, where: string): string {
   return parsed.data;
 }
 
+/**
+ * Resource names checked and encoded for the keys (`listGates`, the CLI's `gates`), before any
+ * read. Array.from visits a hole as undefined, refused (map would skip it).
+ */
+export function encodeResources(names: readonly unknown[], where: string): string[] {
+  return Array.from(names, (n) => encodeResource(checkResource(n, where)));
+}
+
 /** Checks a `capacityLeft`; throws `InvalidResourceError`. */
 export function checkCapacityLeft(n: unknown, where: string): number {
   const parsed = capacityCount.safeParse(n);
